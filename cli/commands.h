@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* The plugfs subcommands: one file each, `<verb>_main(argc, argv)` where
+ * argv[0] is the subcommand's name.  Exit codes (DESIGN.md): */
+#ifndef PLUGFS_COMMANDS_H
+#define PLUGFS_COMMANDS_H
+
+#define EXIT_OK 0
+#define EXIT_FAILED 1      /* rejected input, operation failed, timeout */
+#define EXIT_USAGE 2       /* bad command line */
+#define EXIT_UNREACHABLE 3 /* the daemon cannot be reached */
+
+int version_main(int argc, char *argv[]);
+
+#endif

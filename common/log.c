@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static _Atomic int level = PLOG_INFO;
+
+void plog_set_level(enum plugfs_log_level l)
+{
+	atomic_store(&level, (int)l);
+}
+
+enum plugfs_log_level plog_get_level(void)
+{
+	return (enum plugfs_log_level)atomic_load(&level);
+}
+
+void plog(enum plugfs_log_level l, const char *fmt, ...)
+{
+	static const char *const names[] = {"error", "warn", "info", "debug"};
+	char line[2048];
+	struct timespec ts;
+	struct tm tm;
+	va_list ap;
+	int n;
+
+	if ((int)l > atomic_load(&level))
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ plugfs %s: ",
+		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		     tm.tm_sec, ts.tv_nsec / 1000000, names[l]);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	/* One write per line so lines of different threads do not interleave. */
+	strcat(line, "\n");
+	fputs(line, stderr);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs configuration: the INI file of DESIGN.md "Configuration", read with
+ * inih, on top of built-in defaults.  config_load and config_parse_string
+ * share one code path.  Errors name file:line, the key and what is accepted;
+ * unknown sections and keys are errors.
+ */
+#ifndef PLUGFS_CONFIG_H
+#define PLUGFS_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH "/etc/plugfs/plugfs.ini"
+#define CONFIG_ERR_MAX 512
+
+enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
+
+struct plugfs_config {
+	/* [mount] */
+	char *mountpoint;        /* /run/plugfs */
+	char *socket_name;       /* csi.sock */
+	bool allow_other;        /* true */
+	unsigned cache_timeout;  /* 60 (seconds) */
+	/* [state] */
+	char *state_path;        /* /var/lib/plugfs/state.db */
+	char *synchronous;       /* full: off | normal | full | extra */
+	/* [control] */
+	char *control_socket;    /* /run/plugfs.sock */
+	char *control_group;     /* "" = root only */
+	unsigned max_clients;    /* 64 */
+	unsigned idle_timeout;   /* 300 (seconds; 0 = none) */
+	/* [registry] */
+	char **types;            /* csi-controller csi-node */
+	size_t n_types;
+	char **socket_roots;     /* empty = any */
+	size_t n_socket_roots;
+	int64_t tombstone_ttl;   /* 86400 (seconds) */
+	/* [log] */
+	enum log_level log_level; /* info */
+
+	char *source;            /* file the values came from, "" for defaults */
+};
+
+/* Fills cfg with the built-in defaults.  0 or -ENOMEM. */
+int config_defaults(struct plugfs_config *cfg);
+
+/* Defaults, then the file at path.  A missing file is an error. */
+int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t errlen);
+
+/* Defaults, then text; `name` is used in messages ("name:line: ..."). */
+int config_parse_string(const char *text, const char *name, struct plugfs_config *cfg,
+			char *err, size_t errlen);
+
+/*
+ * The config a subcommand uses: -c path when given (must exist), else
+ * $PLUGFS_CONFIG when set (must exist), else CONFIG_DEFAULT_PATH when it
+ * exists, else the built-in defaults.
+ */
+int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, size_t errlen);
+
+void config_free(struct plugfs_config *cfg);
+
+const char *log_level_name(enum log_level l);
+
+#endif

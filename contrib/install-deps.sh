@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages plugfs needs to build, run and test.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config git
+      libfuse3-dev fuse3 libsqlite3-dev sqlite3 libinih-dev libjansson-dev
+      libcmocka-dev attr man-db groff-base procps util-linux file)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

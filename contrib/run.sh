@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Builds plugfs and runs it in the foreground on its built-in defaults
+# (mount at /run/plugfs, state in /var/lib/plugfs, control socket
+# /run/plugfs.sock).  Ctrl-C unmounts cleanly.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF
+cmake --build build -j"$(nproc)"
+exec ./build/cli/plugfs mount "$@"

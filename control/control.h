@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs control socket: a Unix stream socket speaking one JSON object per
+ * line each way (docs/protocol.md).  The server runs in the daemon on its own
+ * thread; the client half is used by the CLI.  JSON shapes shared with the
+ * offline `state dump --json` live here too.
+ */
+#ifndef PLUGFS_CONTROL_H
+#define PLUGFS_CONTROL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+
+#define CONTROL_LINE_MAX (64 * 1024)
+
+struct control_server;
+
+struct control_options {
+	const char *socket_path;
+	const char *group;         /* "" or NULL: mutations by uid 0 only */
+	unsigned max_clients;
+	unsigned idle_timeout;     /* seconds, 0 = none */
+	/* For `status`. */
+	const char *mountpoint;
+	const char *state_path;
+};
+
+/* Creates the socket (0660, group set, never wider), starts the server
+ * thread.  Refuses to replace a path that is not a socket or on which a live
+ * daemon answers. */
+int control_server_start(struct registry *reg, const struct control_options *opts,
+			 struct control_server **out, char *err, size_t errlen);
+/* Stops the thread, closes clients, removes the socket file. */
+void control_server_stop(struct control_server *srv);
+
+/* --- client --- */
+
+/* Connects to path.  -errno when nothing answers (message names the path). */
+int control_connect(const char *path, int *fd_out, char *err, size_t errlen);
+/* Sends one request object (a line), 0 or -errno. */
+int control_send(int fd, json_t *req, char *err, size_t errlen);
+/* Reads one response/event line; timeout_ms < 0 waits forever.
+ * -ETIMEDOUT on timeout, -EPIPE when the server closed. */
+int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen);
+
+/* --- JSON shapes (same for list --json, show --json, state dump --json) --- */
+
+/* {"alloc","socket","version","kind","options",{...},"seq","registered_at","updated_at"} */
+json_t *control_json_registration(const struct registration *r);
+/* {"type","name","active","registrations":[...]} */
+json_t *control_json_plugin(const struct reg_plugin *p);
+/* {"plugins":[...]} */
+json_t *control_json_snapshot(const struct reg_snapshot *s);
+/* RFC 3339 UTC, e.g. 2026-11-30T09:19:05Z, into buf (>= 21 bytes). */
+void control_format_time(int64_t t, char *buf, size_t len);
+
+#endif

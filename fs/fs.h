@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs filesystem: the read-only FUSE (low-level API) view of a registry,
+ * laid out as DESIGN.md "The filesystem" draws it.  Handlers answer from an
+ * in-memory view kept current by registry events; kernel invalidations go
+ * through one notifier thread, never from a handler.
+ */
+#ifndef PLUGFS_FS_H
+#define PLUGFS_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct registry;
+struct plugfs_fs;
+
+struct fs_options {
+	const char *mountpoint;   /* created (0755, with parents) when missing */
+	const char *socket_name;  /* name of the active symlink, e.g. csi.sock */
+	bool allow_other;
+	double cache_timeout;     /* seconds, for entries and attributes */
+	bool debug;               /* libfuse debug output */
+	/* Called once, from a helper thread, when the mount answers (a stat of
+	 * <mountpoint>/plugins succeeded).  May be NULL. */
+	void (*on_ready)(void *arg);
+	void *on_ready_arg;
+};
+
+/*
+ * Builds the view from the registry, subscribes to its events, recovers a
+ * stale mount (ENOTCONN) at the mountpoint, refuses a live plugfs mount there,
+ * and mounts.  0 or -errno with a message in err.
+ */
+int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out,
+	     char *err, size_t errlen);
+
+/*
+ * Serves requests until fs_exit() is called or a SIGTERM/SIGINT arrives
+ * (handlers installed by fs_mount; SIGHUP is left to the caller).  Returns 0
+ * on a clean stop.
+ */
+int fs_run(struct plugfs_fs *fs);
+
+/* Asks fs_run to return; async-signal-safe. */
+void fs_exit(struct plugfs_fs *fs);
+
+/* Unmounts (when still mounted), unsubscribes and frees. */
+void fs_destroy(struct plugfs_fs *fs);
+
+/* Updates what can change without a remount (the cache timeout). */
+void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds);
+
+/* Number of FUSE requests served so far (for the benchmark and status). */
+unsigned long long fs_requests_served(struct plugfs_fs *fs);
+
+#endif

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs registry: per (type, name) ordered lists of registrations, persisted
+ * in SQLite ("persist, then apply"), with events for subscribers.
+ *
+ * Threading: every public function takes the registry's internal mutex, so a
+ * registry may be shared by the control server, the filesystem and the main
+ * thread.  Event callbacks run synchronously, after the commit and after the
+ * in-memory state changed, with that mutex held: a callback must not call a
+ * mutating registry function, must not block, and must copy what it keeps.
+ * Read-only getters (registry_snapshot, registry_get_plugin) are safe from a
+ * callback (the mutex is recursive).
+ *
+ * Errors: functions return 0 or a negative errno and write a message naming
+ * the field and the rule into err (errlen bytes, always NUL-terminated when
+ * errlen > 0).  -EINVAL: rejected input; -ENOENT: not found; -EIO/-ENOSPC/
+ * -EROFS/-EBUSY: the store failed (nothing changed); -ENOMEM.
+ */
+#ifndef PLUGFS_REGISTRY_H
+#define PLUGFS_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REG_NAME_MAX 128    /* name, alloc, option keys, types */
+#define REG_VALUE_MAX 1024  /* option values and version */
+#define REG_ERR_MAX 512     /* a good size for err buffers */
+
+enum reg_kind {
+	REG_KIND_UNSET = 0, /* input only: derived from the type (see registry_register) */
+	REG_KIND_CONTROLLER,
+	REG_KIND_NODE,
+	REG_KIND_MONOLITH,
+};
+
+/* "controller", "node", "monolith"; NULL for REG_KIND_UNSET. */
+const char *reg_kind_name(enum reg_kind k);
+/* Parses a kind name; returns 0 or -EINVAL. */
+int reg_kind_parse(const char *s, enum reg_kind *out);
+
+struct reg_option {
+	char *key;
+	char *value;
+};
+
+struct registration {
+	int64_t id;             /* persisted row id, never reused in a state file */
+	char *type;
+	char *name;
+	char *alloc;
+	char *socket;
+	char *version;          /* "" when not given */
+	enum reg_kind kind;
+	struct reg_option *options; /* sorted by key */
+	size_t n_options;
+	int64_t seq;            /* place in the list: higher is more recent */
+	int64_t registered_at;  /* unix seconds, UTC */
+	int64_t updated_at;     /* unix seconds, UTC */
+};
+
+/* One (type, name) with at least one registration. */
+struct reg_plugin {
+	int64_t id;             /* persisted plugin id, never reused in a state file */
+	char *type;
+	char *name;
+	struct registration *regs; /* ordered by seq, highest (active) first */
+	size_t n_regs;
+};
+
+/* A deep copy of the whole registry (or one type of it); owned by the caller. */
+struct reg_snapshot {
+	struct reg_plugin *plugins; /* sorted by (type, name) */
+	size_t n_plugins;
+};
+void reg_snapshot_free(struct reg_snapshot *s);
+void reg_plugin_free_contents(struct reg_plugin *p);
+void registration_free_contents(struct registration *r);
+
+/* What a caller asks to register; strings are borrowed. */
+struct reg_spec {
+	const char *name;
+	const char *alloc;
+	const char *socket;
+	const char *version;    /* NULL or "" = none */
+	enum reg_kind kind;     /* REG_KIND_UNSET: csi-controller -> controller,
+				   csi-node -> node, any other type -> monolith */
+	const struct reg_option *options;
+	size_t n_options;
+};
+
+struct registry_options {
+	const char *const *types;     /* configured types, required, >= 1 */
+	size_t n_types;
+	const char *const *socket_roots; /* allowed socket prefixes; none = any */
+	size_t n_socket_roots;
+	int64_t tombstone_ttl;        /* seconds */
+	const char *synchronous;      /* "off" | "normal" | "full" | "extra" */
+	/* Clock for registered_at, updated_at and tombstone expiry; NULL =
+	 * time(NULL).  Tests inject their own. */
+	int64_t (*now)(void *arg);
+	void *now_arg;
+};
+
+enum reg_event_type {
+	REG_EV_REGISTERED,
+	REG_EV_UPDATED,
+	REG_EV_DEREGISTERED,
+	REG_EV_ACTIVE,
+};
+/* "registered", "updated", "deregistered", "active" */
+const char *reg_event_name(enum reg_event_type t);
+
+struct reg_event {
+	enum reg_event_type type;
+	const char *plugin_type;
+	const char *plugin_name;
+	int64_t plugin_id;
+	/* REGISTERED, UPDATED: the new state of the entry; DEREGISTERED: the
+	 * removed entry; ACTIVE: the new front, or NULL when the list emptied. */
+	const struct registration *reg;
+	/* ACTIVE only: the previous and new active alloc, either may be NULL. */
+	const char *old_alloc;
+	const char *new_alloc;
+	/* The plugin's list after the change (NULL when it emptied). */
+	const struct reg_plugin *plugin;
+};
+
+typedef void (*reg_event_cb)(const struct reg_event *ev, void *arg);
+
+struct registry;
+
+/*
+ * Opens (creating when missing) the state file at db_path and loads it.
+ * Runs PRAGMA quick_check, refuses a schema newer than this binary, backs a
+ * version-1 file up to <db_path>.v1.bak and migrates it, persists the
+ * configured types (their ids are inode sources).  db_path ":memory:" works
+ * for tests.  On success *out is the registry, to be closed with
+ * registry_close.
+ */
+int registry_open(const char *db_path, const struct registry_options *opts,
+		  struct registry **out, char *err, size_t errlen);
+void registry_close(struct registry *r);
+
+/* Checks a state file offline (quick_check, schema version, row sanity)
+ * without changing it.  0 when good. */
+int registry_check_file(const char *db_path, char *err, size_t errlen);
+
+/*
+ * Registers one alloc under each of types[0..n_types) in one transaction.
+ * Validates everything first (nothing stored on error).  Events in order per
+ * type: REGISTERED or UPDATED, then ACTIVE when the front changed.  An
+ * identical re-registration is a no-op without events.
+ */
+int registry_register(struct registry *r, const char *const *types, size_t n_types,
+		      const struct reg_spec *spec, char *err, size_t errlen);
+
+/* Removes (type, name, alloc).  Unknown entry: 0, no event, no change. */
+int registry_deregister(struct registry *r, const char *type, const char *name,
+			const char *alloc, char *err, size_t errlen);
+
+/* Removes every registration of alloc, across all types, in one transaction.
+ * *removed (may be NULL) receives the count. */
+int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed,
+			      char *err, size_t errlen);
+
+/* Deep copy of all plugins, or only those of type when type != NULL. */
+int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out);
+
+/* Deep copy of one plugin.  -ENOENT when it has no registration. */
+int registry_get_plugin(struct registry *r, const char *type, const char *name,
+			struct reg_plugin *out);
+
+/* Configured types and their persisted ids (stable across restarts).  The
+ * arrays belong to the registry and live as long as it. */
+size_t registry_types(struct registry *r, const char *const **names, const int64_t **ids);
+
+/* Counts for status. */
+void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrations);
+
+/* Deletes tombstones older than tombstone_ttl; returns how many or -errno. */
+int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);
+
+/* Imports legacy JSON ({"Plugins": {type: {name: PluginInfo}}}) in one
+ * transaction, as if each entry were registered in document order.  Types
+ * not configured are rejected (nothing imported). *imported may be NULL. */
+int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported,
+				char *err, size_t errlen);
+
+/* Subscribes cb; returns a positive subscription id or -errno.  Events are
+ * delivered in commit order. */
+int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg);
+void registry_unsubscribe(struct registry *r, int id);
+
+/* Runs fn with the registry mutex held (e.g. take a snapshot and subscribe
+ * without missing or doubling an event). */
+void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *arg), void *arg);
+
+/* Validation helpers, shared with config and the CLI.  0 or -EINVAL with a
+ * message naming `field` and the rule. */
+int reg_validate_name(const char *field, const char *s, char *err, size_t errlen);
+int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen);
+int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen);
+
+#endif
