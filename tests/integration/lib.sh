@@ -18,6 +18,7 @@ set -o pipefail
 PLUGFS_BIN=${PLUGFS_BIN:?PLUGFS_BIN must point at the plugfs binary}
 PLUGFS_BUILD_DIR=${PLUGFS_BUILD_DIR:-$(dirname "$PLUGFS_BIN")}
 PLUGFS_SOURCE_DIR=${PLUGFS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PLUGFS_DEMO_PLUGIN=${PLUGFS_DEMO_PLUGIN:-$PLUGFS_BUILD_DIR/tools/plugfs-demo-plugin}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
@@ -150,6 +151,18 @@ check_daemon_log() {
 		pass "no sanitizer report in the daemon log"
 	fi
 }
+
+# start_demo_plugin SOCKET ALLOC: runs plugfs-demo-plugin in the background
+# (killed by the EXIT trap) and waits (5 s) until it answers on SOCKET.
+# Sets DEMO_PID.  `demo_connect PATH` prints the alloc id that answers there.
+start_demo_plugin() {
+	"$PLUGFS_DEMO_PLUGIN" --socket "$1" --alloc "$2" >>"$T/demo-plugin.log" 2>&1 &
+	DEMO_PID=$!
+	_PIDS+=("$DEMO_PID")
+	"$PLUGFS_DEMO_PLUGIN" --connect "$1" --wait 5 >/dev/null ||
+		die "demo plugin $2 did not come up on $1"
+}
+demo_connect() { "$PLUGFS_DEMO_PLUGIN" --connect "$1"; }
 
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
