@@ -46,7 +46,7 @@ check "parent directory created" test -d "$T/alloc/0a1b2c"
 check "socket file is a socket" test -S "$S"
 check_eq "connection answered with the alloc id" "0a1b2c-node" "$(demo_connect "$S")"
 check_eq "answer ends in exactly one newline" "0a1b2c-node|" "$(demo_connect "$S" | tr '\n' '|')"
-for i in 1 2 3 4 5; do out=$(demo_connect "$S") || break; done
+for _ in 1 2 3 4 5; do out=$(demo_connect "$S") || break; done
 check_eq "five more connections answered" "0a1b2c-node" "$out"
 ln -s "$S" "$T/link.sock"
 check_eq "--connect follows a symlink (like csi.sock)" "0a1b2c-node" "$(demo_connect "$T/link.sock")"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# contrib/plugfs.bash-completion offers every subcommand of `plugfs --help'
+# and every option of each subcommand's --help, and the values it knows.
+# No FUSE needed.
+. "$(dirname "$0")/lib.sh"
+BC=/usr/share/bash-completion/bash_completion
+[ -f "$BC" ] || die "bash-completion is not installed (bash contrib/install-deps.sh)"
+# bash_completion reads unset variables; lib.sh's `set -u' would stop it.
+set +u
+# shellcheck disable=SC1090
+. "$BC"
+# shellcheck disable=SC1091
+. "$PLUGFS_SOURCE_DIR/contrib/plugfs.bash-completion"
+check_eq "completion is registered for plugfs" "complete -F _plugfs plugfs" "$(complete -p plugfs)"
+# The completion asks the daemon for plugin names: make `plugfs' the build's
+# binary with this test's (unreachable) config, so it answers nothing.
+plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
+write_config
+
+# comp WORDS...: the completions of the last word (may be empty), sorted.
+comp() {
+	COMP_WORDS=("$@")
+	COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+	COMP_LINE="$*"
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_plugfs plugfs "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+	printf '%s\n' "${COMPREPLY[@]}" | sort | tr '\n' ' ' | sed 's/ $//'
+}
+has() { # DESCRIPTION WORD COMPLETIONS
+	if grep -qw -- "$2" <<<" $3 "; then pass "$1"; else fail "$1: \`$2' not in [$3]"; fi
+}
+
+check_eq "plugfs reg<TAB>" "register" "$(comp plugfs reg)"
+check_eq "plugfs st<TAB>" "state status" "$(comp plugfs st)"
+check_eq "plugfs -c FILE li<TAB>" "list" "$(comp plugfs -c "$CFG" li)"
+check_eq "plugfs register --kind <TAB>" "controller monolith node" "$(comp plugfs register --kind '')"
+check_eq "plugfs state <TAB>" "check dump import" "$(comp plugfs state '')"
+has "plugfs show <TAB> offers the default types" csi-node "$(comp plugfs show '')"
+has "plugfs register --type <TAB> offers csi-controller" csi-controller "$(comp plugfs register --type '')"
+check_eq "plugfs register --name <TAB> offers nothing" "" "$(comp plugfs register --name '')"
+has "plugfs register --type csi-node --<TAB> offers --socket" --socket \
+	"$(comp plugfs register --type csi-node --)"
+
+# Everything the program has, the completion offers.
+"$PLUGFS_BIN" --help >"$T/help"
+top=$(comp plugfs '')
+for c in $(sed -n '/^Commands:/,/^$/p' "$T/help" | awk '/^  [a-z]/ {print $1}'); do
+	has "plugfs <TAB> offers $c" "$c" "$top"
+	opts=$(comp plugfs "$c" --)
+	for o in $("$PLUGFS_BIN" "$c" --help 2>&1 | grep -Eo -- '(^|[^a-z-])--[a-z][a-z-]*' |
+		grep -Eo -- '--[a-z-]+' | sort -u); do
+		[ "$o" = "--help" ] && continue
+		# state's options belong to its subcommands
+		[ "$c" = state ] && opts=$(comp plugfs state dump --)
+		has "plugfs $c --<TAB> offers $o" "$o" "$opts"
+	done
+done
+finish
