@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/* registry_check_file: an offline, read-only check of a state file. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "store.h"
+
+static int check_rows(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[REG_ERR_MAX] = "";
+	int rc = sqlite3_prepare_v2(
+		s->db,
+		"SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind"
+		" FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
+		" JOIN types t ON t.id = p.type_id ORDER BY r.id",
+		-1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading registrations", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *c[7];
+		enum reg_kind kind;
+
+		for (int i = 0; i < 7; i++)
+			c[i] = (const char *)sqlite3_column_text(st, i);
+		if ((rc = reg_validate_name("type", c[0], msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_name("name", c[1], msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_name("alloc", c[3], msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_socket_path("socket", c[4], msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_printable("version", c[5], msg, sizeof(msg))) < 0 ||
+		    (rc = reg_kind_parse(c[6], &kind)) < 0) {
+			if (rc == -EINVAL && !msg[0])
+				snprintf(msg, sizeof(msg), "kind `%s': must be one of controller, "
+					 "node, monolith", c[6] ? c[6] : "");
+			rc = reg_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
+				      s->path, (long long)sqlite3_column_int64(st, 2), msg);
+			goto out;
+		}
+		msg[0] = '\0';
+	}
+	if (rc != SQLITE_DONE) {
+		rc = store_fail(s, rc, "reading registrations", err, errlen);
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	rc = sqlite3_prepare_v2(s->db, "SELECT reg_id, key, value FROM reg_options", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading options", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *key = (const char *)sqlite3_column_text(st, 1);
+
+		if ((rc = reg_validate_name("option key", key, msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_printable("option value",
+						 (const char *)sqlite3_column_text(st, 2), msg,
+						 sizeof(msg))) < 0) {
+			rc = reg_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
+				      s->path, (long long)sqlite3_column_int64(st, 0), msg);
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading options", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int check_v2(struct store *s, char *err, size_t errlen)
+{
+	static const char *const tables[] = { "meta", "types", "plugins", "registrations",
+					      "reg_options", "tombstones" };
+	int64_t n, meta_seq, max_seq;
+	bool exists;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
+			return rc;
+		if (!exists)
+			return reg_errf(err, errlen, -EIO,
+					"state file `%s': schema version 2 without table `%s'",
+					s->path, tables[i]);
+	}
+	if ((rc = store_query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &n,
+				  "checking foreign keys", err, errlen)) < 0)
+		return rc;
+	if (n)
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': %lld rows point at rows that do not exist",
+				s->path, (long long)n);
+	if ((rc = store_query_int(s,
+				  "SELECT count(*) FROM plugins p WHERE NOT EXISTS"
+				  " (SELECT 1 FROM registrations r WHERE r.plugin_id = p.id)",
+				  &n, "checking plugins", err, errlen)) < 0)
+		return rc;
+	if (n)
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': %lld plugins without registrations", s->path,
+				(long long)n);
+	if ((rc = store_query_int(s,
+				  "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+				  " WHERE key = 'seq'), 0)",
+				  &meta_seq, "reading the sequence counter", err, errlen)) < 0 ||
+	    (rc = store_query_int(s,
+				  "SELECT max(coalesce((SELECT max(seq) FROM registrations), 0),"
+				  " coalesce((SELECT max(seq) FROM tombstones), 0))",
+				  &max_seq, "reading the sequence counter", err, errlen)) < 0)
+		return rc;
+	if (meta_seq < max_seq)
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': sequence counter %lld is below a stored seq %lld",
+				s->path, (long long)meta_seq, (long long)max_seq);
+	return check_rows(s, err, errlen);
+}
+
+static int check_v1(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	struct legacy_entry *e = NULL;
+	size_t n = 0;
+	char msg[REG_ERR_MAX];
+	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM kv WHERE key = ?1", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
+	sqlite3_bind_text(st, 1, REG_LEGACY_KV_KEY, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		rc = legacy_parse(s->db, (const char *)sqlite3_column_text(st, 0), &e, &n, msg,
+				  sizeof(msg));
+		if (rc < 0) {
+			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path, msg);
+			goto out;
+		}
+	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		rc = store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
+		goto out;
+	}
+	rc = 0;
+out:
+	legacy_free(e, n);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_check_file(const char *db_path, char *err, size_t errlen)
+{
+	struct store s = { 0 };
+	int64_t version, n_tables;
+	bool kv;
+	int rc;
+
+	if (!db_path || !db_path[0])
+		return reg_errf(err, errlen, -EINVAL, "state.path: missing");
+	if (access(db_path, F_OK) < 0)
+		return reg_errf(err, errlen, -errno, "state file `%s': %s", db_path,
+				strerror(errno));
+	s.path = strdup(db_path);
+	if (!s.path)
+		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	rc = sqlite3_open_v2(db_path, &s.db, SQLITE_OPEN_READONLY, NULL);
+	if (rc != SQLITE_OK) {
+		rc = store_fail(&s, rc, "cannot open", err, errlen);
+		goto out;
+	}
+	if ((rc = store_quick_check(&s, err, errlen)) < 0 ||
+	    (rc = store_query_int(&s, "PRAGMA user_version", &version,
+				  "reading the schema version", err, errlen)) < 0 ||
+	    (rc = store_query_int(&s, "SELECT count(*) FROM sqlite_master", &n_tables,
+				  "reading the schema", err, errlen)) < 0 ||
+	    (rc = store_table_exists(&s, "kv", &kv, err, errlen)) < 0)
+		goto out;
+	if (version > REG_SCHEMA_VERSION)
+		rc = reg_errf(err, errlen, -ENOTSUP,
+			      "state file `%s': schema version %lld is newer than this plugfs "
+			      "supports (%d)", db_path, (long long)version, REG_SCHEMA_VERSION);
+	else if (version == 1 || (version == 0 && kv))
+		rc = kv ? check_v1(&s, err, errlen)
+			: reg_errf(err, errlen, -EIO,
+				   "state file `%s': schema version 1 without its `kv' table",
+				   db_path);
+	else if (version == 0)
+		rc = n_tables == 0 ? 0
+				   : reg_errf(err, errlen, -EINVAL,
+					      "state file `%s': not a plugfs state file "
+					      "(user_version 0 and unknown tables)", db_path);
+	else if (version == REG_SCHEMA_VERSION)
+		rc = check_v2(&s, err, errlen);
+	else
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': unknown schema version %lld",
+			      db_path, (long long)version);
+out:
+	store_close(&s);
+	return rc;
+}

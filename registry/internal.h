@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Declarations shared by the files of registry/; not part of the API. */
+#ifndef PLUGFS_REGISTRY_INTERNAL_H
+#define PLUGFS_REGISTRY_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "registry.h"
+
+#define REG_SCHEMA_VERSION 2
+#define REG_LEGACY_KV_KEY "dynamic_plugin_registry"
+
+/* Formats into err (when errlen > 0) and returns rc. */
+int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Writes s into buf for a message: non-printable bytes as \xNN, at most
+ * about 80 characters (then "...").  Returns buf. */
+const char *reg_quote(char *buf, size_t len, const char *s);
+
+/* Socket path rules plus, when n_roots > 0, "under one of roots". */
+int reg_validate_socket(const char *field, const char *s, const char *const *roots,
+			size_t n_roots, char *err, size_t errlen);
+
+/* Everything of a spec except the type: name, alloc, socket (with roots),
+ * version, kind, options (keys, values, duplicates). */
+int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, size_t n_roots,
+		      char *err, size_t errlen);
+
+/* The kind used for REG_KIND_UNSET under type. */
+enum reg_kind reg_kind_for_type(const char *type);
+
+/* Maps an SQLite result code to a negative errno. */
+int reg_sqlite_errno(int rc);
+
+/* One entry of a legacy {"Plugins": {type: {name: PluginInfo}}} document. */
+struct legacy_entry {
+	char *type;
+	char *name;
+	char *alloc;
+	char *socket;
+	char *version;
+	enum reg_kind kind;
+	struct reg_option *options; /* sorted by key */
+	size_t n_options;
+};
+
+/*
+ * Reads a legacy document with SQLite's JSON functions on db (any open
+ * connection).  Checks the shape and the field types, not the values (the
+ * caller validates).  Entries come in document order.  0 or -errno.
+ */
+int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out,
+		 char *err, size_t errlen);
+void legacy_free(struct legacy_entry *e, size_t n);
+
+/* Sorts options by key (strcmp). */
+void reg_options_sort(struct reg_option *o, size_t n);
+
+#endif

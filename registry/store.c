@@ -1,0 +1,791 @@
+/* SPDX-License-Identifier: MIT */
+/* The SQLite store: open, check, migrate, load, and the mutation statements. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "store.h"
+
+static const char schema_sql[] =
+	"CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
+	"CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"
+	"CREATE TABLE plugins(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" type_id INTEGER NOT NULL REFERENCES types(id), name TEXT NOT NULL,"
+	" UNIQUE(type_id, name));"
+	"CREATE TABLE registrations(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" plugin_id INTEGER NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,"
+	" alloc TEXT NOT NULL, socket TEXT NOT NULL, version TEXT NOT NULL DEFAULT '',"
+	" kind TEXT NOT NULL CHECK (kind IN ('controller', 'node', 'monolith')),"
+	" seq INTEGER NOT NULL UNIQUE, registered_at INTEGER NOT NULL,"
+	" updated_at INTEGER NOT NULL, UNIQUE(plugin_id, alloc));"
+	"CREATE INDEX registrations_alloc ON registrations(alloc);"
+	"CREATE TABLE reg_options(reg_id INTEGER NOT NULL REFERENCES registrations(id)"
+	" ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,"
+	" PRIMARY KEY(reg_id, key)) WITHOUT ROWID;"
+	"CREATE TABLE tombstones(type TEXT NOT NULL, name TEXT NOT NULL, alloc TEXT NOT NULL,"
+	" seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
+	" PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
+	"CREATE INDEX tombstones_deleted ON tombstones(deleted_at);"
+	"PRAGMA user_version = 2;";
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
+	[ST_DELETE_PLUGIN] = "DELETE FROM plugins WHERE id = ?1",
+	[ST_GET_TOMBSTONE] =
+		"SELECT seq, deleted_at FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
+	[ST_DELETE_TOMBSTONE] = "DELETE FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
+	[ST_PUT_TOMBSTONE] = "INSERT OR REPLACE INTO tombstones(type, name, alloc, seq, deleted_at)"
+			     " VALUES(?1, ?2, ?3, ?4, ?5)",
+	[ST_INSERT_REG] = "INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq,"
+			  " registered_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[ST_UPDATE_REG] = "UPDATE registrations SET socket = ?2, version = ?3, kind = ?4,"
+			  " updated_at = ?5 WHERE id = ?1",
+	[ST_DELETE_REG] = "DELETE FROM registrations WHERE id = ?1",
+	[ST_DELETE_OPTIONS] = "DELETE FROM reg_options WHERE reg_id = ?1",
+	[ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
+	[ST_SET_SEQ] = "INSERT OR REPLACE INTO meta(key, value) VALUES('seq', ?1)",
+	[ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
+};
+
+int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen)
+{
+	return reg_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
+			s->path ? s->path : "?", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+}
+
+static int exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+
+	return rc == SQLITE_OK ? 0 : store_fail(s, rc, what, err, errlen);
+}
+
+/* The cached statement id, reset and with its bindings cleared. */
+static int stmt(struct store *s, enum store_stmt id, sqlite3_stmt **out, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!s->stmts[id]) {
+		rc = sqlite3_prepare_v3(s->db, stmt_sql[id], -1, SQLITE_PREPARE_PERSISTENT,
+					&s->stmts[id], NULL);
+		if (rc != SQLITE_OK)
+			return store_fail(s, rc, "preparing a statement", err, errlen);
+	}
+	sqlite3_reset(s->stmts[id]);
+	sqlite3_clear_bindings(s->stmts[id]);
+	*out = s->stmts[id];
+	return 0;
+}
+
+/* Steps st to the end; 0 or -errno with the message of what. */
+static int run(struct store *s, sqlite3_stmt *st, const char *what, char *err, size_t errlen)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	if (rc != SQLITE_DONE) {
+		rc = store_fail(s, rc, what, err, errlen);
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	return 0;
+}
+
+static void bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	sqlite3_bind_text(st, i, v ? v : "", -1, SQLITE_STATIC);
+}
+
+int store_begin(struct store *s, char *err, size_t errlen)
+{
+	return exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
+}
+
+int store_commit(struct store *s, char *err, size_t errlen)
+{
+	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+
+	if (rc == SQLITE_OK)
+		return 0;
+	rc = store_fail(s, rc, "committing", err, errlen);
+	/* A failed COMMIT may leave the transaction open (SQLITE_BUSY) or
+	 * already rolled back; either way end it. */
+	store_rollback(s);
+	return rc;
+}
+
+void store_rollback(struct store *s)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Runs a one-value query; *out receives column 0 as an integer (0 for no
+ * row). */
+int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
+		     size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, what, err, errlen);
+	*out = 0;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int64(st, 0);
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE)
+		rc = store_fail(s, rc, what, err, errlen);
+	else
+		rc = 0;
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_quick_check(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	const char *msg;
+	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, sqlite3_errmsg(s->db));
+		goto out;
+	}
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, sqlite3_errmsg(s->db));
+		goto out;
+	}
+	msg = (const char *)sqlite3_column_text(st, 0);
+	if (!msg || strcmp(msg, "ok") != 0) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, msg ? msg : "no answer");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the schema", err, errlen);
+	bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	*exists = rc == SQLITE_ROW;
+	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : store_fail(s, rc, "reading the schema",
+								       err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO types(name) VALUES(?1)", -1, &st,
+				    NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "storing a type", err, errlen);
+	bind_text(st, 1, name);
+	rc = run(s, st, "storing a type", err, errlen);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_prepare_v2(s->db, "SELECT id FROM types WHERE name = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading a type", err, errlen);
+	bind_text(st, 1, name);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*id = sqlite3_column_int64(st, 0);
+		rc = 0;
+	} else {
+		rc = store_fail(s, rc == SQLITE_DONE ? SQLITE_CORRUPT : rc, "reading a type", err,
+				errlen);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int backup_to(struct store *s, const char *dest, char *err, size_t errlen)
+{
+	sqlite3 *d = NULL;
+	sqlite3_backup *b = NULL;
+	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': backing up to `%s': %s",
+			      s->path, dest, d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
+		goto out;
+	}
+	b = sqlite3_backup_init(d, "main", s->db, "main");
+	if (!b) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': backing up to `%s': %s", s->path,
+			      dest, sqlite3_errmsg(d));
+		goto out;
+	}
+	rc = sqlite3_backup_step(b, -1);
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
+			      "state file `%s': backing up to `%s': %s", s->path, dest,
+			      sqlite3_errstr(rc));
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_close(d);
+	return rc;
+}
+
+static int read_legacy_json(struct store *s, char **json, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM kv WHERE key = ?1", -1, &st, NULL);
+
+	*json = NULL;
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
+	bind_text(st, 1, REG_LEGACY_KV_KEY);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		*json = strdup((const char *)sqlite3_column_text(st, 0));
+		rc = *json ? 0 : -ENOMEM;
+	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+		rc = 0; /* no registry saved yet: an empty one */
+	} else {
+		rc = store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Inserts the legacy entries inside the migration transaction. */
+static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, int64_t now,
+			   char *err, size_t errlen)
+{
+	char msg[REG_ERR_MAX];
+	int64_t seq = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct reg_spec spec = {
+			.name = e[i].name, .alloc = e[i].alloc, .socket = e[i].socket,
+			.version = e[i].version, .kind = e[i].kind, .options = e[i].options,
+			.n_options = e[i].n_options,
+		};
+		struct registration r = {
+			.alloc = e[i].alloc, .socket = e[i].socket,
+			.version = e[i].version ? e[i].version : (char *)"",
+			.kind = e[i].kind ? e[i].kind : reg_kind_for_type(e[i].type),
+			.options = e[i].options, .n_options = e[i].n_options,
+			.seq = ++seq, .registered_at = now, .updated_at = now,
+		};
+		int64_t type_id, plugin_id;
+
+		if ((rc = reg_validate_name("type", e[i].type, msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_spec(&spec, NULL, 0, msg, sizeof(msg))) < 0)
+			return reg_errf(err, errlen, rc,
+					"state file `%s': cannot migrate version 1: Plugins.%s.%s: %s",
+					s->path, e[i].type, e[i].name, msg);
+		if ((rc = ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
+		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) < 0 ||
+		    (rc = store_insert_reg(s, plugin_id, &r, err, errlen)) < 0)
+			return rc;
+	}
+	if (seq > 0)
+		rc = store_set_seq(s, seq, err, errlen);
+	return rc;
+}
+
+static int migrate_v1(struct store *s, const struct store_open_options *o, char *err,
+		      size_t errlen)
+{
+	struct legacy_entry *e = NULL;
+	size_t n = 0;
+	char *json = NULL, *bak = NULL;
+	int rc;
+
+	if (strcmp(s->path, ":memory:") != 0 && s->path[0] != '\0') {
+		if (asprintf(&bak, "%s.v1.bak", s->path) < 0) {
+			bak = NULL;
+			rc = -ENOMEM;
+			goto out;
+		}
+		if ((rc = backup_to(s, bak, err, errlen)) < 0)
+			goto out;
+	}
+	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
+		goto out;
+	if (json && (rc = legacy_parse(s->db, json, &e, &n, err, errlen)) < 0)
+		goto out;
+	if ((rc = store_begin(s, err, errlen)) < 0)
+		goto out;
+	if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0 ||
+	    (rc = migrate_entries(s, e, n, o->now, err, errlen)) < 0 ||
+	    (rc = exec(s, "DROP TABLE kv", "dropping the version 1 `kv' table", err, errlen)) < 0) {
+		store_rollback(s);
+		goto out;
+	}
+	rc = store_commit(s, err, errlen);
+out:
+	legacy_free(e, n);
+	free(json);
+	free(bak);
+	return rc;
+}
+
+/* Reads user_version and the layout; creates, migrates or refuses. */
+static int check_schema(struct store *s, const struct store_open_options *o, char *err,
+			size_t errlen)
+{
+	static const char *const tables[] = { "meta", "types", "plugins", "registrations",
+					      "reg_options", "tombstones" };
+	int64_t version, n_tables;
+	bool kv, exists;
+	int rc;
+
+	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version", err,
+			    errlen)) < 0 ||
+	    (rc = store_query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables,
+			    "reading the schema", err, errlen)) < 0 ||
+	    (rc = store_table_exists(s, "kv", &kv, err, errlen)) < 0)
+		return rc;
+	if (version > REG_SCHEMA_VERSION)
+		return reg_errf(err, errlen, -ENOTSUP,
+				"state file `%s': schema version %lld is newer than this plugfs "
+				"supports (%d); use a newer plugfs or another state file",
+				s->path, (long long)version, REG_SCHEMA_VERSION);
+	if (version == 1 || (version == 0 && kv)) {
+		if (!kv)
+			return reg_errf(err, errlen, -EINVAL,
+					"state file `%s': schema version 1 without its `kv' table",
+					s->path);
+		return migrate_v1(s, o, err, errlen);
+	}
+	if (version == 0) {
+		if (n_tables != 0)
+			return reg_errf(err, errlen, -EINVAL,
+					"state file `%s': not a plugfs state file (user_version 0 "
+					"and unknown tables)", s->path);
+		if ((rc = store_begin(s, err, errlen)) < 0)
+			return rc;
+		if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0) {
+			store_rollback(s);
+			return rc;
+		}
+		return store_commit(s, err, errlen);
+	}
+	if (version != REG_SCHEMA_VERSION)
+		return reg_errf(err, errlen, -EINVAL, "state file `%s': unknown schema version %lld",
+				s->path, (long long)version);
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
+			return rc;
+		if (!exists)
+			return reg_errf(err, errlen, -EINVAL,
+					"state file `%s': schema version 2 without table `%s'",
+					s->path, tables[i]);
+	}
+	return 0;
+}
+
+static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)
+{
+	static const char *const sync_values[] = { "off", "normal", "full", "extra" };
+	char sql[64];
+	sqlite3_stmt *st = NULL;
+	const char *mode;
+	bool known = false;
+	int rc;
+
+	if (!synchronous)
+		synchronous = "full";
+	for (size_t i = 0; i < 4; i++)
+		known |= strcmp(synchronous, sync_values[i]) == 0;
+	if (!known)
+		return reg_errf(err, errlen, -EINVAL,
+				"synchronous `%s': must be one of off, normal, full, extra",
+				synchronous);
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "switching to WAL", err, errlen);
+	rc = sqlite3_step(st);
+	mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
+		rc = rc == SQLITE_ROW ? reg_errf(err, errlen, -EIO,
+						 "state file `%s': cannot use WAL (journal mode %s)",
+						 s->path, mode ? mode : "?")
+				      : store_fail(s, rc, "switching to WAL", err, errlen);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s", synchronous);
+	if ((rc = exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
+	    (rc = exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) < 0)
+		return rc;
+	return 0;
+}
+
+int store_open(struct store *s, const char *path, const struct store_open_options *o,
+	       int64_t *type_ids, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->path = strdup(path);
+	if (!s->path)
+		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	if (rc != SQLITE_OK) {
+		rc = store_fail(s, rc, "cannot open", err, errlen);
+		goto fail;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	if (sqlite3_db_readonly(s->db, "main") == 1) {
+		rc = reg_errf(err, errlen, -EROFS, "state file `%s': opened read-only; plugfs needs "
+			      "to write it", path);
+		goto fail;
+	}
+	if ((rc = store_quick_check(s, err, errlen)) < 0)
+		goto fail;
+	/* WAL before the schema check would change a version-1 file before
+	 * its backup; the backup API copies it as it is. */
+	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
+	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0)
+		goto fail;
+	if ((rc = store_begin(s, err, errlen)) < 0)
+		goto fail;
+	for (size_t i = 0; i < o->n_types; i++) {
+		if ((rc = ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
+			store_rollback(s);
+			goto fail;
+		}
+	}
+	if ((rc = store_commit(s, err, errlen)) < 0)
+		goto fail;
+	return 0;
+fail:
+	store_close(s);
+	return rc;
+}
+
+void store_close(struct store *s)
+{
+	for (size_t i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->stmts[i]);
+	if (s->db)
+		sqlite3_close(s->db);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
+
+int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
+{
+	return store_query_int(s,
+			 "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+			 " WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM registrations), 0),"
+			 " coalesce((SELECT max(seq) FROM tombstones), 0))",
+			 seq, "reading the sequence counter", err, errlen);
+}
+
+static char *col_strdup(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? strdup((const char *)t) : NULL;
+}
+
+static int load_options(struct store *s, sqlite3_stmt *st, struct registration *r, char *err,
+			size_t errlen)
+{
+	size_t cap = 0;
+	int rc;
+
+	sqlite3_reset(st);
+	sqlite3_bind_int64(st, 1, r->id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct reg_option *o;
+
+		if (r->n_options == cap) {
+			size_t ncap = cap ? cap * 2 : 4;
+
+			o = realloc(r->options, ncap * sizeof(*o));
+			if (!o)
+				return reg_errf(err, errlen, -ENOMEM, "out of memory");
+			r->options = o;
+			cap = ncap;
+		}
+		o = &r->options[r->n_options];
+		o->key = col_strdup(st, 0);
+		o->value = col_strdup(st, 1);
+		r->n_options++;
+		if (!o->key || !o->value)
+			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	if (rc != SQLITE_DONE)
+		return store_fail(s, rc, "loading options", err, errlen);
+	return 0;
+}
+
+int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
+	       void *arg, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL, *opt = NULL;
+	struct registration r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = sqlite3_prepare_v2(s->db,
+				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"
+				" r.kind, r.seq, r.registered_at, r.updated_at"
+				" FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
+				" JOIN types t ON t.id = p.type_id ORDER BY p.id, r.seq DESC",
+				-1, &st, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_prepare_v2(s->db,
+					"SELECT key, value FROM reg_options WHERE reg_id = ?1"
+					" ORDER BY key", -1, &opt, NULL);
+	if (rc != SQLITE_OK) {
+		rc = store_fail(s, rc, "loading", err, errlen);
+		goto out;
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(st, 0);
+		const char *kind = (const char *)sqlite3_column_text(st, 7);
+		size_t ti;
+
+		for (ti = 0; ti < n_types; ti++)
+			if (type && strcmp(type, types[ti]) == 0)
+				break;
+		if (ti == n_types)
+			continue; /* a type no longer configured: kept, not served */
+		memset(&r, 0, sizeof(r));
+		r.id = sqlite3_column_int64(st, 3);
+		r.type = strdup(type);
+		r.name = col_strdup(st, 2);
+		r.alloc = col_strdup(st, 4);
+		r.socket = col_strdup(st, 5);
+		r.version = col_strdup(st, 6);
+		r.seq = sqlite3_column_int64(st, 8);
+		r.registered_at = sqlite3_column_int64(st, 9);
+		r.updated_at = sqlite3_column_int64(st, 10);
+		if (!r.type || !r.name || !r.alloc || !r.socket || !r.version) {
+			rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+			goto out;
+		}
+		if (reg_kind_parse(kind, &r.kind) < 0) {
+			rc = reg_errf(err, errlen, -EIO,
+				      "state file `%s': registration %lld has unknown kind `%s'",
+				      s->path, (long long)r.id, kind ? kind : "");
+			goto out;
+		}
+		if ((rc = load_options(s, opt, &r, err, errlen)) < 0)
+			goto out;
+		if ((rc = fn(arg, ti, sqlite3_column_int64(st, 1), &r, err, errlen)) < 0)
+			goto out;
+		memset(&r, 0, sizeof(r)); /* now owned by fn */
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "loading", err, errlen);
+out:
+	registration_free_contents(&r);
+	sqlite3_finalize(st);
+	sqlite3_finalize(opt);
+	return rc;
+}
+
+int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id,
+			char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_INSERT_PLUGIN, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, type_id);
+	bind_text(st, 2, name);
+	if ((rc = run(s, st, "storing a plugin", err, errlen)) < 0)
+		return rc;
+	*id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_DELETE_PLUGIN, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, id);
+	return run(s, st, "deleting a plugin", err, errlen);
+}
+
+static void bind_tomb_key(sqlite3_stmt *st, const char *type, const char *name, const char *alloc)
+{
+	bind_text(st, 1, type);
+	bind_text(st, 2, name);
+	bind_text(st, 3, alloc);
+}
+
+int store_take_tombstone(struct store *s, const char *type, const char *name, const char *alloc,
+			 int64_t cutoff, int64_t *seq, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_GET_TOMBSTONE, &st, err, errlen);
+	bool found = false;
+
+	*seq = 0;
+	if (rc < 0)
+		return rc;
+	bind_tomb_key(st, type, name, alloc);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		found = true;
+		if (sqlite3_column_int64(st, 1) > cutoff)
+			*seq = sqlite3_column_int64(st, 0);
+		rc = SQLITE_DONE;
+	}
+	if (rc != SQLITE_DONE) {
+		rc = store_fail(s, rc, "reading a tombstone", err, errlen);
+		sqlite3_reset(st);
+		return rc;
+	}
+	sqlite3_reset(st);
+	if (!found)
+		return 0;
+	if ((rc = stmt(s, ST_DELETE_TOMBSTONE, &st, err, errlen)) < 0)
+		return rc;
+	bind_tomb_key(st, type, name, alloc);
+	return run(s, st, "deleting a tombstone", err, errlen);
+}
+
+static int insert_options(struct store *s, const struct registration *r, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	for (size_t i = 0; i < r->n_options; i++) {
+		if ((rc = stmt(s, ST_INSERT_OPTION, &st, err, errlen)) < 0)
+			return rc;
+		sqlite3_bind_int64(st, 1, r->id);
+		bind_text(st, 2, r->options[i].key);
+		bind_text(st, 3, r->options[i].value);
+		if ((rc = run(s, st, "storing an option", err, errlen)) < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r, char *err,
+		     size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_INSERT_REG, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, plugin_id);
+	bind_text(st, 2, r->alloc);
+	bind_text(st, 3, r->socket);
+	bind_text(st, 4, r->version);
+	bind_text(st, 5, reg_kind_name(r->kind));
+	sqlite3_bind_int64(st, 6, r->seq);
+	sqlite3_bind_int64(st, 7, r->registered_at);
+	sqlite3_bind_int64(st, 8, r->updated_at);
+	if ((rc = run(s, st, "storing a registration", err, errlen)) < 0)
+		return rc;
+	r->id = sqlite3_last_insert_rowid(s->db);
+	return insert_options(s, r, err, errlen);
+}
+
+int store_update_reg(struct store *s, const struct registration *r, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_UPDATE_REG, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	bind_text(st, 2, r->socket);
+	bind_text(st, 3, r->version);
+	bind_text(st, 4, reg_kind_name(r->kind));
+	sqlite3_bind_int64(st, 5, r->updated_at);
+	if ((rc = run(s, st, "updating a registration", err, errlen)) < 0)
+		return rc;
+	if ((rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen)) < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	if ((rc = run(s, st, "updating options", err, errlen)) < 0)
+		return rc;
+	return insert_options(s, r, err, errlen);
+}
+
+int store_delete_reg(struct store *s, const struct registration *r, int64_t now, char *err,
+		     size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	if ((rc = run(s, st, "deleting options", err, errlen)) < 0)
+		return rc;
+	if ((rc = stmt(s, ST_DELETE_REG, &st, err, errlen)) < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->id);
+	if ((rc = run(s, st, "deleting a registration", err, errlen)) < 0)
+		return rc;
+	if ((rc = stmt(s, ST_PUT_TOMBSTONE, &st, err, errlen)) < 0)
+		return rc;
+	bind_tomb_key(st, r->type, r->name, r->alloc);
+	sqlite3_bind_int64(st, 4, r->seq);
+	sqlite3_bind_int64(st, 5, now);
+	return run(s, st, "storing a tombstone", err, errlen);
+}
+
+int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_SET_SEQ, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, seq);
+	return run(s, st, "storing the sequence counter", err, errlen);
+}
+
+int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	int rc = stmt(s, ST_EXPIRE_TOMBSTONES, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, cutoff);
+	if ((rc = run(s, st, "expiring tombstones", err, errlen)) < 0)
+		return rc;
+	*n = sqlite3_changes64(s->db);
+	return 0;
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SQLite store of the registry, private to registry/: schema version 2,
+ * migration from version 1, load, and the statements of each mutation.  The
+ * caller (registry.c) wraps mutations in store_begin ... store_commit and
+ * serialises every call with the registry mutex.
+ *
+ * Schema (PRAGMA user_version = 2):
+ *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
+ *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
+ *   plugins(id AUTOINCREMENT, type_id, name, UNIQUE(type_id, name))
+ *   registrations(id AUTOINCREMENT, plugin_id, alloc, socket, version, kind,
+ *                 seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
+ *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
+ *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
+ * AUTOINCREMENT ids are never reused, so inode numbers derived from them
+ * are stable for the life of the file.
+ */
+#ifndef PLUGFS_REGISTRY_STORE_H
+#define PLUGFS_REGISTRY_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "registry.h"
+
+enum store_stmt {
+	ST_INSERT_PLUGIN,
+	ST_DELETE_PLUGIN,
+	ST_GET_TOMBSTONE,
+	ST_DELETE_TOMBSTONE,
+	ST_PUT_TOMBSTONE,
+	ST_INSERT_REG,
+	ST_UPDATE_REG,
+	ST_DELETE_REG,
+	ST_DELETE_OPTIONS,
+	ST_INSERT_OPTION,
+	ST_SET_SEQ,
+	ST_EXPIRE_TOMBSTONES,
+	ST_COUNT
+};
+
+struct store {
+	sqlite3 *db;
+	char *path;
+	sqlite3_stmt *stmts[ST_COUNT];
+};
+
+struct store_open_options {
+	const char *synchronous;          /* NULL = "full" */
+	const char *const *types;
+	size_t n_types;
+	int64_t now;                      /* for migrated rows */
+};
+
+/* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
+ * with the persisted ids of the configured types. */
+int store_open(struct store *s, const char *path, const struct store_open_options *o,
+	       int64_t *type_ids, char *err, size_t errlen);
+void store_close(struct store *s);
+
+int store_begin(struct store *s, char *err, size_t errlen);
+int store_commit(struct store *s, char *err, size_t errlen);
+void store_rollback(struct store *s);
+
+/* The highest seq ever given (meta 'seq', registrations, tombstones). */
+int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen);
+
+/* Called for each stored registration of a configured type, plugin by plugin
+ * (plugin id ascending), each plugin's registrations by seq, highest first.
+ * r is filled (strings owned by the callee on success); type_idx indexes the
+ * configured types.  A negative return stops the load. */
+typedef int (*store_load_fn)(void *arg, size_t type_idx, int64_t plugin_id,
+			     struct registration *r, char *err, size_t errlen);
+int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
+	       void *arg, char *err, size_t errlen);
+
+int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id,
+			char *err, size_t errlen);
+int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen);
+/* Looks up and deletes the tombstone of (type, name, alloc).  *seq receives
+ * its seq when it exists and deleted_at > cutoff, else 0. */
+int store_take_tombstone(struct store *s, const char *type, const char *name, const char *alloc,
+			 int64_t cutoff, int64_t *seq, char *err, size_t errlen);
+/* Inserts r (options included) under plugin_id; sets r->id. */
+int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r, char *err,
+		     size_t errlen);
+/* Rewrites socket, version, kind, updated_at and options of r->id. */
+int store_update_reg(struct store *s, const struct registration *r, char *err, size_t errlen);
+/* Deletes r->id and leaves a tombstone (type, name, alloc, seq, now). */
+int store_delete_reg(struct store *s, const struct registration *r, int64_t now, char *err,
+		     size_t errlen);
+int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen);
+/* Deletes tombstones with deleted_at <= cutoff; *n receives the count. */
+int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen);
+
+/* PRAGMA quick_check: 0 when its only answer is "ok", else -EIO and a
+ * message with SQLite's answer. */
+int store_quick_check(struct store *s, char *err, size_t errlen);
+int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
+/* Runs a one-value query; *out receives column 0 (0 when there is no row). */
+int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
+		    size_t errlen);
+
+/* The error of the last failing call on s, as "what: sqlite message". */
+int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen);
+
+#endif

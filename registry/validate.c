@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/* Validation of every field a client can send, kind and event names. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const kind_names[] = {
+	[REG_KIND_CONTROLLER] = "controller",
+	[REG_KIND_NODE] = "node",
+	[REG_KIND_MONOLITH] = "monolith",
+};
+
+const char *reg_kind_name(enum reg_kind k)
+{
+	if (k <= REG_KIND_UNSET || k > REG_KIND_MONOLITH)
+		return NULL;
+	return kind_names[k];
+}
+
+int reg_kind_parse(const char *s, enum reg_kind *out)
+{
+	for (int k = REG_KIND_CONTROLLER; s && k <= REG_KIND_MONOLITH; k++) {
+		if (strcmp(s, kind_names[k]) == 0) {
+			*out = (enum reg_kind)k;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+enum reg_kind reg_kind_for_type(const char *type)
+{
+	if (strcmp(type, "csi-controller") == 0)
+		return REG_KIND_CONTROLLER;
+	if (strcmp(type, "csi-node") == 0)
+		return REG_KIND_NODE;
+	return REG_KIND_MONOLITH;
+}
+
+const char *reg_event_name(enum reg_event_type t)
+{
+	switch (t) {
+	case REG_EV_REGISTERED:
+		return "registered";
+	case REG_EV_UPDATED:
+		return "updated";
+	case REG_EV_DEREGISTERED:
+		return "deregistered";
+	case REG_EV_ACTIVE:
+		return "active";
+	}
+	return "unknown";
+}
+
+int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return rc;
+}
+
+const char *reg_quote(char *buf, size_t len, const char *s)
+{
+	size_t o = 0;
+	const size_t shown = 80;
+
+	if (len == 0)
+		return buf;
+	for (size_t i = 0; s && s[i] && o + 8 < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (i == shown) {
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (c < 0x20 || c == 0x7f || c == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
+		else
+			buf[o++] = (char)c;
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
+static bool name_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+int reg_validate_name(const char *field, const char *s, char *err, size_t errlen)
+{
+	char q[128];
+	size_t n = 0;
+
+	if (!s)
+		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+	for (; s[n]; n++)
+		if (!name_char((unsigned char)s[n]))
+			break;
+	if (s[n] || n == 0 || n > REG_NAME_MAX || s[0] == '.')
+		return reg_errf(err, errlen, -EINVAL,
+				"%s `%s': must be 1-%d characters of [A-Za-z0-9._-], not starting with `.'",
+				field, reg_quote(q, sizeof(q), s), REG_NAME_MAX);
+	return 0;
+}
+
+/* Length of the UTF-8 sequence at s and its code point, or 0 when invalid
+ * (overlong forms, surrogates and values above U+10FFFF are invalid). */
+static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
+{
+	size_t len;
+	uint32_t c = s[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	} else if ((c & 0xe0) == 0xc0) {
+		len = 2, c &= 0x1f, min = 0x80;
+	} else if ((c & 0xf0) == 0xe0) {
+		len = 3, c &= 0x0f, min = 0x800;
+	} else if ((c & 0xf8) == 0xf0) {
+		len = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return len;
+}
+
+int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen)
+{
+	char q[128];
+	size_t len;
+
+	if (!s)
+		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+	len = strlen(s);
+	if (len > REG_VALUE_MAX)
+		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be at most %d bytes (is %zu)",
+				field, reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
+	for (size_t i = 0; i < len;) {
+		uint32_t cp;
+		size_t n = utf8_decode((const unsigned char *)s + i, &cp);
+
+		if (n == 0)
+			return reg_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
+					field, reg_quote(q, sizeof(q), s));
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
+			return reg_errf(err, errlen, -EINVAL,
+					"%s `%s': must be printable (no control characters)",
+					field, reg_quote(q, sizeof(q), s));
+		i += n;
+	}
+	return 0;
+}
+
+static const char normal_rule[] =
+	"must be normalised (no `.', `..' or empty components, no trailing `/')";
+
+int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
+{
+	char q[128];
+	size_t len;
+
+	if (!s)
+		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+	len = strlen(s);
+	if (s[0] != '/')
+		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", field,
+				reg_quote(q, sizeof(q), s));
+	if (len >= PATH_MAX)
+		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be shorter than %d bytes (is %zu)",
+				field, reg_quote(q, sizeof(q), s), PATH_MAX, len);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c < 0x20 || c == 0x7f)
+			return reg_errf(err, errlen, -EINVAL,
+					"%s `%s': must not contain control characters", field,
+					reg_quote(q, sizeof(q), s));
+	}
+	/* Every component, between a '/' and the next '/' or the end, must be
+	 * non-empty and neither "." nor "..".  This also rejects "/" itself
+	 * and a trailing slash (an empty last component). */
+	for (const char *c = s + 1;; ) {
+		const char *end = strchr(c, '/');
+		size_t n = end ? (size_t)(end - c) : strlen(c);
+
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return reg_errf(err, errlen, -EINVAL, "%s `%s': %s", field,
+					reg_quote(q, sizeof(q), s), normal_rule);
+		if (!end)
+			break;
+		c = end + 1;
+	}
+	return 0;
+}
+
+/* True when path is strictly below root, component-wise. */
+static bool path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (n == 1 && root[0] == '/')
+		return path[0] == '/' && path[1] != '\0';
+	return strncmp(path, root, n) == 0 && path[n] == '/' && path[n + 1] != '\0';
+}
+
+int reg_validate_socket(const char *field, const char *s, const char *const *roots,
+			size_t n_roots, char *err, size_t errlen)
+{
+	char q[128], list[256];
+	size_t o = 0;
+	int rc = reg_validate_socket_path(field, s, err, errlen);
+
+	if (rc < 0 || n_roots == 0)
+		return rc;
+	for (size_t i = 0; i < n_roots; i++)
+		if (path_under(s, roots[i]))
+			return 0;
+	list[0] = '\0';
+	for (size_t i = 0; i < n_roots && o < sizeof(list); i++) {
+		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", roots[i]);
+
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	return reg_errf(err, errlen, -EINVAL, "%s `%s': must be under one of the socket roots (%s)",
+			field, reg_quote(q, sizeof(q), s), list);
+}
+
+static int option_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct reg_option *)a)->key, ((const struct reg_option *)b)->key);
+}
+
+void reg_options_sort(struct reg_option *o, size_t n)
+{
+	if (n > 1)
+		qsort(o, n, sizeof(*o), option_cmp);
+}
+
+static int key_ptr_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Sorts a copy of the key pointers: O(n log n) for any number of options. */
+static int check_duplicate_keys(const struct reg_option *o, size_t n, char *err, size_t errlen)
+{
+	const char **keys = NULL;
+	char q[128];
+	int rc = 0;
+
+	if (n < 2)
+		return 0;
+	keys = malloc(n * sizeof(*keys));
+	if (!keys)
+		return reg_errf(err, errlen, -ENOMEM, "options: out of memory");
+	for (size_t i = 0; i < n; i++)
+		keys[i] = o[i].key;
+	qsort(keys, n, sizeof(*keys), key_ptr_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (strcmp(keys[i - 1], keys[i]) == 0) {
+			rc = reg_errf(err, errlen, -EINVAL, "option key `%s': given more than once",
+				      reg_quote(q, sizeof(q), keys[i]));
+			goto out;
+		}
+	}
+out:
+	free(keys);
+	return rc;
+}
+
+int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, size_t n_roots,
+		      char *err, size_t errlen)
+{
+	char field[REG_NAME_MAX + 32];
+	int rc;
+
+	if ((rc = reg_validate_name("name", spec->name, err, errlen)) < 0 ||
+	    (rc = reg_validate_name("alloc", spec->alloc, err, errlen)) < 0 ||
+	    (rc = reg_validate_socket("socket", spec->socket, roots, n_roots, err, errlen)) < 0)
+		return rc;
+	if (spec->version && (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
+		return rc;
+	if (spec->kind != REG_KIND_UNSET && !reg_kind_name(spec->kind))
+		return reg_errf(err, errlen, -EINVAL,
+				"kind %d: must be one of controller, node, monolith", (int)spec->kind);
+	if (spec->n_options > 0 && !spec->options)
+		return reg_errf(err, errlen, -EINVAL, "options: missing");
+	for (size_t i = 0; i < spec->n_options; i++) {
+		const struct reg_option *o = &spec->options[i];
+
+		if ((rc = reg_validate_name("option key", o->key, err, errlen)) < 0)
+			return rc;
+		snprintf(field, sizeof(field), "option `%s' value", o->key);
+		if ((rc = reg_validate_printable(field, o->value, err, errlen)) < 0)
+			return rc;
+	}
+	return check_duplicate_keys(spec->options, spec->n_options, err, errlen);
+}
+
+int reg_sqlite_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_CANTOPEN:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
