@@ -10,5 +10,6 @@
 #define EXIT_UNREACHABLE 3 /* the daemon cannot be reached */
 
 int version_main(int argc, char *argv[]);
+int state_main(int argc, char *argv[]);
 
 #endif

@@ -12,6 +12,7 @@ struct command {
 
 /* Keep in the order `plugfs --help` shows them. */
 static const struct command commands[] = {
+	{"state", state_main, "Imports, dumps or checks the state file (offline)"},
 	{"version", version_main, "Prints the version of plugfs"},
 };
 

@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libfuse3-dev fuse3 libsqlite3-dev sqlite3 libinih-dev libjansson-dev
-      libcmocka-dev attr man-db groff-base procps util-linux file
+      libcmocka-dev jq attr man-db groff-base procps util-linux file
       bash-completion shellcheck systemd dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do

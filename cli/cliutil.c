@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+#include "cliutil.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+
+void cli_getopt_reset(void)
+{
+	optind = 0; /* glibc: 0 re-initialises getopt completely */
+	opterr = 0;
+}
+
+static void vmessage(const char *cmd, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fprintf(stderr, "plugfs %s: %s\n", cmd, msg);
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(cmd, fmt, ap);
+	va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmessage(cmd, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "Try `plugfs %s --help'.\n", cmd);
+	return EXIT_USAGE;
+}
+
+int cli_option_error(const char *cmd, int c, char *const argv[])
+{
+	/* Short options: getopt puts the letter in optopt.  Long ones: optopt is
+	 * 0 for an unknown one, and the word is argv[optind - 1]. */
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	bool is_long = strncmp(word, "--", 2) == 0 && (c == ':' || optopt == 0);
+
+	if (c == ':') {
+		if (is_long)
+			return cli_usage_error(cmd, "option `%s' needs an argument", word);
+		return cli_usage_error(cmd, "option `-%c' needs an argument", optopt);
+	}
+	if (is_long || optopt == 0)
+		return cli_usage_error(cmd, "unknown option `%s'", word);
+	return cli_usage_error(cmd, "unknown option `-%c'", optopt);
+}
+
+int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg)
+{
+	char err[CONFIG_ERR_MAX];
+
+	if (config_resolve(path, cfg, err, sizeof(err)) < 0) {
+		cli_error(cmd, "%s", err);
+		return EXIT_FAILED;
+	}
+	/* enum log_level and enum plugfs_log_level are in the same order. */
+	plog_set_level((enum plugfs_log_level)cfg->log_level);
+	return EXIT_OK;
+}
+
+void cli_registry_options(const struct plugfs_config *cfg, struct registry_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->types = (const char *const *)cfg->types;
+	opts->n_types = cfg->n_types;
+	opts->socket_roots = (const char *const *)cfg->socket_roots;
+	opts->n_socket_roots = cfg->n_socket_roots;
+	opts->tombstone_ttl = cfg->tombstone_ttl;
+	opts->synchronous = cfg->synchronous;
+}
+
+int cli_finish_output(const char *cmd, int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error(cmd, "cannot write the output: %s", strerror(errno));
+		return EXIT_FAILED;
+	}
+	return rc;
+}

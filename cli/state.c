@@ -1,0 +1,373 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs state import FILE | dump [--json] | check: offline work on the state
+ * file (state.path of the config).  These open the file directly, without a
+ * daemon; a running daemon sees imported registrations after a restart.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "commands.h"
+#include "config.h"
+#include "control.h"
+#include "registry.h"
+
+#define IMPORT_FILE_MAX (64 * 1024 * 1024)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: plugfs state [-c FILE] <subcommand> [<args>]\n"
+		   "\n"
+		   "Works offline on the state file (state.path of the config).\n"
+		   "\n"
+		   "Subcommands:\n"
+		   "  import FILE    Imports the registrations of a legacy registry JSON file\n"
+		   "                 ({\"Plugins\": {type: {name: PluginInfo}}}), all or none\n"
+		   "  dump [--json]  Prints every plugin and its registrations, active first\n"
+		   "  check          Checks the state file (integrity, schema version, rows)\n"
+		   "\n"
+		   "Options:\n"
+		   "  -c, --config FILE  the config file (else $PLUGFS_CONFIG, else\n"
+		   "                     %s if it exists, else the defaults)\n"
+		   "  -h, --help         this help; `plugfs state <subcommand> --help' for one\n"
+		   "\n"
+		   "Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+struct sub {
+	const char *name;
+	const char *cmd;   /* for messages: "state import" */
+	const char *args;  /* operands and options for its usage line */
+	const char *help;
+	bool has_json;
+	int n_operands;    /* exactly this many */
+	int (*run)(const struct plugfs_config *cfg, char *operands[], bool json);
+};
+
+static int sub_usage(const struct sub *s, FILE *f)
+{
+	fprintf(f, "Usage: plugfs %s [-c FILE] %s\n\n%s\n", s->cmd, s->args, s->help);
+	return EXIT_OK;
+}
+
+/* The whole of path, NUL-terminated, into *out (malloc'd). */
+static int read_file(const char *path, char **out, size_t *len_out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd = -1, rc = 0;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
+		goto out;
+	}
+	for (;;) {
+		if (cap - len < 2) {
+			char *grown;
+
+			if (cap >= IMPORT_FILE_MAX) {
+				rc = -EFBIG;
+				snprintf(err, errlen, "%s: larger than %d MiB", path,
+					 IMPORT_FILE_MAX / (1024 * 1024));
+				goto out;
+			}
+			cap = cap ? cap * 2 : 64 * 1024;
+			grown = realloc(buf, cap + 1);
+			if (!grown) {
+				rc = -ENOMEM;
+				snprintf(err, errlen, "%s: out of memory", path);
+				goto out;
+			}
+			buf = grown;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "%s: NUL byte in the file; expected JSON text", path);
+		goto out;
+	}
+	*out = buf;
+	*len_out = len;
+	buf = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+/* The state file must exist for dump and check: they never create one. */
+static int require_state_file(const char *cmd, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0) {
+		if (errno == ENOENT)
+			cli_error(cmd, "no state file at %s (state.path); nothing was ever stored "
+				       "there",
+				  path);
+		else
+			cli_error(cmd, "cannot access the state file %s: %s", path,
+				  strerror(errno));
+		return EXIT_FAILED;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cli_error(cmd, "state file %s: expected a regular file", path);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static int open_registry(const char *cmd, const struct plugfs_config *cfg, struct registry **reg)
+{
+	struct registry_options opts;
+	char err[REG_ERR_MAX] = "";
+
+	cli_registry_options(cfg, &opts);
+	if (registry_open(cfg->state_path, &opts, reg, err, sizeof(err)) < 0) {
+		cli_error(cmd, "cannot open the state file %s: %s", cfg->state_path, err);
+		return EXIT_FAILED;
+	}
+	return EXIT_OK;
+}
+
+static int run_import(const struct plugfs_config *cfg, char *operands[], bool json)
+{
+	static const char cmd[] = "state import";
+	const char *file = operands[0];
+	struct registry *reg = NULL;
+	char *text = NULL;
+	char err[REG_ERR_MAX] = "";
+	size_t len = 0, imported = 0;
+	int rc = EXIT_FAILED;
+
+	if (read_file(file, &text, &len, err, sizeof(err)) < 0) {
+		cli_error(cmd, "%s", err);
+		goto out;
+	}
+	if (open_registry(cmd, cfg, &reg) != EXIT_OK)
+		goto out;
+	if (registry_import_legacy_json(reg, text, &imported, err, sizeof(err)) < 0) {
+		cli_error(cmd, "%s: %s; nothing was imported", file, err);
+		goto out;
+	}
+	printf("imported %zu registration%s from %s into %s\n", imported,
+	       imported == 1 ? "" : "s", file, cfg->state_path);
+	rc = EXIT_OK;
+out:
+	if (reg)
+		registry_close(reg);
+	free(text);
+	return cli_finish_output(cmd, rc);
+}
+
+static void print_registration(const struct registration *r, bool active)
+{
+	char reg_at[32], upd_at[32];
+
+	control_format_time(r->registered_at, reg_at, sizeof(reg_at));
+	control_format_time(r->updated_at, upd_at, sizeof(upd_at));
+	printf("  %s %s  kind %s  version %s  seq %" PRId64 "\n", active ? "*" : " ", r->alloc,
+	       reg_kind_name(r->kind) ? reg_kind_name(r->kind) : "?",
+	       r->version && *r->version ? r->version : "-", r->seq);
+	printf("      socket      %s\n", r->socket);
+	printf("      registered  %s", reg_at);
+	if (r->updated_at != r->registered_at)
+		printf("  updated %s", upd_at);
+	printf("\n");
+	if (r->n_options) {
+		printf("      options    ");
+		for (size_t k = 0; k < r->n_options; k++)
+			printf(" %s=%s", r->options[k].key, r->options[k].value);
+		printf("\n");
+	}
+}
+
+static int print_human(const struct reg_snapshot *s, const char *path)
+{
+	size_t n_regs = 0;
+
+	for (size_t i = 0; i < s->n_plugins; i++) {
+		const struct reg_plugin *p = &s->plugins[i];
+
+		if (i > 0)
+			printf("\n");
+		printf("%s/%s  active %s\n", p->type, p->name,
+		       p->n_regs ? p->regs[0].alloc : "(none)");
+		for (size_t j = 0; j < p->n_regs; j++)
+			print_registration(&p->regs[j], j == 0);
+		n_regs += p->n_regs;
+	}
+	if (s->n_plugins)
+		printf("\n");
+	printf("%s: %zu plugin%s, %zu registration%s\n", path, s->n_plugins,
+	       s->n_plugins == 1 ? "" : "s", n_regs, n_regs == 1 ? "" : "s");
+	return EXIT_OK;
+}
+
+static int run_dump(const struct plugfs_config *cfg, char *operands[], bool json)
+{
+	static const char cmd[] = "state dump";
+	struct registry *reg = NULL;
+	struct reg_snapshot snap = {0};
+	bool have_snap = false;
+	json_t *j = NULL;
+	int rc = EXIT_FAILED, ret;
+
+	if (require_state_file(cmd, cfg->state_path) != EXIT_OK)
+		goto out;
+	if (open_registry(cmd, cfg, &reg) != EXIT_OK)
+		goto out;
+	ret = registry_snapshot(reg, NULL, &snap);
+	if (ret < 0) {
+		cli_error(cmd, "cannot read the registrations: %s", strerror(-ret));
+		goto out;
+	}
+	have_snap = true;
+	if (!json) {
+		rc = print_human(&snap, cfg->state_path);
+		goto out;
+	}
+	j = control_json_snapshot(&snap);
+	if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) {
+		cli_error(cmd, "cannot write the JSON output: %s", j ? strerror(errno) :
+								       "out of memory");
+		goto out;
+	}
+	printf("\n");
+	rc = EXIT_OK;
+out:
+	json_decref(j);
+	if (have_snap)
+		reg_snapshot_free(&snap);
+	if (reg)
+		registry_close(reg);
+	return cli_finish_output(cmd, rc);
+}
+
+static int run_check(const struct plugfs_config *cfg, char *operands[], bool json)
+{
+	static const char cmd[] = "state check";
+	char err[REG_ERR_MAX] = "";
+
+	if (require_state_file(cmd, cfg->state_path) != EXIT_OK)
+		return EXIT_FAILED;
+	if (registry_check_file(cfg->state_path, err, sizeof(err)) < 0) {
+		cli_error(cmd, "%s: %s", cfg->state_path, err);
+		return EXIT_FAILED;
+	}
+	printf("%s: ok\n", cfg->state_path);
+	return cli_finish_output(cmd, EXIT_OK);
+}
+
+static const struct sub subs[] = {
+	{"import", "state import", "FILE",
+	 "Imports the registrations of a legacy registry JSON file ({\"Plugins\": {type:\n"
+	 "{name: PluginInfo}}}) into the state file, in one transaction: all or none.\n"
+	 "Each entry is registered as if by `plugfs register', in document order; its\n"
+	 "legacy Type (controller, node, monolith) becomes its kind.",
+	 false, 1, run_import},
+	{"dump", "state dump", "[--json]",
+	 "Prints every plugin with its registrations, active first.  --json prints the\n"
+	 "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
+	 "\"registrations\":[...]}]}.",
+	 true, 0, run_dump},
+	{"check", "state check", "",
+	 "Checks the state file without changing it: SQLite integrity (quick_check),\n"
+	 "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.",
+	 false, 0, run_check},
+};
+
+static int run_sub(const struct sub *s, int argc, char *argv[], const char *config)
+{
+	static const struct option json_longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{"json", no_argument, NULL, 'j'},
+		{NULL, 0, NULL, 0},
+	};
+	static const struct option plain_longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+	const struct option *longopts = s->has_json ? json_longopts : plain_longopts;
+	const char *optstring = s->has_json ? ":c:hj" : ":c:h";
+	struct plugfs_config cfg = {0};
+	bool json = false;
+	int c, rc;
+
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			return sub_usage(s, stdout);
+		case 'j':
+			json = true;
+			break;
+		default:
+			return cli_option_error(s->cmd, c, argv);
+		}
+	}
+	if (argc - optind < s->n_operands)
+		return cli_usage_error(s->cmd, "missing argument %s", s->args);
+	if (argc - optind > s->n_operands)
+		return cli_usage_error(s->cmd, "unexpected argument `%s'",
+				       argv[optind + s->n_operands]);
+	if (cli_load_config(s->cmd, config, &cfg) != EXIT_OK)
+		return EXIT_FAILED;
+	rc = s->run(&cfg, argv + optind, json);
+	config_free(&cfg);
+	return rc;
+}
+
+int state_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
+	const char *config = NULL;
+	int c;
+
+	/* Options before the subcommand ('+': stop at the first operand). */
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		default:
+			return cli_option_error("state", c, argv);
+		}
+	}
+	if (optind >= argc)
+		return cli_usage_error("state", "missing subcommand: import, dump or check");
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
+		if (strcmp(argv[optind], subs[i].name) == 0)
+			return run_sub(&subs[i], argc - optind, argv + optind, config);
+	return cli_usage_error("state", "unknown subcommand `%s'; expected import, dump or check",
+			       argv[optind]);
+}

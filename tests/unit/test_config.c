@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT */
+/* config/: defaults, every key, bad values with their messages and lines,
+ * syntax errors, config_load and config_resolve. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static bool all_zero(const struct plugfs_config *cfg)
+{
+	static const struct plugfs_config zero;
+
+	return memcmp(cfg, &zero, sizeof(zero)) == 0;
+}
+
+static void assert_defaults(const struct plugfs_config *cfg)
+{
+	assert_string_equal(cfg->mountpoint, "/run/plugfs");
+	assert_string_equal(cfg->socket_name, "csi.sock");
+	assert_true(cfg->allow_other);
+	assert_int_equal(cfg->cache_timeout, 60);
+	assert_string_equal(cfg->state_path, "/var/lib/plugfs/state.db");
+	assert_string_equal(cfg->synchronous, "full");
+	assert_string_equal(cfg->control_socket, "/run/plugfs.sock");
+	assert_string_equal(cfg->control_group, "");
+	assert_int_equal(cfg->max_clients, 64);
+	assert_int_equal(cfg->idle_timeout, 300);
+	assert_int_equal(cfg->n_types, 2);
+	assert_string_equal(cfg->types[0], "csi-controller");
+	assert_string_equal(cfg->types[1], "csi-node");
+	assert_int_equal(cfg->n_socket_roots, 0);
+	assert_int_equal(cfg->tombstone_ttl, 86400);
+	assert_int_equal(cfg->log_level, LOG_LEVEL_INFO);
+}
+
+static void test_defaults(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	assert_int_equal(config_defaults(&cfg), 0);
+	assert_defaults(&cfg);
+	assert_string_equal(cfg.source, "");
+	config_free(&cfg);
+	assert_true(all_zero(&cfg));
+
+	/* An empty file and one of comments only are the defaults too. */
+	assert_int_equal(config_parse_string("", "empty.ini", &cfg, err, sizeof(err)), 0);
+	assert_defaults(&cfg);
+	assert_string_equal(cfg.source, "empty.ini");
+	config_free(&cfg);
+	assert_int_equal(config_parse_string("# nothing\n; here\n\n[mount]\n[log]\n", "c.ini", &cfg,
+					     err, sizeof(err)),
+			 0);
+	assert_defaults(&cfg);
+	config_free(&cfg);
+}
+
+static void test_every_key(void **state)
+{
+	static const char text[] = "\xEF\xBB\xBF# a full file\n"
+				   "[mount]\n"
+				   "mountpoint = /srv/plugfs\n"
+				   "socket_name = plugin.sock\n"
+				   "allow_other = no\n"
+				   "cache_timeout = 0\n"
+				   "[state]\n"
+				   "path = /srv/state/plugfs.db ; inline comment\n"
+				   "synchronous = NORMAL\n"
+				   "[control]\n"
+				   "socket = /srv/ctl.sock\n"
+				   "group = plugfs-admins\n"
+				   "max_clients = 1024\n"
+				   "idle_timeout = 0\n"
+				   "[registry]\n"
+				   "types = csi-node\n"
+				   "socket_roots = /var/nomad/client /run/csi\n"
+				   "tombstone_ttl = 0\n"
+				   "[log]\n"
+				   "level = debug\n";
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+	int rc;
+
+	rc = config_parse_string(text, "full.ini", &cfg, err, sizeof(err));
+	assert_string_equal(err, "");
+	assert_int_equal(rc, 0);
+	assert_string_equal(cfg.mountpoint, "/srv/plugfs");
+	assert_string_equal(cfg.socket_name, "plugin.sock");
+	assert_false(cfg.allow_other);
+	assert_int_equal(cfg.cache_timeout, 0);
+	assert_string_equal(cfg.state_path, "/srv/state/plugfs.db");
+	assert_string_equal(cfg.synchronous, "normal");
+	assert_string_equal(cfg.control_socket, "/srv/ctl.sock");
+	assert_string_equal(cfg.control_group, "plugfs-admins");
+	assert_int_equal(cfg.max_clients, 1024);
+	assert_int_equal(cfg.idle_timeout, 0);
+	assert_int_equal(cfg.n_types, 1);
+	assert_string_equal(cfg.types[0], "csi-node");
+	assert_int_equal(cfg.n_socket_roots, 2);
+	assert_string_equal(cfg.socket_roots[0], "/var/nomad/client");
+	assert_string_equal(cfg.socket_roots[1], "/run/csi");
+	assert_int_equal(cfg.tombstone_ttl, 0);
+	assert_int_equal(cfg.log_level, LOG_LEVEL_DEBUG);
+	assert_string_equal(cfg.source, "full.ini");
+	config_free(&cfg);
+}
+
+static void test_bools_and_enums(void **state)
+{
+	static const struct {
+		const char *value;
+		bool want;
+	} bools[] = {{"true", true}, {"yes", true}, {"1", true},   {"TRUE", true},
+		     {"false", false}, {"no", false}, {"0", false}, {"No", false}};
+	static const char *const syncs[] = {"off", "normal", "full", "extra"};
+	static const char *const levels[] = {"error", "warn", "info", "debug"};
+	struct plugfs_config cfg;
+	char text[256], err[CONFIG_ERR_MAX];
+
+	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++) {
+		snprintf(text, sizeof(text), "[mount]\nallow_other = %s\n", bools[i].value);
+		assert_int_equal(config_parse_string(text, "b.ini", &cfg, err, sizeof(err)), 0);
+		assert_int_equal(cfg.allow_other, bools[i].want);
+		config_free(&cfg);
+	}
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(text, sizeof(text), "[state]\nsynchronous=%s\n[log]\nlevel=%s\n", syncs[i],
+			 levels[i]);
+		assert_int_equal(config_parse_string(text, "e.ini", &cfg, err, sizeof(err)), 0);
+		assert_string_equal(cfg.synchronous, syncs[i]);
+		assert_int_equal(cfg.log_level, (enum log_level)i);
+		assert_string_equal(log_level_name(cfg.log_level), levels[i]);
+		config_free(&cfg);
+	}
+}
+
+static void test_numbers_at_limits(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	assert_int_equal(config_parse_string("[mount]\ncache_timeout = 86400\n"
+					     "[control]\nmax_clients = 1\nidle_timeout = 86400\n"
+					     "[registry]\ntombstone_ttl = 315360000\n",
+					     "n.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.cache_timeout, 86400);
+	assert_int_equal(cfg.max_clients, 1);
+	assert_int_equal(cfg.idle_timeout, 86400);
+	assert_int_equal(cfg.tombstone_ttl, 315360000);
+	config_free(&cfg);
+}
+
+static void test_lists(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	/* Lists may continue on indented lines, also after an empty first line. */
+	assert_int_equal(config_parse_string("[registry]\n"
+					     "types =\n"
+					     "    csi-controller\n"
+					     "\n"
+					     "\tcsi-node   monolith-x\n"
+					     "socket_roots = /a\n"
+					     "   /b/c\n"
+					     "[log]\nlevel = warn\n",
+					     "l.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_types, 3);
+	assert_string_equal(cfg.types[0], "csi-controller");
+	assert_string_equal(cfg.types[1], "csi-node");
+	assert_string_equal(cfg.types[2], "monolith-x");
+	assert_int_equal(cfg.n_socket_roots, 2);
+	assert_string_equal(cfg.socket_roots[0], "/a");
+	assert_string_equal(cfg.socket_roots[1], "/b/c");
+	assert_int_equal(cfg.log_level, LOG_LEVEL_WARN);
+	config_free(&cfg);
+
+	/* Empty socket_roots and group are allowed: any socket, root only. */
+	assert_int_equal(config_parse_string("[registry]\nsocket_roots =\n[control]\ngroup =\n",
+					     "l.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_socket_roots, 0);
+	assert_string_equal(cfg.control_group, "");
+	config_free(&cfg);
+}
+
+/* Parses text, expects -EINVAL, a message starting with "bad.ini:LINE: " and
+ * containing want, and a zeroed struct. */
+static void expect_error(const char *text, unsigned line, const char *want)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX] = "", prefix[32];
+	int rc;
+
+	memset(&cfg, 0xa5, sizeof(cfg));
+	rc = config_parse_string(text, "bad.ini", &cfg, err, sizeof(err));
+	snprintf(prefix, sizeof(prefix), "bad.ini:%u: ", line);
+	if (rc != -EINVAL || strncmp(err, prefix, strlen(prefix)) != 0 || !strstr(err, want))
+		fail_msg("text:\n%s\nrc %d, message [%s]\nexpected prefix [%s] containing [%s]",
+			 text, rc, err, prefix, want);
+	assert_true(all_zero(&cfg));
+}
+
+/* Each key with bad values; the bad line is line 3 of the text. */
+static void test_bad_values(void **state)
+{
+	static const struct {
+		const char *section, *key, *value, *want;
+	} bad[] = {
+		{"mount", "mountpoint", "run/plugfs", "[mount] mountpoint = `run/plugfs': expected an absolute, normalised path"},
+		{"mount", "mountpoint", "", "[mount] mountpoint = `': expected an absolute"},
+		{"mount", "mountpoint", "/run/../plugfs", "expected an absolute, normalised path"},
+		{"mount", "mountpoint", "/run//plugfs", "expected an absolute, normalised path"},
+		{"mount", "mountpoint", "/run/./plugfs", "expected an absolute, normalised path"},
+		{"mount", "mountpoint", "/run/plugfs/", "no trailing `/'"},
+		{"mount", "socket_name", "a/b", "[mount] socket_name"},
+		{"mount", "socket_name", "", "[mount] socket_name"},
+		{"mount", "socket_name", ".hidden", "[mount] socket_name"},
+		{"mount", "socket_name", "info", "[mount] socket_name = `info': expected a name other than `allocs' and `info'"},
+		{"mount", "socket_name", "allocs", "expected a name other than `allocs' and `info'"},
+		{"mount", "allow_other", "maybe", "[mount] allow_other = `maybe': expected true, false, yes, no, 1 or 0"},
+		{"mount", "allow_other", "", "[mount] allow_other = `': expected true, false"},
+		{"mount", "cache_timeout", "abc", "[mount] cache_timeout = `abc': expected a whole number of seconds 0-86400"},
+		{"mount", "cache_timeout", "-1", "[mount] cache_timeout = `-1': expected a whole number of seconds 0-86400"},
+		{"mount", "cache_timeout", "86401", "expected a whole number of seconds 0-86400"},
+		{"mount", "cache_timeout", "1.5", "expected a whole number of seconds 0-86400"},
+		{"mount", "cache_timeout", "99999999999999999999999", "expected a whole number of seconds 0-86400"},
+		{"mount", "cache_timeout", "", "expected a whole number of seconds 0-86400"},
+		{"state", "path", "state.db", "[state] path = `state.db': expected an absolute, normalised path"},
+		{"state", "synchronous", "fast", "[state] synchronous = `fast': expected off, normal, full or extra"},
+		{"control", "socket", "plugfs.sock", "[control] socket = `plugfs.sock': expected an absolute, normalised path of at most 107 bytes"},
+		{"control", "socket", "/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
+		 "at most 107 bytes (a Unix socket address)"},
+		{"control", "group", "-wheel", "[control] group = `-wheel': expected empty (mutations by root only) or a group name"},
+		{"control", "group", "a b", "[control] group = `a b': expected empty"},
+		{"control", "group", "abcdefghijklmnopqrstuvwxyz0123456", "expected empty (mutations by root only) or a group name: 1-32"},
+		{"control", "max_clients", "0", "[control] max_clients = `0': expected a whole number 1-1024"},
+		{"control", "max_clients", "1025", "expected a whole number 1-1024"},
+		{"control", "idle_timeout", "5m", "[control] idle_timeout = `5m': expected a whole number of seconds 0-86400"},
+		{"registry", "types", "", "[registry] types is empty; expected at least one plugin type"},
+		{"registry", "types", "csi-node csi/node", "[registry] types: type"},
+		{"registry", "types", "csi-node csi-node", "[registry] types: `csi-node' is listed twice"},
+		{"registry", "socket_roots", "/a relative", "[registry] socket_roots: `relative': expected absolute, normalised paths"},
+		{"registry", "socket_roots", "/a /a", "[registry] socket_roots: `/a' is listed twice"},
+		{"registry", "tombstone_ttl", "-5", "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
+		{"registry", "tombstone_ttl", "315360001", "expected a whole number of seconds 0-315360000"},
+		{"log", "level", "verbose", "[log] level = `verbose': expected error, warn, info or debug"},
+	};
+	char text[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "# line 1\n[%s]\n%s = %s\n# line 4\n", bad[i].section,
+			 bad[i].key, bad[i].value);
+		expect_error(text, 3, bad[i].want);
+	}
+}
+
+static void test_long_value_is_cut_in_message(void **state)
+{
+	char text[256], value[150];
+
+	memset(value, 'x', sizeof(value) - 1);
+	value[sizeof(value) - 1] = '\0';
+	snprintf(text, sizeof(text), "[log]\nlevel = %s\n", value);
+	expect_error(text, 2, "[log] level = `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': "
+			      "expected error, warn, info or debug");
+}
+
+static void test_unknown_names(void **state)
+{
+	expect_error("[mount]\nmountpoint = /x\nalow_other = true\n", 3,
+		     "unknown key `alow_other' in [mount]; known keys: mountpoint, socket_name, "
+		     "allow_other, cache_timeout");
+	expect_error("[mount]\n\n[mout]\nallow_other = true\n", 3,
+		     "unknown section [mout]; expected [mount], [state], [control], [registry] or "
+		     "[log]");
+	/* An unknown section without keys is an error too. */
+	expect_error("[log]\nlevel = info\n[extra]\n", 3, "unknown section [extra]");
+	expect_error("[ mount ]\n", 1, "unknown section [ mount ]");
+	expect_error("# top\nlevel = info\n", 2,
+		     "key `level' is outside of any section; expected it under [mount]");
+	expect_error("[state]\npath = /a\n[state]\npath = /b\n", 4,
+		     "duplicate key `path' in [state] (first set on line 2)");
+	expect_error("[mount] trailing\n", 1,
+		     "unexpected text after `[mount]'; a section line holds only `[section]'");
+	/* A section may appear twice with different keys. */
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+	assert_int_equal(config_parse_string("[mount]\nallow_other = 0\n[log]\nlevel = warn\n"
+					     "[mount] ; again\ncache_timeout = 5\n",
+					     "ok.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_false(cfg.allow_other);
+	assert_int_equal(cfg.cache_timeout, 5);
+	config_free(&cfg);
+}
+
+static void test_syntax_errors(void **state)
+{
+	expect_error("[mount]\nmountpoint = /x\njust some words\n", 3,
+		     "expected `key = value', `[section]' or a comment (`#' or `;'), got `just some "
+		     "words'");
+	expect_error("# c\n\n[mount\nallow_other = 1\n", 3,
+		     "section line `[mount' has no closing `]'");
+	/* The first error wins: syntax before a bad value, and the other way. */
+	expect_error("[mount]\nnonsense\ncache_timeout = x\n", 2, "expected `key = value'");
+	expect_error("[mount]\ncache_timeout = x\nnonsense\n", 2,
+		     "[mount] cache_timeout = `x'");
+	expect_error("[mout]\nnonsense\n", 1, "unknown section [mout]");
+	/* Only lists may continue on indented lines. */
+	expect_error("[mount]\nmountpoint = /x\n  allow_other = true\n", 3,
+		     "indented line continues the value of `mountpoint' in [mount]; only the lists "
+		     "`types' and `socket_roots' may continue");
+	expect_error("[registry]\ntypes = a\n   b c\n  b\n", 4, "`b' is listed twice");
+	/* Lines longer than inih's buffer. */
+	char text[512];
+	char roots[300];
+	size_t n = 0;
+	while (n + 12 < sizeof(roots)) {
+		memcpy(roots + n, " /abcdefghij", 12);
+		n += 12;
+	}
+	roots[n] = '\0';
+	snprintf(text, sizeof(text), "[registry]\n\nsocket_roots =%s\n", roots);
+	expect_error(text, 3, "line is longer than 197 characters");
+	/* Windows line ends are fine. */
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+	assert_int_equal(config_parse_string("[log]\r\nlevel = debug\r\n", "crlf.ini", &cfg, err,
+					     sizeof(err)),
+			 0);
+	assert_int_equal(cfg.log_level, LOG_LEVEL_DEBUG);
+	config_free(&cfg);
+}
+
+static void test_cross_checks(void **state)
+{
+	expect_error("[mount]\nmountpoint = /srv/p\n[control]\nsocket = /srv/p/ctl.sock\n", 4,
+		     "[control] socket `/srv/p/ctl.sock' is inside [mount] mountpoint `/srv/p'");
+	expect_error("[state]\npath = /run/plugfs/x.db\n", 2,
+		     "[state] path `/run/plugfs/x.db' is inside [mount] mountpoint `/run/plugfs'");
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+	/* A sibling with the mountpoint as a prefix of its name is outside. */
+	assert_int_equal(config_parse_string("[control]\nsocket = /run/plugfs.sock2\n", "ok.ini",
+					     &cfg, err, sizeof(err)),
+			 0);
+	config_free(&cfg);
+}
+
+/* --- files --- */
+
+struct tmp {
+	char dir[64];
+	char path[128];
+};
+
+static int setup_tmp(void **state)
+{
+	struct tmp *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -1;
+	strcpy(t->dir, "/tmp/plugfs-test-config.XXXXXX");
+	if (!mkdtemp(t->dir)) {
+		free(t);
+		return -1;
+	}
+	snprintf(t->path, sizeof(t->path), "%s/plugfs.ini", t->dir);
+	*state = t;
+	return 0;
+}
+
+static int teardown_tmp(void **state)
+{
+	struct tmp *t = *state;
+
+	unlink(t->path);
+	rmdir(t->dir);
+	free(t);
+	unsetenv("PLUGFS_CONFIG");
+	return 0;
+}
+
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_load_file(void **state)
+{
+	struct tmp *t = *state;
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX], want[256];
+
+	write_file(t->path, "[mount]\ncache_timeout = 7\n");
+	assert_int_equal(config_load(t->path, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cache_timeout, 7);
+	assert_string_equal(cfg.source, t->path);
+	config_free(&cfg);
+
+	/* Errors name the file and the line. */
+	write_file(t->path, "[mount]\n\ncache_timeout = abc\n");
+	assert_int_equal(config_load(t->path, &cfg, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want),
+		 "%s:3: [mount] cache_timeout = `abc': expected a whole number of seconds 0-86400",
+		 t->path);
+	assert_string_equal(err, want);
+	assert_true(all_zero(&cfg));
+
+	/* A NUL byte is named with its line. */
+	FILE *f = fopen(t->path, "w");
+	assert_non_null(f);
+	fwrite("[log]\nlevel = info\0x\n", 1, 21, f);
+	fclose(f);
+	assert_int_equal(config_load(t->path, &cfg, err, sizeof(err)), -EINVAL);
+	snprintf(want, sizeof(want), "%s:2: NUL byte", t->path);
+	assert_non_null(strstr(err, want));
+}
+
+static void test_load_missing(void **state)
+{
+	struct tmp *t = *state;
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX], want[256];
+
+	assert_int_equal(config_load(t->path, &cfg, err, sizeof(err)), -ENOENT);
+	snprintf(want, sizeof(want), "cannot open config file %s: No such file or directory",
+		 t->path);
+	assert_string_equal(err, want);
+	assert_true(all_zero(&cfg));
+
+	assert_int_equal(config_load(t->dir, &cfg, err, sizeof(err)), -EISDIR);
+	assert_non_null(strstr(err, t->dir));
+	assert_non_null(strstr(err, "expected a regular file"));
+}
+
+static void test_resolve_order(void **state)
+{
+	struct tmp *t = *state;
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX], env_path[160], want[256];
+
+	write_file(t->path, "[mount]\ncache_timeout = 1\n");
+	snprintf(env_path, sizeof(env_path), "%s/env.ini", t->dir);
+	write_file(env_path, "[mount]\ncache_timeout = 2\n");
+
+	/* -c wins over $PLUGFS_CONFIG. */
+	setenv("PLUGFS_CONFIG", env_path, 1);
+	assert_int_equal(config_resolve(t->path, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cache_timeout, 1);
+	assert_string_equal(cfg.source, t->path);
+	config_free(&cfg);
+
+	/* Without -c: $PLUGFS_CONFIG. */
+	assert_int_equal(config_resolve(NULL, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.cache_timeout, 2);
+	assert_string_equal(cfg.source, env_path);
+	config_free(&cfg);
+
+	/* A $PLUGFS_CONFIG that does not exist is an error naming it. */
+	unlink(env_path);
+	assert_int_equal(config_resolve(NULL, &cfg, err, sizeof(err)), -ENOENT);
+	snprintf(want, sizeof(want), "cannot open config file %s", env_path);
+	assert_non_null(strstr(err, want));
+
+	/* So is a -c file that does not exist, even when $PLUGFS_CONFIG is fine. */
+	setenv("PLUGFS_CONFIG", t->path, 1);
+	assert_int_equal(config_resolve(env_path, &cfg, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, env_path));
+
+	/* Neither: the default file when it exists, else the built-in defaults. */
+	unsetenv("PLUGFS_CONFIG");
+	if (access(CONFIG_DEFAULT_PATH, F_OK) != 0) {
+		assert_int_equal(config_resolve(NULL, &cfg, err, sizeof(err)), 0);
+		assert_defaults(&cfg);
+		assert_string_equal(cfg.source, "");
+		config_free(&cfg);
+	} else {
+		int rc = config_resolve(NULL, &cfg, err, sizeof(err));
+		if (rc == 0)
+			assert_string_equal(cfg.source, CONFIG_DEFAULT_PATH);
+		config_free(&cfg);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_bools_and_enums),
+		cmocka_unit_test(test_numbers_at_limits),
+		cmocka_unit_test(test_lists),
+		cmocka_unit_test(test_bad_values),
+		cmocka_unit_test(test_long_value_is_cut_in_message),
+		cmocka_unit_test(test_unknown_names),
+		cmocka_unit_test(test_syntax_errors),
+		cmocka_unit_test(test_cross_checks),
+		cmocka_unit_test_setup_teardown(test_load_file, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_load_missing, setup_tmp, teardown_tmp),
+		cmocka_unit_test_setup_teardown(test_resolve_order, setup_tmp, teardown_tmp),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
