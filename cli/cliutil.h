@@ -5,7 +5,7 @@
  * `plugfs -c FILE verb ...` into `verb -c FILE ...`):
  *
  *   static const struct option longopts[] = {
- *           CLI_COMMON_LONGOPTS,              // --config FILE, --help
+ *           CLI_COMMON_LONGOPTS,              // --help
  *           {"json", no_argument, NULL, 'j'},
  *           {0}};
  *   cli_getopt_reset();
@@ -33,8 +33,8 @@
 #include "config.h"
 #include "registry.h"
 
-#define CLI_COMMON_LONGOPTS                                                                    \
-	{"config", required_argument, NULL, 'c'}, { "help", no_argument, NULL, 'h' }
+/* The long options every subcommand has (-c FILE is short only). */
+#define CLI_COMMON_LONGOPTS {"help", no_argument, NULL, 'h'}
 
 /* Makes the next getopt_long call start afresh on a new argv (for commands
  * that parse more than once, e.g. `state -c F dump --json`). */

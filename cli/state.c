@@ -35,9 +35,9 @@ static void usage(FILE *f)
 		   "  check          Checks the state file (integrity, schema version, rows)\n"
 		   "\n"
 		   "Options:\n"
-		   "  -c, --config FILE  the config file (else $PLUGFS_CONFIG, else\n"
-		   "                     %s if it exists, else the defaults)\n"
-		   "  -h, --help         this help; `plugfs state <subcommand> --help' for one\n"
+		   "  -c FILE     the config file (else $PLUGFS_CONFIG, else\n"
+		   "              %s if it exists, else the defaults)\n"
+		   "  -h, --help  this help; `plugfs state <subcommand> --help' for one\n"
 		   "\n"
 		   "Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
 		CONFIG_DEFAULT_PATH);
@@ -120,25 +120,24 @@ out:
 	return rc;
 }
 
-/* The state file must exist for dump and check: they never create one. */
-static int require_state_file(const char *cmd, const char *path)
+/* Whether the state file exists: dump and check never create one.  EXIT_OK
+ * with *exists set, or EXIT_FAILED after printing why it cannot be used. */
+static int state_file_exists(const char *cmd, const char *path, bool *exists)
 {
 	struct stat st;
 
+	*exists = false;
 	if (stat(path, &st) < 0) {
 		if (errno == ENOENT)
-			cli_error(cmd, "no state file at %s (state.path); nothing was ever stored "
-				       "there",
-				  path);
-		else
-			cli_error(cmd, "cannot access the state file %s: %s", path,
-				  strerror(errno));
+			return EXIT_OK;
+		cli_error(cmd, "cannot access the state file %s: %s", path, strerror(errno));
 		return EXIT_FAILED;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		cli_error(cmd, "state file %s: expected a regular file", path);
 		return EXIT_FAILED;
 	}
+	*exists = true;
 	return EXIT_OK;
 }
 
@@ -149,10 +148,35 @@ static int open_registry(const char *cmd, const struct plugfs_config *cfg, struc
 
 	cli_registry_options(cfg, &opts);
 	if (registry_open(cfg->state_path, &opts, reg, err, sizeof(err)) < 0) {
-		cli_error(cmd, "cannot open the state file %s: %s", cfg->state_path, err);
+		cli_error(cmd, "%s", err); /* the registry names the file */
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
+}
+
+/* Creates the missing directories above path (0755), like `mkdir -p'. */
+static int make_parents(const char *cmd, const char *path)
+{
+	char *dir = strdup(path);
+	int rc = EXIT_FAILED;
+
+	if (!dir) {
+		cli_error(cmd, "out of memory");
+		return EXIT_FAILED;
+	}
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			cli_error(cmd, "cannot create the directory %s for the state file: %s", dir,
+				  strerror(errno));
+			goto out;
+		}
+		*p = '/';
+	}
+	rc = EXIT_OK;
+out:
+	free(dir);
+	return rc;
 }
 
 static int run_import(const struct plugfs_config *cfg, char *operands[], bool json)
@@ -169,7 +193,8 @@ static int run_import(const struct plugfs_config *cfg, char *operands[], bool js
 		cli_error(cmd, "%s", err);
 		goto out;
 	}
-	if (open_registry(cmd, cfg, &reg) != EXIT_OK)
+	if (make_parents(cmd, cfg->state_path) != EXIT_OK ||
+	    open_registry(cmd, cfg, &reg) != EXIT_OK)
 		goto out;
 	if (registry_import_legacy_json(reg, text, &imported, err, sizeof(err)) < 0) {
 		cli_error(cmd, "%s: %s; nothing was imported", file, err);
@@ -207,7 +232,7 @@ static void print_registration(const struct registration *r, bool active)
 	}
 }
 
-static int print_human(const struct reg_snapshot *s, const char *path)
+static int print_human(const struct reg_snapshot *s, const char *path, bool exists)
 {
 	size_t n_regs = 0;
 
@@ -224,38 +249,41 @@ static int print_human(const struct reg_snapshot *s, const char *path)
 	}
 	if (s->n_plugins)
 		printf("\n");
-	printf("%s: %zu plugin%s, %zu registration%s\n", path, s->n_plugins,
-	       s->n_plugins == 1 ? "" : "s", n_regs, n_regs == 1 ? "" : "s");
+	printf("%s%s: %zu plugin%s, %zu registration%s\n", path, exists ? "" : " (no file yet)",
+	       s->n_plugins, s->n_plugins == 1 ? "" : "s", n_regs, n_regs == 1 ? "" : "s");
 	return EXIT_OK;
 }
 
+/* A state file that does not exist yet dumps as empty (and stays absent). */
 static int run_dump(const struct plugfs_config *cfg, char *operands[], bool json)
 {
 	static const char cmd[] = "state dump";
 	struct registry *reg = NULL;
 	struct reg_snapshot snap = {0};
-	bool have_snap = false;
+	bool have_snap = false, exists;
 	json_t *j = NULL;
 	int rc = EXIT_FAILED, ret;
 
-	if (require_state_file(cmd, cfg->state_path) != EXIT_OK)
+	if (state_file_exists(cmd, cfg->state_path, &exists) != EXIT_OK)
 		goto out;
-	if (open_registry(cmd, cfg, &reg) != EXIT_OK)
-		goto out;
-	ret = registry_snapshot(reg, NULL, &snap);
-	if (ret < 0) {
-		cli_error(cmd, "cannot read the registrations: %s", strerror(-ret));
-		goto out;
+	if (exists) {
+		if (open_registry(cmd, cfg, &reg) != EXIT_OK)
+			goto out;
+		ret = registry_snapshot(reg, NULL, &snap);
+		if (ret < 0) {
+			cli_error(cmd, "cannot read the registrations: %s", strerror(-ret));
+			goto out;
+		}
+		have_snap = true;
 	}
-	have_snap = true;
 	if (!json) {
-		rc = print_human(&snap, cfg->state_path);
+		rc = print_human(&snap, cfg->state_path, exists);
 		goto out;
 	}
 	j = control_json_snapshot(&snap);
 	if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) {
-		cli_error(cmd, "cannot write the JSON output: %s", j ? strerror(errno) :
-								       "out of memory");
+		cli_error(cmd, "cannot write the JSON output: %s",
+			  j ? strerror(errno) : "out of memory");
 		goto out;
 	}
 	printf("\n");
@@ -274,10 +302,16 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 	static const char cmd[] = "state check";
 	char err[REG_ERR_MAX] = "";
 
-	if (require_state_file(cmd, cfg->state_path) != EXIT_OK)
+	bool exists;
+
+	if (state_file_exists(cmd, cfg->state_path, &exists) != EXIT_OK)
 		return EXIT_FAILED;
+	if (!exists) {
+		cli_error(cmd, "no state file at %s (state.path)", cfg->state_path);
+		return EXIT_FAILED;
+	}
 	if (registry_check_file(cfg->state_path, err, sizeof(err)) < 0) {
-		cli_error(cmd, "%s: %s", cfg->state_path, err);
+		cli_error(cmd, "%s", err); /* the registry names the file */
 		return EXIT_FAILED;
 	}
 	printf("%s: ok\n", cfg->state_path);
@@ -294,7 +328,8 @@ static const struct sub subs[] = {
 	{"dump", "state dump", "[--json]",
 	 "Prints every plugin with its registrations, active first.  --json prints the\n"
 	 "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
-	 "\"registrations\":[...]}]}.",
+	 "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
+	 "empty and is not created.",
 	 true, 0, run_dump},
 	{"check", "state check", "",
 	 "Checks the state file without changing it: SQLite integrity (quick_check),\n"

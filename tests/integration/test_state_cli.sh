@@ -11,13 +11,17 @@ A0=489cd5cf-3cfc-6792-3465-822371765b32
 A1=68221094-25a6-eeb6-8490-c71a03d46b0f
 write_config
 
-# --- dump and check refuse a state file that does not exist (and make none) ---
+# --- without a state file: dump is empty, check fails, neither creates one ---
+plugfs state dump --json >"$T/out" 2>"$T/err"
+check_eq "dump --json without a state file exits 0" 0 $?
+check_eq "dump --json without a state file is empty" '{"plugins":[]}' "$(jq -c . "$T/out")"
 plugfs state dump >"$T/out" 2>"$T/err"
-check_eq "dump without a state file exits 1" 1 $?
-check "dump names the missing state file" grep -q "plugfs state dump: no state file at $STATE" "$T/err"
-check "dump created no state file" test ! -e "$STATE"
+check_eq "dump without a state file exits 0" 0 $?
+check "dump says there is no file yet" grep -qx "$STATE (no file yet): 0 plugins, 0 registrations" "$T/out"
 plugfs state check >"$T/out" 2>"$T/err"
 check_eq "check without a state file exits 1" 1 $?
+check "check names the missing state file" grep -qx "plugfs state check: no state file at $STATE (state.path)" "$T/err"
+check "dump and check created no state file" test ! -e "$STATE"
 
 # --- import the legacy fixture ---
 plugfs state import "$FIXTURE" >"$T/out" 2>"$T/err"
@@ -97,12 +101,18 @@ plugfs state import "$T/no-such.json" >"$T/out" 2>"$T/err"
 check_eq "import of a missing file exits 1" 1 $?
 check "missing import file is named" grep -q "cannot open $T/no-such.json: No such file or directory" "$T/err"
 
+# Import creates the directories above the state file.
+sed "s|^path = .*|path = $T/new/dir/state.db|" "$CFG" >"$T/newdir.ini"
+"$PLUGFS_BIN" -c "$T/newdir.ini" state import "$FIXTURE" >"$T/out" 2>"$T/err"
+check_eq "import into a new directory exits 0" 0 $?
+check "import created the state file" test -f "$T/new/dir/state.db"
+
 # A file of garbage.
 head -c 65536 /dev/urandom >"$T/garbage.db"
 sed -i "s|^path = .*|path = $T/garbage.db|" "$CFG"
 plugfs state check >"$T/out" 2>"$T/err"
 check_eq "check on garbage exits 1" 1 $?
-check "garbage: message names the file" grep -q "^plugfs state check: $T/garbage.db: " "$T/err"
+check "garbage: message names the file" grep -q "^plugfs state check: .*$T/garbage.db" "$T/err"
 check "garbage: one line on stderr" test "$(wc -l <"$T/err")" -eq 1
 plugfs state dump >"$T/out" 2>"$T/err"
 check_eq "dump on garbage exits 1" 1 $?
@@ -113,7 +123,7 @@ sqlite3 "$T/newer.db" 'PRAGMA user_version = 99;'
 sed -i "s|^path = .*|path = $T/newer.db|" "$CFG"
 plugfs state check >"$T/out" 2>"$T/err"
 check_eq "check on a newer schema exits 1" 1 $?
-check "newer schema: message names the file" grep -q "^plugfs state check: $T/newer.db: " "$T/err"
+check "newer schema: message names the file" grep -q "^plugfs state check: .*$T/newer.db" "$T/err"
 check "newer schema: message names the version" grep -q "99" "$T/err"
 check_eq "check left the newer file alone" 99 "$(sqlite3 "$T/newer.db" 'PRAGMA user_version;')"
 plugfs state dump >"$T/out" 2>"$T/err"
