@@ -34,7 +34,9 @@
 #include "registry.h"
 
 /* The long options every subcommand has (-c FILE is short only). */
+/* clang-format off */
 #define CLI_COMMON_LONGOPTS {"help", no_argument, NULL, 'h'}
+/* clang-format on */
 
 /* Makes the next getopt_long call start afresh on a new argv (for commands
  * that parse more than once, e.g. `state -c F dump --json`). */

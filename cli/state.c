@@ -24,32 +24,33 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: plugfs state [-c FILE] <subcommand> [<args>]\n"
-		   "\n"
-		   "Works offline on the state file (state.path of the config).\n"
-		   "\n"
-		   "Subcommands:\n"
-		   "  import FILE    Imports the registrations of a legacy registry JSON file\n"
-		   "                 ({\"Plugins\": {type: {name: PluginInfo}}}), all or none\n"
-		   "  dump [--json]  Prints every plugin and its registrations, active first\n"
-		   "  check          Checks the state file (integrity, schema version, rows)\n"
-		   "\n"
-		   "Options:\n"
-		   "  -c FILE     the config file (else $PLUGFS_CONFIG, else\n"
-		   "              %s if it exists, else the defaults)\n"
-		   "  -h, --help  this help; `plugfs state <subcommand> --help' for one\n"
-		   "\n"
-		   "Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
+	fprintf(f,
+		"Usage: plugfs state [-c FILE] <subcommand> [<args>]\n"
+		"\n"
+		"Works offline on the state file (state.path of the config).\n"
+		"\n"
+		"Subcommands:\n"
+		"  import FILE    Imports the registrations of a legacy registry JSON file\n"
+		"                 ({\"Plugins\": {type: {name: PluginInfo}}}), all or none\n"
+		"  dump [--json]  Prints every plugin and its registrations, active first\n"
+		"  check          Checks the state file (integrity, schema version, rows)\n"
+		"\n"
+		"Options:\n"
+		"  -c FILE     the config file (else $PLUGFS_CONFIG, else\n"
+		"              %s if it exists, else the defaults)\n"
+		"  -h, --help  this help; `plugfs state <subcommand> --help' for one\n"
+		"\n"
+		"Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
 		CONFIG_DEFAULT_PATH);
 }
 
 struct sub {
 	const char *name;
-	const char *cmd;   /* for messages: "state import" */
-	const char *args;  /* operands and options for its usage line */
+	const char *cmd;  /* for messages: "state import" */
+	const char *args; /* operands and options for its usage line */
 	const char *help;
 	bool has_json;
-	int n_operands;    /* exactly this many */
+	int n_operands; /* exactly this many */
 	int (*run)(const struct plugfs_config *cfg, char *operands[], bool json);
 };
 
@@ -200,8 +201,8 @@ static int run_import(const struct plugfs_config *cfg, char *operands[], bool js
 		cli_error(cmd, "%s: %s; nothing was imported", file, err);
 		goto out;
 	}
-	printf("imported %zu registration%s from %s into %s\n", imported,
-	       imported == 1 ? "" : "s", file, cfg->state_path);
+	printf("imported %zu registration%s from %s into %s\n", imported, imported == 1 ? "" : "s",
+	       file, cfg->state_path);
 	rc = EXIT_OK;
 out:
 	if (reg)
@@ -319,30 +320,30 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 }
 
 static const struct sub subs[] = {
-	{"import", "state import", "FILE",
-	 "Imports the registrations of a legacy registry JSON file ({\"Plugins\": {type:\n"
-	 "{name: PluginInfo}}}) into the state file, in one transaction: all or none.\n"
-	 "Each entry is registered as if by `plugfs register', in document order; its\n"
-	 "legacy Type (controller, node, monolith) becomes its kind.",
-	 false, 1, run_import},
-	{"dump", "state dump", "[--json]",
-	 "Prints every plugin with its registrations, active first.  --json prints the\n"
-	 "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
-	 "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
-	 "empty and is not created.",
-	 true, 0, run_dump},
-	{"check", "state check", "",
-	 "Checks the state file without changing it: SQLite integrity (quick_check),\n"
-	 "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.",
-	 false, 0, run_check},
+    {"import", "state import", "FILE",
+     "Imports the registrations of a legacy registry JSON file ({\"Plugins\": {type:\n"
+     "{name: PluginInfo}}}) into the state file, in one transaction: all or none.\n"
+     "Each entry is registered as if by `plugfs register', in document order; its\n"
+     "legacy Type (controller, node, monolith) becomes its kind.",
+     false, 1, run_import},
+    {"dump", "state dump", "[--json]",
+     "Prints every plugin with its registrations, active first.  --json prints the\n"
+     "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
+     "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
+     "empty and is not created.",
+     true, 0, run_dump},
+    {"check", "state check", "",
+     "Checks the state file without changing it: SQLite integrity (quick_check),\n"
+     "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.",
+     false, 0, run_check},
 };
 
 static int run_sub(const struct sub *s, int argc, char *argv[], const char *config)
 {
 	static const struct option json_longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"json", no_argument, NULL, 'j'},
-		{NULL, 0, NULL, 0},
+	    CLI_COMMON_LONGOPTS,
+	    {"json", no_argument, NULL, 'j'},
+	    {NULL, 0, NULL, 0},
 	};
 	static const struct option plain_longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
 	const struct option *longopts = s->has_json ? json_longopts : plain_longopts;

@@ -13,6 +13,7 @@
  *    Python's configparser reads them; any other key continued on an indented
  *    line is an error.
  *  - Lines are at most CONFIG_LINE_MAX characters (inih's line buffer).
+ *  - config_resolve treats an empty $PLUGFS_CONFIG as unset.
  *  - On error the struct is zeroed (config_free on it is harmless) and the
  *    message is "FILE:LINE: what is wrong; what is accepted".
  */
@@ -43,13 +44,13 @@
 #define VALUE_QUOTE_MAX 64
 
 enum key_kind {
-	K_PATH,      /* absolute, normalised path */
+	K_PATH,	     /* absolute, normalised path */
 	K_SUN_PATH,  /* the same, short enough for sun_path */
 	K_FILE_NAME, /* one path component with the name rules */
 	K_BOOL,
-	K_UINT,      /* unsigned in [min, max] */
+	K_UINT,	     /* unsigned in [min, max] */
 	K_INT64,     /* int64_t in [min, max] */
-	K_SYNC,      /* off | normal | full | extra */
+	K_SYNC,	     /* off | normal | full | extra */
 	K_LOG_LEVEL, /* error | warn | info | debug */
 	K_GROUP,     /* empty or a group name */
 	K_TYPES,     /* list of names, at least one, no duplicates */
@@ -60,7 +61,7 @@ struct key_def {
 	const char *section;
 	const char *key;
 	enum key_kind kind;
-	size_t off;       /* the field in struct plugfs_config */
+	size_t off;	  /* the field in struct plugfs_config */
 	size_t count_off; /* lists: the count field */
 	int64_t min, max; /* numbers */
 	const char *unit; /* numbers: " of seconds" or "" */
@@ -69,20 +70,20 @@ struct key_def {
 #define F(field) offsetof(struct plugfs_config, field)
 
 static const struct key_def keys[] = {
-	{"mount", "mountpoint", K_PATH, F(mountpoint), 0, 0, 0, NULL},
-	{"mount", "socket_name", K_FILE_NAME, F(socket_name), 0, 0, 0, NULL},
-	{"mount", "allow_other", K_BOOL, F(allow_other), 0, 0, 0, NULL},
-	{"mount", "cache_timeout", K_UINT, F(cache_timeout), 0, 0, 86400, " of seconds"},
-	{"state", "path", K_PATH, F(state_path), 0, 0, 0, NULL},
-	{"state", "synchronous", K_SYNC, F(synchronous), 0, 0, 0, NULL},
-	{"control", "socket", K_SUN_PATH, F(control_socket), 0, 0, 0, NULL},
-	{"control", "group", K_GROUP, F(control_group), 0, 0, 0, NULL},
-	{"control", "max_clients", K_UINT, F(max_clients), 0, 1, 1024, ""},
-	{"control", "idle_timeout", K_UINT, F(idle_timeout), 0, 0, 86400, " of seconds"},
-	{"registry", "types", K_TYPES, F(types), F(n_types), 0, 0, NULL},
-	{"registry", "socket_roots", K_PATHS, F(socket_roots), F(n_socket_roots), 0, 0, NULL},
-	{"registry", "tombstone_ttl", K_INT64, F(tombstone_ttl), 0, 0, 315360000, " of seconds"},
-	{"log", "level", K_LOG_LEVEL, F(log_level), 0, 0, 0, NULL},
+    {"mount", "mountpoint", K_PATH, F(mountpoint), 0, 0, 0, NULL},
+    {"mount", "socket_name", K_FILE_NAME, F(socket_name), 0, 0, 0, NULL},
+    {"mount", "allow_other", K_BOOL, F(allow_other), 0, 0, 0, NULL},
+    {"mount", "cache_timeout", K_UINT, F(cache_timeout), 0, 0, 86400, " of seconds"},
+    {"state", "path", K_PATH, F(state_path), 0, 0, 0, NULL},
+    {"state", "synchronous", K_SYNC, F(synchronous), 0, 0, 0, NULL},
+    {"control", "socket", K_SUN_PATH, F(control_socket), 0, 0, 0, NULL},
+    {"control", "group", K_GROUP, F(control_group), 0, 0, 0, NULL},
+    {"control", "max_clients", K_UINT, F(max_clients), 0, 1, 1024, ""},
+    {"control", "idle_timeout", K_UINT, F(idle_timeout), 0, 0, 86400, " of seconds"},
+    {"registry", "types", K_TYPES, F(types), F(n_types), 0, 0, NULL},
+    {"registry", "socket_roots", K_PATHS, F(socket_roots), F(n_socket_roots), 0, 0, NULL},
+    {"registry", "tombstone_ttl", K_INT64, F(tombstone_ttl), 0, 0, 315360000, " of seconds"},
+    {"log", "level", K_LOG_LEVEL, F(log_level), 0, 0, 0, NULL},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -98,12 +99,12 @@ struct parse_ctx {
 	/* reader */
 	const char *text;
 	size_t len, pos;
-	unsigned lineno;        /* the line last handed to inih */
-	bool line_indented;     /* it starts with white space */
+	unsigned lineno;    /* the line last handed to inih */
+	bool line_indented; /* it starts with white space */
 	/* continuation lines, mirroring inih's prev_name */
 	bool have_prev;
 	const struct key_def *prev_def; /* NULL: the previous key was unknown */
-	unsigned key_line[N_KEYS];      /* where each key was set, 0 = default */
+	unsigned key_line[N_KEYS];	/* where each key was set, 0 = default */
 	/* first error */
 	unsigned err_line; /* 0 = none */
 	int err_code;
@@ -117,8 +118,8 @@ static void *field(struct plugfs_config *cfg, size_t off)
 }
 
 /* Records the first error only: "NAME:LINE: message". */
-__attribute__((format(printf, 4, 5))) static void fail(struct parse_ctx *c, unsigned line,
-						       int code, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static void fail(struct parse_ctx *c, unsigned line, int code,
+						       const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -317,8 +318,8 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 	uint64_t n;
 	int i;
 
-#define BAD(fmt, ...)                                                                        \
-	fail(c, c->lineno, -EINVAL, "[%s] %s = `%s': " fmt, def->section, def->key, q,            \
+#define BAD(fmt, ...)                                                                              \
+	fail(c, c->lineno, -EINVAL, "[%s] %s = `%s': " fmt, def->section, def->key, q,             \
 	     ##__VA_ARGS__)
 
 	switch (def->kind) {
@@ -559,8 +560,7 @@ static char *reader(char *str, int num, void *stream)
 }
 
 /* The text of line `line' (1-based), for syntax error messages. */
-static void line_text(const char *text, size_t len, unsigned line, const char **start,
-		      size_t *n)
+static void line_text(const char *text, size_t len, unsigned line, const char **start, size_t *n)
 {
 	const char *p = text, *end = text + len, *nl;
 
@@ -633,8 +633,8 @@ static int parse_text(const char *text, size_t len, const char *name, struct plu
 		      char *err, size_t errlen)
 {
 	struct plugfs_config cfg = {0};
-	struct parse_ctx c = {.cfg = &cfg, .name = name, .text = text, .len = len,
-			      .err = err, .errlen = errlen};
+	struct parse_ctx c = {
+	    .cfg = &cfg, .name = name, .text = text, .len = len, .err = err, .errlen = errlen};
 	const char *nul;
 	int ret;
 
@@ -678,8 +678,8 @@ out:
 	return 0;
 }
 
-int config_parse_string(const char *text, const char *name, struct plugfs_config *cfg,
-			char *err, size_t errlen)
+int config_parse_string(const char *text, const char *name, struct plugfs_config *cfg, char *err,
+			size_t errlen)
 {
 	return parse_text(text, strlen(text), name ? name : "<string>", cfg, err, errlen);
 }

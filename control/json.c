@@ -74,8 +74,7 @@ json_t *control_json_registration(const struct registration *r)
 			goto fail;
 	control_format_time(r->registered_at, reg_at, sizeof(reg_at));
 	control_format_time(r->updated_at, upd_at, sizeof(upd_at));
-	if (!set(obj, "alloc", string(r->alloc)) ||
-	    !set(obj, "socket", string(r->socket)) ||
+	if (!set(obj, "alloc", string(r->alloc)) || !set(obj, "socket", string(r->socket)) ||
 	    !set(obj, "version", string(r->version ? r->version : "")) ||
 	    !set(obj, "kind", string_or_null(reg_kind_name(r->kind))))
 		goto fail;

@@ -122,7 +122,7 @@ static void test_bools_and_enums(void **state)
 	static const struct {
 		const char *value;
 		bool want;
-	} bools[] = {{"true", true}, {"yes", true}, {"1", true},   {"TRUE", true},
+	} bools[] = {{"true", true},   {"yes", true}, {"1", true},  {"TRUE", true},
 		     {"false", false}, {"no", false}, {"0", false}, {"No", false}};
 	static const char *const syncs[] = {"off", "normal", "full", "extra"};
 	static const char *const levels[] = {"error", "warn", "info", "debug"};
@@ -221,44 +221,67 @@ static void test_bad_values(void **state)
 	static const struct {
 		const char *section, *key, *value, *want;
 	} bad[] = {
-		{"mount", "mountpoint", "run/plugfs", "[mount] mountpoint = `run/plugfs': expected an absolute, normalised path"},
-		{"mount", "mountpoint", "", "[mount] mountpoint = `': expected an absolute"},
-		{"mount", "mountpoint", "/run/../plugfs", "expected an absolute, normalised path"},
-		{"mount", "mountpoint", "/run//plugfs", "expected an absolute, normalised path"},
-		{"mount", "mountpoint", "/run/./plugfs", "expected an absolute, normalised path"},
-		{"mount", "mountpoint", "/run/plugfs/", "no trailing `/'"},
-		{"mount", "socket_name", "a/b", "[mount] socket_name"},
-		{"mount", "socket_name", "", "[mount] socket_name"},
-		{"mount", "socket_name", ".hidden", "[mount] socket_name"},
-		{"mount", "socket_name", "info", "[mount] socket_name = `info': expected a name other than `allocs' and `info'"},
-		{"mount", "socket_name", "allocs", "expected a name other than `allocs' and `info'"},
-		{"mount", "allow_other", "maybe", "[mount] allow_other = `maybe': expected true, false, yes, no, 1 or 0"},
-		{"mount", "allow_other", "", "[mount] allow_other = `': expected true, false"},
-		{"mount", "cache_timeout", "abc", "[mount] cache_timeout = `abc': expected a whole number of seconds 0-86400"},
-		{"mount", "cache_timeout", "-1", "[mount] cache_timeout = `-1': expected a whole number of seconds 0-86400"},
-		{"mount", "cache_timeout", "86401", "expected a whole number of seconds 0-86400"},
-		{"mount", "cache_timeout", "1.5", "expected a whole number of seconds 0-86400"},
-		{"mount", "cache_timeout", "99999999999999999999999", "expected a whole number of seconds 0-86400"},
-		{"mount", "cache_timeout", "", "expected a whole number of seconds 0-86400"},
-		{"state", "path", "state.db", "[state] path = `state.db': expected an absolute, normalised path"},
-		{"state", "synchronous", "fast", "[state] synchronous = `fast': expected off, normal, full or extra"},
-		{"control", "socket", "plugfs.sock", "[control] socket = `plugfs.sock': expected an absolute, normalised path of at most 107 bytes"},
-		{"control", "socket", "/run/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.sock",
-		 "at most 107 bytes (a Unix socket address)"},
-		{"control", "group", "-wheel", "[control] group = `-wheel': expected empty (mutations by root only) or a group name"},
-		{"control", "group", "a b", "[control] group = `a b': expected empty"},
-		{"control", "group", "abcdefghijklmnopqrstuvwxyz0123456", "expected empty (mutations by root only) or a group name: 1-32"},
-		{"control", "max_clients", "0", "[control] max_clients = `0': expected a whole number 1-1024"},
-		{"control", "max_clients", "1025", "expected a whole number 1-1024"},
-		{"control", "idle_timeout", "5m", "[control] idle_timeout = `5m': expected a whole number of seconds 0-86400"},
-		{"registry", "types", "", "[registry] types is empty; expected at least one plugin type"},
-		{"registry", "types", "csi-node csi/node", "[registry] types: type"},
-		{"registry", "types", "csi-node csi-node", "[registry] types: `csi-node' is listed twice"},
-		{"registry", "socket_roots", "/a relative", "[registry] socket_roots: `relative': expected absolute, normalised paths"},
-		{"registry", "socket_roots", "/a /a", "[registry] socket_roots: `/a' is listed twice"},
-		{"registry", "tombstone_ttl", "-5", "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
-		{"registry", "tombstone_ttl", "315360001", "expected a whole number of seconds 0-315360000"},
-		{"log", "level", "verbose", "[log] level = `verbose': expected error, warn, info or debug"},
+	    {"mount", "mountpoint", "run/plugfs",
+	     "[mount] mountpoint = `run/plugfs': expected an absolute, normalised path"},
+	    {"mount", "mountpoint", "", "[mount] mountpoint = `': expected an absolute"},
+	    {"mount", "mountpoint", "/run/../plugfs", "expected an absolute, normalised path"},
+	    {"mount", "mountpoint", "/run//plugfs", "expected an absolute, normalised path"},
+	    {"mount", "mountpoint", "/run/./plugfs", "expected an absolute, normalised path"},
+	    {"mount", "mountpoint", "/run/plugfs/", "no trailing `/'"},
+	    {"mount", "socket_name", "a/b", "[mount] socket_name"},
+	    {"mount", "socket_name", "", "[mount] socket_name"},
+	    {"mount", "socket_name", ".hidden", "[mount] socket_name"},
+	    {"mount", "socket_name", "info",
+	     "[mount] socket_name = `info': expected a name other than `allocs' and `info'"},
+	    {"mount", "socket_name", "allocs", "expected a name other than `allocs' and `info'"},
+	    {"mount", "allow_other", "maybe",
+	     "[mount] allow_other = `maybe': expected true, false, yes, no, 1 or 0"},
+	    {"mount", "allow_other", "", "[mount] allow_other = `': expected true, false"},
+	    {"mount", "cache_timeout", "abc",
+	     "[mount] cache_timeout = `abc': expected a whole number of seconds 0-86400"},
+	    {"mount", "cache_timeout", "-1",
+	     "[mount] cache_timeout = `-1': expected a whole number of seconds 0-86400"},
+	    {"mount", "cache_timeout", "86401", "expected a whole number of seconds 0-86400"},
+	    {"mount", "cache_timeout", "1.5", "expected a whole number of seconds 0-86400"},
+	    {"mount", "cache_timeout", "99999999999999999999999",
+	     "expected a whole number of seconds 0-86400"},
+	    {"mount", "cache_timeout", "", "expected a whole number of seconds 0-86400"},
+	    {"state", "path", "state.db",
+	     "[state] path = `state.db': expected an absolute, normalised path"},
+	    {"state", "synchronous", "fast",
+	     "[state] synchronous = `fast': expected off, normal, full or extra"},
+	    {"control", "socket", "plugfs.sock",
+	     "[control] socket = `plugfs.sock': expected an absolute, normalised path of at most "
+	     "107 bytes"},
+	    {"control", "socket",
+	     "/run/"
+	     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	     "aaaaaaaaaaaaaaaaaa.sock",
+	     "at most 107 bytes (a Unix socket address)"},
+	    {"control", "group", "-wheel",
+	     "[control] group = `-wheel': expected empty (mutations by root only) or a group name"},
+	    {"control", "group", "a b", "[control] group = `a b': expected empty"},
+	    {"control", "group", "abcdefghijklmnopqrstuvwxyz0123456",
+	     "expected empty (mutations by root only) or a group name: 1-32"},
+	    {"control", "max_clients", "0",
+	     "[control] max_clients = `0': expected a whole number 1-1024"},
+	    {"control", "max_clients", "1025", "expected a whole number 1-1024"},
+	    {"control", "idle_timeout", "5m",
+	     "[control] idle_timeout = `5m': expected a whole number of seconds 0-86400"},
+	    {"registry", "types", "",
+	     "[registry] types is empty; expected at least one plugin type"},
+	    {"registry", "types", "csi-node csi/node", "[registry] types: type"},
+	    {"registry", "types", "csi-node csi-node",
+	     "[registry] types: `csi-node' is listed twice"},
+	    {"registry", "socket_roots", "/a relative",
+	     "[registry] socket_roots: `relative': expected absolute, normalised paths"},
+	    {"registry", "socket_roots", "/a /a", "[registry] socket_roots: `/a' is listed twice"},
+	    {"registry", "tombstone_ttl", "-5",
+	     "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
+	    {"registry", "tombstone_ttl", "315360001",
+	     "expected a whole number of seconds 0-315360000"},
+	    {"log", "level", "verbose",
+	     "[log] level = `verbose': expected error, warn, info or debug"},
 	};
 	char text[512];
 
@@ -276,8 +299,10 @@ static void test_long_value_is_cut_in_message(void **state)
 	memset(value, 'x', sizeof(value) - 1);
 	value[sizeof(value) - 1] = '\0';
 	snprintf(text, sizeof(text), "[log]\nlevel = %s\n", value);
-	expect_error(text, 2, "[log] level = `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': "
-			      "expected error, warn, info or debug");
+	expect_error(
+	    text, 2,
+	    "[log] level = `xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...': "
+	    "expected error, warn, info or debug");
 }
 
 static void test_unknown_names(void **state)
@@ -311,15 +336,15 @@ static void test_unknown_names(void **state)
 
 static void test_syntax_errors(void **state)
 {
-	expect_error("[mount]\nmountpoint = /x\njust some words\n", 3,
-		     "expected `key = value', `[section]' or a comment (`#' or `;'), got `just some "
-		     "words'");
+	expect_error(
+	    "[mount]\nmountpoint = /x\njust some words\n", 3,
+	    "expected `key = value', `[section]' or a comment (`#' or `;'), got `just some "
+	    "words'");
 	expect_error("# c\n\n[mount\nallow_other = 1\n", 3,
 		     "section line `[mount' has no closing `]'");
 	/* The first error wins: syntax before a bad value, and the other way. */
 	expect_error("[mount]\nnonsense\ncache_timeout = x\n", 2, "expected `key = value'");
-	expect_error("[mount]\ncache_timeout = x\nnonsense\n", 2,
-		     "[mount] cache_timeout = `x'");
+	expect_error("[mount]\ncache_timeout = x\nnonsense\n", 2, "[mount] cache_timeout = `x'");
 	expect_error("[mout]\nnonsense\n", 1, "unknown section [mout]");
 	/* Only lists may continue on indented lines. */
 	expect_error("[mount]\nmountpoint = /x\n  allow_other = true\n", 3,
@@ -340,9 +365,9 @@ static void test_syntax_errors(void **state)
 	/* Windows line ends are fine. */
 	struct plugfs_config cfg;
 	char err[CONFIG_ERR_MAX];
-	assert_int_equal(config_parse_string("[log]\r\nlevel = debug\r\n", "crlf.ini", &cfg, err,
-					     sizeof(err)),
-			 0);
+	assert_int_equal(
+	    config_parse_string("[log]\r\nlevel = debug\r\n", "crlf.ini", &cfg, err, sizeof(err)),
+	    0);
 	assert_int_equal(cfg.log_level, LOG_LEVEL_DEBUG);
 	config_free(&cfg);
 }
@@ -505,19 +530,19 @@ static void test_resolve_order(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_every_key),
-		cmocka_unit_test(test_bools_and_enums),
-		cmocka_unit_test(test_numbers_at_limits),
-		cmocka_unit_test(test_lists),
-		cmocka_unit_test(test_bad_values),
-		cmocka_unit_test(test_long_value_is_cut_in_message),
-		cmocka_unit_test(test_unknown_names),
-		cmocka_unit_test(test_syntax_errors),
-		cmocka_unit_test(test_cross_checks),
-		cmocka_unit_test_setup_teardown(test_load_file, setup_tmp, teardown_tmp),
-		cmocka_unit_test_setup_teardown(test_load_missing, setup_tmp, teardown_tmp),
-		cmocka_unit_test_setup_teardown(test_resolve_order, setup_tmp, teardown_tmp),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_every_key),
+	    cmocka_unit_test(test_bools_and_enums),
+	    cmocka_unit_test(test_numbers_at_limits),
+	    cmocka_unit_test(test_lists),
+	    cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_long_value_is_cut_in_message),
+	    cmocka_unit_test(test_unknown_names),
+	    cmocka_unit_test(test_syntax_errors),
+	    cmocka_unit_test(test_cross_checks),
+	    cmocka_unit_test_setup_teardown(test_load_file, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_load_missing, setup_tmp, teardown_tmp),
+	    cmocka_unit_test_setup_teardown(test_resolve_order, setup_tmp, teardown_tmp),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

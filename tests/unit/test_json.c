@@ -17,19 +17,35 @@
 #define T1 (T0 + 60)
 
 static struct reg_option node_opts[] = {
-	{(char *)"ContainerMountPoint", (char *)"/csi"},
-	{(char *)"Provider", (char *)"demo"},
+    {(char *)"ContainerMountPoint", (char *)"/csi"},
+    {(char *)"Provider", (char *)"demo"},
 };
 
 static struct registration regs[] = {
-	{.id = 7, .type = (char *)"csi-node", .name = (char *)"plugin-2", .alloc = (char *)"a1",
-	 .socket = (char *)"/var/nomad/a1/csi.sock", .version = (char *)"v0.2",
-	 .kind = REG_KIND_NODE, .options = node_opts, .n_options = 2, .seq = 5,
-	 .registered_at = T0, .updated_at = T1},
-	{.id = 3, .type = (char *)"csi-node", .name = (char *)"plugin-2", .alloc = (char *)"a0",
-	 .socket = (char *)"/var/nomad/a0/csi.sock", .version = (char *)"",
-	 .kind = REG_KIND_MONOLITH, .options = NULL, .n_options = 0, .seq = 2,
-	 .registered_at = 0, .updated_at = 0},
+    {.id = 7,
+     .type = (char *)"csi-node",
+     .name = (char *)"plugin-2",
+     .alloc = (char *)"a1",
+     .socket = (char *)"/var/nomad/a1/csi.sock",
+     .version = (char *)"v0.2",
+     .kind = REG_KIND_NODE,
+     .options = node_opts,
+     .n_options = 2,
+     .seq = 5,
+     .registered_at = T0,
+     .updated_at = T1},
+    {.id = 3,
+     .type = (char *)"csi-node",
+     .name = (char *)"plugin-2",
+     .alloc = (char *)"a0",
+     .socket = (char *)"/var/nomad/a0/csi.sock",
+     .version = (char *)"",
+     .kind = REG_KIND_MONOLITH,
+     .options = NULL,
+     .n_options = 0,
+     .seq = 2,
+     .registered_at = 0,
+     .updated_at = 0},
 };
 
 static void assert_dump(json_t *j, const char *want)
@@ -68,11 +84,12 @@ static void test_registration(void **state)
 {
 	json_t *j = control_json_registration(&regs[0]);
 
-	assert_dump(j, "{\"alloc\":\"a1\",\"socket\":\"/var/nomad/a1/csi.sock\",\"version\":\"v0.2\","
-		       "\"kind\":\"node\",\"options\":{\"ContainerMountPoint\":\"/csi\","
-		       "\"Provider\":\"demo\"},\"seq\":5,"
-		       "\"registered_at\":\"2026-11-30T09:19:05Z\","
-		       "\"updated_at\":\"2026-11-30T09:20:05Z\"}");
+	assert_dump(j,
+		    "{\"alloc\":\"a1\",\"socket\":\"/var/nomad/a1/csi.sock\",\"version\":\"v0.2\","
+		    "\"kind\":\"node\",\"options\":{\"ContainerMountPoint\":\"/csi\","
+		    "\"Provider\":\"demo\"},\"seq\":5,"
+		    "\"registered_at\":\"2026-11-30T09:19:05Z\","
+		    "\"updated_at\":\"2026-11-30T09:20:05Z\"}");
 	json_decref(j);
 
 	/* No options: an empty object; no version: "". */
@@ -107,8 +124,11 @@ static void test_registration_not_utf8(void **state)
 
 static void test_plugin(void **state)
 {
-	struct reg_plugin p = {.id = 1, .type = (char *)"csi-node", .name = (char *)"plugin-2",
-			       .regs = regs, .n_regs = 2};
+	struct reg_plugin p = {.id = 1,
+			       .type = (char *)"csi-node",
+			       .name = (char *)"plugin-2",
+			       .regs = regs,
+			       .n_regs = 2};
 	json_t *j = control_json_plugin(&p), *list;
 
 	assert_non_null(j);
@@ -146,10 +166,16 @@ static void test_plugin(void **state)
 static void test_snapshot(void **state)
 {
 	struct reg_plugin plugins[] = {
-		{.id = 1, .type = (char *)"csi-controller", .name = (char *)"plugin-1",
-		 .regs = &regs[1], .n_regs = 1},
-		{.id = 2, .type = (char *)"csi-node", .name = (char *)"plugin-2", .regs = regs,
-		 .n_regs = 2},
+	    {.id = 1,
+	     .type = (char *)"csi-controller",
+	     .name = (char *)"plugin-1",
+	     .regs = &regs[1],
+	     .n_regs = 1},
+	    {.id = 2,
+	     .type = (char *)"csi-node",
+	     .name = (char *)"plugin-2",
+	     .regs = regs,
+	     .n_regs = 2},
 	};
 	struct reg_snapshot s = {.plugins = plugins, .n_plugins = 2};
 	json_t *j = control_json_snapshot(&s), *arr;
@@ -173,11 +199,11 @@ static void test_snapshot(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_format_time),
-		cmocka_unit_test(test_registration),
-		cmocka_unit_test(test_registration_not_utf8),
-		cmocka_unit_test(test_plugin),
-		cmocka_unit_test(test_snapshot),
+	    cmocka_unit_test(test_format_time),
+	    cmocka_unit_test(test_registration),
+	    cmocka_unit_test(test_registration_not_utf8),
+	    cmocka_unit_test(test_plugin),
+	    cmocka_unit_test(test_snapshot),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
