@@ -11,5 +11,12 @@
 
 int version_main(int argc, char *argv[]);
 int state_main(int argc, char *argv[]);
+int register_main(int argc, char *argv[]);
+int deregister_main(int argc, char *argv[]);
+int list_main(int argc, char *argv[]);
+int show_main(int argc, char *argv[]);
+int wait_main(int argc, char *argv[]);
+int watch_main(int argc, char *argv[]);
+int status_main(int argc, char *argv[]);
 
 #endif

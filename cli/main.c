@@ -12,6 +12,13 @@ struct command {
 
 /* Keep in the order `plugfs --help` shows them. */
 static const struct command commands[] = {
+	{"register", register_main, "Registers an allocation of a plugin"},
+	{"deregister", deregister_main, "Removes a registration, or every one of an alloc"},
+	{"list", list_main, "Lists the registered plugins"},
+	{"show", show_main, "Shows the registrations of one plugin"},
+	{"wait", wait_main, "Waits until a plugin has an active registration"},
+	{"watch", watch_main, "Prints registry events as they happen"},
+	{"status", status_main, "Shows what the running daemon serves"},
 	{"state", state_main, "Imports, dumps or checks the state file (offline)"},
 	{"version", version_main, "Prints the version of plugfs"},
 };

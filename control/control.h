@@ -46,6 +46,14 @@ int control_send(int fd, json_t *req, char *err, size_t errlen);
 /* Reads one response/event line; timeout_ms < 0 waits forever.
  * -ETIMEDOUT on timeout, -EPIPE when the server closed. */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen);
+/* One round trip: connect, send req, read one answer, close.  0 with *resp
+ * (owned by the caller; it may be an error answer), or -errno from the steps
+ * above with a message. */
+int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, char *err,
+		 size_t errlen);
+/* NULL when resp is {"ok":true,...}; else the error message, and *code (may
+ * be NULL) the error code.  The strings belong to resp. */
+const char *control_response_error(json_t *resp, const char **code);
 
 /* --- JSON shapes (same for list --json, show --json, state dump --json) --- */
 

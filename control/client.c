@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/* The client half of the control protocol, used by the CLI and tests. */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control_internal.h"
+
+/* Largest response line the client accepts (a full `list` can be big). */
+#define RESPONSE_MAX (256 * 1024 * 1024)
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = -1, rc;
+
+	*fd_out = -1;
+	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+		seterr(err, errlen, "cannot reach the plugfs daemon at %s: path too long for a "
+				    "Unix socket", path ? path : "(none)");
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		seterr(err, errlen, "socket(): %s", strerror(errno));
+		return rc;
+	}
+	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == EINTR)
+			continue;
+		rc = -errno;
+		seterr(err, errlen,
+		       "cannot reach the plugfs daemon at %s: %s (is `plugfs mount' running? the "
+		       "path comes from control.socket)",
+		       path, strerror(errno));
+		close(fd);
+		return rc;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+int control_send(int fd, json_t *req, char *err, size_t errlen)
+{
+	size_t len = 0, off = 0;
+	char *line = ctl_dump_line(req, &len);
+	int rc = 0;
+
+	if (!line) {
+		seterr(err, errlen, "cannot encode the request");
+		return -ENOMEM;
+	}
+	while (off < len) {
+		ssize_t n = send(fd, line + off, len - off, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			seterr(err, errlen, "cannot send the request to the daemon: %s",
+			       strerror(errno));
+			break;
+		}
+		off += (size_t)n;
+	}
+	free(line);
+	return rc;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Reads exactly one line: peeks at what is there, takes bytes up to and
+ * including the first newline and leaves the rest in the socket, so no
+ * buffer has to live beside the fd.
+ */
+int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	json_error_t jerr;
+	int rc;
+
+	*resp = NULL;
+	for (;;) {
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		int wait = -1;
+		char *nl;
+		ssize_t n;
+
+		if (deadline >= 0) {
+			int64_t left = deadline - mono_ms();
+
+			wait = left < 0 ? 0 : (int)left;
+		}
+		rc = poll(&pfd, 1, wait);
+		if (rc < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			seterr(err, errlen, "poll: %s", strerror(errno));
+			goto out;
+		}
+		if (rc == 0) {
+			rc = -ETIMEDOUT;
+			seterr(err, errlen, "no answer from the daemon within %d ms", timeout_ms);
+			goto out;
+		}
+		if (cap - len < 65536) {
+			char *nbuf;
+
+			if (cap >= RESPONSE_MAX) {
+				rc = -EMSGSIZE;
+				seterr(err, errlen, "answer from the daemon exceeds %d bytes",
+				       RESPONSE_MAX);
+				goto out;
+			}
+			cap = cap ? cap * 2 : 65536 * 2;
+			nbuf = realloc(buf, cap);
+			if (!nbuf) {
+				rc = -ENOMEM;
+				seterr(err, errlen, "out of memory");
+				goto out;
+			}
+			buf = nbuf;
+		}
+		n = recv(fd, buf + len, cap - len - 1, MSG_PEEK);
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			rc = errno == ECONNRESET ? -EPIPE : -errno;
+			seterr(err, errlen, "lost the connection to the daemon: %s",
+			       strerror(errno));
+			goto out;
+		}
+		if (n == 0) {
+			rc = -EPIPE;
+			seterr(err, errlen, "the daemon closed the connection%s",
+			       len ? " in the middle of an answer" : "");
+			goto out;
+		}
+		nl = memchr(buf + len, '\n', (size_t)n);
+		if (nl)
+			n = nl - (buf + len) + 1;
+		/* Consume what was peeked (up to the newline). */
+		n = recv(fd, buf + len, (size_t)n, 0);
+		if (n <= 0) {
+			rc = -EIO;
+			seterr(err, errlen, "lost the connection to the daemon");
+			goto out;
+		}
+		len += (size_t)n;
+		if (nl)
+			break;
+	}
+	*resp = json_loadb(buf, len, 0, &jerr);
+	if (!*resp || !json_is_object(*resp)) {
+		json_decref(*resp);
+		*resp = NULL;
+		rc = -EPROTO;
+		seterr(err, errlen, "the daemon sent something that is not a JSON object: %s",
+		       jerr.text);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(buf);
+	return rc;
+}
+
+int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, char *err,
+		 size_t errlen)
+{
+	int fd = -1, rc;
+
+	*resp = NULL;
+	rc = control_connect(path, &fd, err, errlen);
+	if (rc)
+		return rc;
+	rc = control_send(fd, req, err, errlen);
+	if (rc == 0)
+		rc = control_recv(fd, resp, timeout_ms, err, errlen);
+	close(fd);
+	return rc;
+}
+
+const char *control_response_error(json_t *resp, const char **code)
+{
+	json_t *e;
+	const char *c, *m;
+
+	if (json_is_true(json_object_get(resp, "ok")))
+		return NULL;
+	e = json_object_get(resp, "error");
+	c = json_string_value(json_object_get(e, "code"));
+	m = json_string_value(json_object_get(e, "message"));
+	if (code)
+		*code = c ? c : "internal";
+	return m ? m : "the daemon answered with an error but no message";
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Creating the control socket file and checking who is on the other end.
+ *
+ * No window wider than 0660: the socket is bound inside a fresh private
+ * directory (mkdtemp, 0700) next to the target, chmod'ed to 0660 and chown'ed
+ * to the control group there, starts listening, and only then is renamed into
+ * place.  The umask is process-wide and other daemon threads create files, so
+ * it is never changed; the 0700 directory is what keeps others out while the
+ * mode is whatever bind() gave.  rename() also replaces a stale socket
+ * atomically, so clients never see the path missing once it existed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "control_server_internal.h"
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int ctl_resolve_group(const char *group, gid_t *gid, char *err, size_t errlen)
+{
+	struct group grp, *res = NULL;
+	char buf[16384];
+	int rc;
+
+	rc = getgrnam_r(group, &grp, buf, sizeof(buf), &res);
+	if (rc != 0 || !res) {
+		seterr(err, errlen, "control.group: unknown group `%s'%s%s", group,
+		       rc ? ": " : "", rc ? strerror(rc) : "");
+		return rc ? -rc : -ENOENT;
+	}
+	*gid = res->gr_gid;
+	return 0;
+}
+
+/* -ECONNREFUSED when nothing listens on path, 0 when something answers. */
+static int probe(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd, rc = 0;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* May path be replaced? 0 when missing or a stale socket. */
+static int check_existing(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int rc;
+
+	if (lstat(path, &st) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		rc = -errno;
+		seterr(err, errlen, "control.socket: cannot stat %s: %s", path, strerror(errno));
+		return rc;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		seterr(err, errlen,
+		       "control.socket: %s exists and is not a socket; refusing to replace it",
+		       path);
+		return -EEXIST;
+	}
+	rc = probe(path);
+	if (rc == 0) {
+		seterr(err, errlen,
+		       "control.socket: a daemon is answering on %s; refusing to replace it "
+		       "(is plugfs already running?)",
+		       path);
+		return -EADDRINUSE;
+	}
+	if (rc != -ECONNREFUSED) {
+		seterr(err, errlen,
+		       "control.socket: %s exists and cannot be probed (%s); refusing to replace "
+		       "it",
+		       path, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *dev_out,
+	       ino_t *ino_out, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	char *dir = NULL, *tmpdir = NULL, *tmpsock = NULL;
+	const char *slash;
+	struct stat st;
+	int fd = -1, rc;
+
+	if (!path || path[0] != '/') {
+		seterr(err, errlen, "control.socket: `%s' must be an absolute path",
+		       path ? path : "");
+		return -EINVAL;
+	}
+	/* The temporary name "<dir>/.plugfs-XXXXXX/s" is 17 bytes longer than
+	 * the directory; both must fit sun_path. */
+	slash = strrchr(path, '/');
+	if (strlen(path) >= sizeof(sa.sun_path) ||
+	    (size_t)(slash - path) + 17 >= sizeof(sa.sun_path)) {
+		seterr(err, errlen,
+		       "control.socket: %s is too long for a Unix socket (its directory may "
+		       "have at most %zu bytes, the path at most %zu)",
+		       path, sizeof(sa.sun_path) - 18, sizeof(sa.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (slash[1] == '\0') {
+		seterr(err, errlen, "control.socket: `%s' names a directory, not a socket",
+		       path);
+		return -EINVAL;
+	}
+	rc = check_existing(path, err, errlen);
+	if (rc)
+		return rc;
+
+	dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (!dir || asprintf(&tmpdir, "%s%s.plugfs-XXXXXX", dir,
+			     strcmp(dir, "/") == 0 ? "" : "/") < 0) {
+		tmpdir = NULL;
+		rc = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	if (!mkdtemp(tmpdir)) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: cannot create a private directory in %s: %s",
+		       dir, strerror(errno));
+		free(tmpdir);
+		tmpdir = NULL;
+		goto out;
+	}
+	if (asprintf(&tmpsock, "%s/s", tmpdir) < 0) {
+		tmpsock = NULL;
+		rc = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto out;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: socket(): %s", strerror(errno));
+		goto out;
+	}
+	memcpy(sa.sun_path, tmpsock, strlen(tmpsock) + 1);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: cannot bind %s: %s", tmpsock,
+		       strerror(errno));
+		goto out;
+	}
+	if (chmod(tmpsock, 0660) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: chmod 0660 %s: %s", tmpsock,
+		       strerror(errno));
+		goto out;
+	}
+	if (set_group && lchown(tmpsock, (uid_t)-1, gid) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: cannot give %s to group %u: %s", tmpsock,
+		       (unsigned)gid, strerror(errno));
+		goto out;
+	}
+	if (listen(fd, 128) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: listen(): %s", strerror(errno));
+		goto out;
+	}
+	if (lstat(tmpsock, &st) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: stat %s: %s", tmpsock, strerror(errno));
+		goto out;
+	}
+	/* Check again right before replacing: another daemon may have started. */
+	rc = check_existing(path, err, errlen);
+	if (rc)
+		goto out;
+	if (rename(tmpsock, path) < 0) {
+		rc = -errno;
+		seterr(err, errlen, "control.socket: cannot move the socket to %s: %s", path,
+		       strerror(errno));
+		goto out;
+	}
+	*fd_out = fd;
+	fd = -1;
+	*dev_out = st.st_dev;
+	*ino_out = st.st_ino;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmpsock) {
+		unlink(tmpsock);
+		free(tmpsock);
+	}
+	if (tmpdir) {
+		rmdir(tmpdir);
+		free(tmpdir);
+	}
+	free(dir);
+	return rc;
+}
+
+void ctl_unlink_if_ours(const char *path, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev &&
+	    st.st_ino == ino)
+		unlink(path);
+}
+
+int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	gid_t stackgroups[64];
+	gid_t *groups = stackgroups;
+	socklen_t glen = sizeof(stackgroups);
+	int rc = 0;
+
+	memset(peer, 0, sizeof(*peer));
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0)
+		return -errno;
+	peer->pid = uc.pid;
+	peer->uid = uc.uid;
+	peer->gid = uc.gid;
+	peer->may_mutate = uc.uid == 0 || (have_group && uc.gid == group);
+	if (peer->may_mutate || !have_group)
+		return 0;
+	/* Supplementary groups as they were at connect() (SO_PEERGROUPS, Linux
+	 * 4.13): no race with the peer exiting or changing its groups. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
+		if (errno != ERANGE)
+			return -errno;
+		groups = malloc(glen);
+		if (!groups)
+			return -ENOMEM;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &glen) < 0) {
+			rc = -errno;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < glen / sizeof(gid_t); i++)
+		if (groups[i] == group)
+			peer->may_mutate = true;
+out:
+	if (groups != stackgroups)
+		free(groups);
+	return rc;
+}

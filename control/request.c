@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsing of control requests: the JSON shape of each operation (which
+ * fields, which JSON types).  The values themselves (names, types, socket
+ * paths) are validated by the registry, so every client gets the same rules.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "control_internal.h"
+
+static const char *const code_names[] = {
+	[CTL_E_INVALID_ARGUMENT] = "invalid_argument",
+	[CTL_E_PERMISSION_DENIED] = "permission_denied",
+	[CTL_E_NOT_FOUND] = "not_found",
+	[CTL_E_UNAVAILABLE] = "unavailable",
+	[CTL_E_INTERNAL] = "internal",
+};
+
+const char *ctl_code_name(enum ctl_code c)
+{
+	return (unsigned)c < sizeof(code_names) / sizeof(code_names[0]) ? code_names[c]
+									: "internal";
+}
+
+enum ctl_code ctl_code_from_errno(int neg_errno)
+{
+	switch (neg_errno) {
+	case -EINVAL:
+	case -ENAMETOOLONG:
+		return CTL_E_INVALID_ARGUMENT;
+	case -ENOENT:
+		return CTL_E_NOT_FOUND;
+	case -EPERM:
+	case -EACCES:
+		return CTL_E_PERMISSION_DENIED;
+	case -EIO:
+	case -ENOSPC:
+	case -EROFS:
+	case -EBUSY:
+	case -EAGAIN:
+	case -EDQUOT:
+		return CTL_E_UNAVAILABLE;
+	default:
+		return CTL_E_INTERNAL;
+	}
+}
+
+struct op_desc {
+	const char *name;
+	enum ctl_op op;
+	/* Accepted fields besides "op" and "id", NULL-terminated. */
+	const char *fields[9];
+};
+
+static const struct op_desc ops[] = {
+	{"register", CTL_OP_REGISTER,
+	 {"types", "name", "alloc", "socket", "version", "kind", "options", NULL}},
+	{"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
+	{"list", CTL_OP_LIST, {"type", NULL}},
+	{"show", CTL_OP_SHOW, {"type", "name", NULL}},
+	{"wait", CTL_OP_WAIT, {"type", "name", "timeout", NULL}},
+	{"watch", CTL_OP_WATCH, {"types", NULL}},
+	{"status", CTL_OP_STATUS, {NULL}},
+};
+
+const char *ctl_op_name(enum ctl_op op)
+{
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].op == op)
+			return ops[i].name;
+	return "?";
+}
+
+bool ctl_op_mutates(enum ctl_op op)
+{
+	return op == CTL_OP_REGISTER || op == CTL_OP_DEREGISTER;
+}
+
+static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen,
+		const char *fmt, ...)
+{
+	va_list ap;
+
+	*code = c;
+	if (errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static const char *json_type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		return "null";
+	}
+	return "?";
+}
+
+/* Field `key` as a string: required or optional. */
+static int get_string(json_t *root, const char *op, const char *key, bool required,
+		      const char **out, enum ctl_code *code, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(root, key);
+
+	*out = NULL;
+	if (!v) {
+		if (required)
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "%s: field `%s' is required", op, key);
+		return 0;
+	}
+	if (!json_is_string(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "%s: field `%s' must be a string, got %s", op, key,
+			    json_type_name(v));
+	*out = json_string_value(v);
+	return 0;
+}
+
+/* Field `key` as an array of 1..CTL_MAX_TYPES strings. */
+static int get_string_array(json_t *root, const char *op, const char *key, bool required,
+			    const char **out, size_t *n_out, enum ctl_code *code, char *err,
+			    size_t errlen)
+{
+	json_t *v = json_object_get(root, key);
+	size_t i;
+	json_t *e;
+
+	*n_out = 0;
+	if (!v) {
+		if (required)
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "%s: field `%s' is required (an array of type names)", op,
+				    key);
+		return 0;
+	}
+	if (!json_is_array(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "%s: field `%s' must be an array of strings, got %s", op, key,
+			    json_type_name(v));
+	if (json_array_size(v) == 0)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "%s: field `%s' must hold at least one type", op, key);
+	if (json_array_size(v) > CTL_MAX_TYPES)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "%s: field `%s' holds %zu entries; at most %d are accepted", op,
+			    key, json_array_size(v), CTL_MAX_TYPES);
+	json_array_foreach(v, i, e) {
+		if (!json_is_string(e))
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "%s: field `%s'[%zu] must be a string, got %s", op, key, i,
+				    json_type_name(e));
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(out[k], json_string_value(e)) == 0)
+				return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+					    "%s: field `%s' lists `%s' twice", op, key, out[k]);
+		out[i] = json_string_value(e);
+	}
+	*n_out = json_array_size(v);
+	return 0;
+}
+
+static int get_options(struct ctl_request *req, enum ctl_code *code, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(req->root, "options");
+	const char *key;
+	json_t *val;
+
+	req->n_options = 0;
+	if (!v)
+		return 0;
+	if (!json_is_object(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "register: field `options' must be an object of strings, got %s",
+			    json_type_name(v));
+	if (json_object_size(v) > CTL_MAX_OPTIONS)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "register: field `options' holds %zu entries; at most %d are accepted",
+			    json_object_size(v), CTL_MAX_OPTIONS);
+	json_object_foreach(v, key, val) {
+		if (!json_is_string(val))
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "register: option `%.128s' must be a string, got %s", key,
+				    json_type_name(val));
+		req->options[req->n_options].key = (char *)key;
+		req->options[req->n_options].value = (char *)json_string_value(val);
+		req->n_options++;
+	}
+	return 0;
+}
+
+static int get_timeout(struct ctl_request *req, enum ctl_code *code, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(req->root, "timeout");
+	double t;
+
+	req->timeout = -1;
+	if (!v)
+		return 0;
+	if (!json_is_number(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "wait: field `timeout' must be a number of seconds, got %s",
+			    json_type_name(v));
+	t = json_number_value(v);
+	if (!isfinite(t) || t < 0 || t > CTL_WAIT_TIMEOUT_MAX)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "wait: field `timeout' must be between 0 and %.0f seconds, got %g",
+			    CTL_WAIT_TIMEOUT_MAX, t);
+	req->timeout = t;
+	return 0;
+}
+
+static int check_fields(json_t *root, const struct op_desc *d, enum ctl_code *code, char *err,
+			size_t errlen)
+{
+	const char *key;
+	json_t *val;
+
+	json_object_foreach(root, key, val) {
+		bool known = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
+
+		for (size_t i = 0; !known && d->fields[i]; i++)
+			known = strcmp(key, d->fields[i]) == 0;
+		if (!known) {
+			char accepted[160] = "op, id";
+			size_t n = strlen(accepted);
+
+			for (size_t i = 0; d->fields[i]; i++)
+				n += (size_t)snprintf(accepted + n, sizeof(accepted) - n, ", %s",
+						      d->fields[i]);
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "%s: unknown field `%.64s'; accepted: %s", d->name, key,
+				    accepted);
+		}
+	}
+	return 0;
+}
+
+int ctl_parse_request(const char *line, size_t len, struct ctl_request *req,
+		      enum ctl_code *code, char *err, size_t errlen)
+{
+	const struct op_desc *d = NULL;
+	json_error_t jerr;
+	const char *op = NULL;
+	json_t *v;
+	int rc;
+
+	memset(req, 0, sizeof(*req));
+	req->timeout = -1;
+	if (len > CONTROL_LINE_MAX)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "request line is %zu bytes; at most %d are accepted (CONTROL_LINE_MAX)",
+			    len, CONTROL_LINE_MAX);
+	req->root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!req->root)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "malformed JSON at column %d: %s", jerr.column, jerr.text);
+	if (!json_is_object(req->root))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "a request must be a JSON object, got %s", json_type_name(req->root));
+	v = json_object_get(req->root, "id");
+	if (v) {
+		if (!json_is_string(v) && !json_is_integer(v))
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "field `id' must be a string or an integer, got %s",
+				    json_type_name(v));
+		req->id = v;
+	}
+	v = json_object_get(req->root, "op");
+	if (!v)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "field `op' is required (register, deregister, list, show, wait, "
+			    "watch, status)");
+	if (!json_is_string(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "field `op' must be a string, got %s", json_type_name(v));
+	op = json_string_value(v);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(op, ops[i].name) == 0)
+			d = &ops[i];
+	if (!d)
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "unknown op `%.64s'; accepted: register, deregister, list, show, "
+			    "wait, watch, status",
+			    op);
+	req->op = d->op;
+	rc = check_fields(req->root, d, code, err, errlen);
+	if (rc)
+		return rc;
+
+	switch (d->op) {
+	case CTL_OP_REGISTER:
+		if ((rc = get_string_array(req->root, d->name, "types", true, req->types,
+					   &req->n_types, code, err, errlen)) ||
+		    (rc = get_string(req->root, d->name, "name", true, &req->name, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "alloc", true, &req->alloc, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "socket", true, &req->socket, code,
+				     err, errlen)) ||
+		    (rc = get_string(req->root, d->name, "version", false, &req->version, code,
+				     err, errlen)) ||
+		    (rc = get_string(req->root, d->name, "kind", false, &req->kind, code, err,
+				     errlen)) ||
+		    (rc = get_options(req, code, err, errlen)))
+			return rc;
+		break;
+	case CTL_OP_DEREGISTER:
+		if ((rc = get_string(req->root, d->name, "alloc", true, &req->alloc, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "type", false, &req->type, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "name", false, &req->name, code, err,
+				     errlen)))
+			return rc;
+		if (!req->type != !req->name)
+			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+				    "deregister: fields `type' and `name' go together: give both "
+				    "(one registration) or neither (every registration of the "
+				    "alloc)");
+		break;
+	case CTL_OP_LIST:
+		if ((rc = get_string(req->root, d->name, "type", false, &req->type, code, err,
+				     errlen)))
+			return rc;
+		break;
+	case CTL_OP_SHOW:
+	case CTL_OP_WAIT:
+		if ((rc = get_string(req->root, d->name, "type", true, &req->type, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "name", true, &req->name, code, err,
+				     errlen)))
+			return rc;
+		if (d->op == CTL_OP_WAIT && (rc = get_timeout(req, code, err, errlen)))
+			return rc;
+		break;
+	case CTL_OP_WATCH:
+		if ((rc = get_string_array(req->root, d->name, "types", false, req->types,
+					   &req->n_types, code, err, errlen)))
+			return rc;
+		break;
+	case CTL_OP_STATUS:
+		break;
+	}
+	return 0;
+}
+
+void ctl_request_free(struct ctl_request *req)
+{
+	json_decref(req->root);
+	memset(req, 0, sizeof(*req));
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	size_t n;
+	unsigned c = s[0];
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/* A JSON string of msg with bytes that are not UTF-8 (e.g. a quoted value
+ * cut short) replaced by '?'. */
+static json_t *message_string(const char *msg)
+{
+	size_t n = strlen(msg);
+	char *copy = NULL;
+	json_t *s;
+
+	if ((s = json_string(msg)) != NULL)
+		return s;
+	copy = malloc(n + 1);
+	if (!copy)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_seq((const unsigned char *)msg + i);
+
+		if (k == 0) {
+			copy[i++] = '?';
+			continue;
+		}
+		memcpy(copy + i, msg + i, k);
+		i += k;
+	}
+	copy[n] = '\0';
+	s = json_string(copy);
+	free(copy);
+	return s;
+}
+
+json_t *ctl_error_response(json_t *id, enum ctl_code code, const char *message)
+{
+	json_t *o = json_pack("{s:b, s:{s:s, s:o}}", "ok", 0, "error", "code",
+			      ctl_code_name(code), "message", message_string(message));
+
+	if (o && id)
+		json_object_set(o, "id", id);
+	return o;
+}
+
+json_t *ctl_ok_response(json_t *id)
+{
+	json_t *o = json_pack("{s:b}", "ok", 1);
+
+	if (o && id)
+		json_object_set(o, "id", id);
+	return o;
+}
+
+char *ctl_dump_line(json_t *obj, size_t *len)
+{
+	char *s = json_dumps(obj, JSON_COMPACT);
+	size_t n;
+	char *line;
+
+	if (!s)
+		return NULL;
+	n = strlen(s);
+	line = realloc(s, n + 2);
+	if (!line) {
+		free(s);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	*len = n + 1;
+	return line;
+}

@@ -1,0 +1,89 @@
+# shellcheck shell=bash
+# Helpers shared by the control-socket tests (test_control_*.sh,
+# test_e2e_*.sh).  Source after lib.sh.
+
+CTLRAW=$PLUGFS_BUILD_DIR/tests/integration/plugfs-test-ctlraw
+STORM=$PLUGFS_BUILD_DIR/tests/integration/plugfs-test-storm
+command -v jq >/dev/null || die "jq is missing (contrib/install-deps.sh installs it)"
+[ -x "$CTLRAW" ] || die "$CTLRAW is missing: build the tests first"
+
+# sock_of ALLOC: where the demo plugin of ALLOC listens.
+sock_of() { printf '%s/alloc/%s/csi.sock' "$T" "$1"; }
+
+# demo ALLOC...: starts a demo plugin per alloc.
+demo() {
+	local a
+	for a in "$@"; do start_demo_plugin "$(sock_of "$a")" "$a"; done
+}
+
+# reg TYPE NAME ALLOC [more register args]: register through the CLI.
+reg() {
+	local t=$1 n=$2 a=$3
+	shift 3
+	plugfs register --type "$t" --name "$n" --alloc "$a" --socket "$(sock_of "$a")" "$@" >/dev/null ||
+		fail "register $t/$n $a exited $?"
+}
+dereg() {
+	plugfs deregister --type "$1" --name "$2" --alloc "$3" >/dev/null ||
+		fail "deregister $1/$2 $3 exited $?"
+}
+
+# expect_active DESC TYPE NAME ALLOC: through the mount (readlink and a real
+# connect) and through show --json.
+expect_active() {
+	local d=$1 t=$2 n=$3 a=$4 link got
+	link=$(readlink "$MNT/plugins/$t/$n/csi.sock")
+	check_eq "$d: $t/$n/csi.sock points at the socket of $a" "$(sock_of "$a")" "$link"
+	got=$(demo_connect "$MNT/plugins/$t/$n/csi.sock" 2>&1)
+	check_eq "$d: connecting to $t/$n/csi.sock reaches $a" "$a" "$got"
+	got=$(plugfs show "$t" "$n" --json | jq -r .active)
+	check_eq "$d: show --json says $a is active" "$a" "$got"
+}
+
+# expect_order DESC TYPE NAME "A1 A0 ...": the list order (active first).
+expect_order() {
+	local got
+	got=$(plugfs show "$2" "$3" --json | jq -r '[.registrations[].alloc] | join(" ")')
+	check_eq "$1: $2/$3 list order" "$4" "$got"
+}
+
+# expect_gone DESC TYPE NAME: no directory under the mount, show says not_found.
+expect_gone() {
+	local rc
+	check "$1: $2/$3 is gone from the mount" test ! -e "$MNT/plugins/$2/$3"
+	plugfs show "$2" "$3" >/dev/null 2>"$T/show.err"
+	rc=$?
+	check_eq "$1: show $2/$3 exits 1" 1 "$rc"
+	check "$1: show $2/$3 says not_found" grep -q 'not_found' "$T/show.err"
+}
+
+restart_daemon() {
+	stop_daemon
+	start_daemon
+}
+
+# raw LINE...: sends the lines as they are to the control socket and prints
+# the answers.
+raw() { printf '%s\n' "$@" | "$CTLRAW" "$CTL"; }
+
+# The registry as the mount shows it, one line per plugin:
+#   TYPE NAME active=<csi.sock target> ALLOC=<target>... (allocs sorted)
+tree_of_mount() {
+	local tdir ndir a line
+	for tdir in "$MNT"/plugins/*/; do
+		for ndir in "$tdir"*/; do
+			[ -d "$ndir" ] || continue
+			line="$(basename "$tdir") $(basename "$ndir") active=$(readlink "$ndir/csi.sock")"
+			for a in $(ls "$ndir/allocs" | LC_ALL=C sort); do
+				line+=" $a=$(readlink "$ndir/allocs/$a")"
+			done
+			printf '%s\n' "$line"
+		done
+	done | LC_ALL=C sort
+}
+# The same lines from `list --json` on stdin.
+tree_of_json() {
+	jq -r '.plugins[] | "\(.type) \(.name) active=\(.registrations[0].socket)" +
+		([.registrations[]] | sort_by(.alloc) | map(" \(.alloc)=\(.socket)") | join(""))' |
+		LC_ALL=C sort
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# `plugfs wait` and `plugfs watch` against a real daemon: wait returns as soon
+# as another process registers the plugin and fails (exit 1) after its
+# timeout; watch --json sees a scripted sequence of events in commit order,
+# active changes included.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/control_lib.sh"
+require_fuse
+write_config
+start_daemon
+demo a0 a1
+
+N=csi-node
+
+# --- wait ---
+start=$(date +%s%N)
+plugfs wait $N late --timeout 1 >"$T/wait1.out" 2>"$T/wait1.err"
+rc=$?
+elapsed=$((($(date +%s%N) - start) / 1000000))
+check_eq "wait on a missing plugin exits 1 after its timeout" 1 "$rc"
+check "the timeout took about 1 s (${elapsed} ms)" test "$elapsed" -ge 900
+check "the timeout message says not_found and timed out" grep -q 'not_found: wait: plugin csi-node/late has no active registration: timed out' "$T/wait1.err"
+
+plugfs wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
+wpid=$!
+sleep 0.5
+check "wait is still waiting before the registration" kill -0 $wpid
+start=$(date +%s%N)
+reg $N late a0
+wait $wpid
+rc=$?
+elapsed=$((($(date +%s%N) - start) / 1000000))
+check_eq "wait exits 0 once another process registers" 0 "$rc"
+check "wait returned promptly (${elapsed} ms after register)" test "$elapsed" -lt 3000
+check "wait prints the active alloc" grep -q 'csi-node/late: active a0' "$T/wait2.out"
+
+plugfs wait $N late --timeout 0 >/dev/null
+check_eq "wait on a registered plugin returns at once" 0 $?
+out=$(plugfs wait $N late --json | jq -r .active)
+check_eq "wait --json prints the plugin" a0 "$out"
+
+# Several waiters at once, on different plugins; the daemon keeps serving.
+plugfs wait $N w1 --timeout 30 >/dev/null 2>&1 &
+p1=$!
+plugfs wait $N w2 --timeout 30 >/dev/null 2>&1 &
+p2=$!
+sleep 0.3
+plugfs status >/dev/null
+check_eq "status is answered while waits are pending" 0 $?
+reg $N w2 a1
+wait $p2
+check_eq "the waiter on w2 returns when w2 is registered" 0 $?
+check "the waiter on w1 still waits" kill -0 $p1
+reg $N w1 a0
+wait $p1
+check_eq "the waiter on w1 returns when w1 is registered" 0 $?
+
+# --- watch ---
+plugfs watch --json >"$T/watch.json" 2>"$T/watch.err" &
+watch_pid=$!
+plugfs watch --type csi-controller --json >"$T/watch-ctrl.json" 2>&1 &
+watch_ctrl_pid=$!
+plugfs watch >"$T/watch.txt" 2>&1 &
+watch_txt_pid=$!
+# Until the watchers are connected, status counts them.
+for _ in $(seq 50); do
+	[ "$(plugfs status --json | jq .watchers)" = 3 ] && break
+	sleep 0.1
+done
+check_eq "three watchers are connected" 3 "$(plugfs status --json | jq .watchers)"
+
+reg $N ev a0
+reg $N ev a1
+reg $N ev a0 --version 2.0
+dereg $N ev a1
+dereg $N ev a0
+plugfs register --type csi-controller --name evc --alloc a0 --socket "$(sock_of a0)" >/dev/null
+plugfs deregister --alloc a0 >/dev/null
+plugfs register --type $N --name sentinel --alloc a1 --socket "$(sock_of a1)" >/dev/null
+for _ in $(seq 50); do
+	grep -q sentinel "$T/watch.json" && break
+	sleep 0.1
+done
+kill $watch_pid $watch_ctrl_pid $watch_txt_pid
+wait $watch_pid $watch_ctrl_pid $watch_txt_pid 2>/dev/null
+
+got=$(jq -r '[.event, .type, .name, (.alloc // ((.old_alloc // "-") + ">" + (.new_alloc // "-")))] | join(" ")' "$T/watch.json")
+expected="registered csi-node ev a0
+active csi-node ev ->a0
+registered csi-node ev a1
+active csi-node ev a0>a1
+updated csi-node ev a0
+deregistered csi-node ev a1
+active csi-node ev a1>a0
+deregistered csi-node ev a0
+active csi-node ev a0>-
+registered csi-controller evc a0
+active csi-controller evc ->a0
+deregistered csi-node late a0
+active csi-node late a0>-
+deregistered csi-node w1 a0
+active csi-node w1 a0>-
+deregistered csi-controller evc a0
+active csi-controller evc a0>-
+registered csi-node sentinel a1
+active csi-node sentinel ->a1"
+# deregister --alloc a0 removes late (where a0 was the only one), w1 and evc;
+# sort those of one transaction by commit order as the registry emits them.
+if [ "$got" = "$expected" ]; then
+	pass "watch --json saw every event in commit order"
+else
+	fail "watch --json events differ"
+	diff <(echo "$expected") <(echo "$got")
+fi
+check "updated event carries the new version" bash -c "jq -r 'select(.event==\"updated\") | .registration.version' '$T/watch.json' | grep -qx 2.0"
+check "active events name the new socket" bash -c "jq -r 'select(.event==\"active\" and .name==\"ev\" and .new_alloc==\"a1\") | .socket' '$T/watch.json' | grep -qx '$(sock_of a1)'"
+got=$(jq -r '.type' "$T/watch-ctrl.json" | sort -u)
+check_eq "watch --type csi-controller sees only that type" csi-controller "$got"
+check_eq "watch --type csi-controller saw its 4 events" 4 "$(wc -l <"$T/watch-ctrl.json")"
+check "watch (human) prints an active line" grep -Eq '^[0-9T:-]+Z active +csi-node/ev a0 -> a1 ' "$T/watch.txt"
+check_eq "human watch has one line per event" "$(wc -l <"$T/watch.json")" "$(wc -l <"$T/watch.txt")"
+
+# A watcher stops with exit 3 when the daemon goes away.
+plugfs watch >/dev/null 2>"$T/watch-gone.err" &
+wpid=$!
+sleep 0.3
+stop_daemon
+wait $wpid
+check_eq "watch exits 3 when the daemon stops" 3 $?
+finish
