@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +7,6 @@
 #include "commands.h"
 #include "control.h"
 #include "ctlcli.h"
-
-int ctlcli_config(const char *cmd, const char *path, struct plugfs_config *cfg)
-{
-	char err[CONFIG_ERR_MAX] = "";
-
-	if (config_resolve(path, cfg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs %s: %s\n", cmd, err);
-		return EXIT_FAILED;
-	}
-	return EXIT_OK;
-}
 
 int ctlcli_print_error(const char *cmd, json_t *resp)
 {
@@ -56,20 +44,6 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 		return EXIT_FAILED;
 	}
 	return EXIT_OK;
-}
-
-int ctlcli_bad_option(const char *cmd, int opt, char *argv[])
-{
-	const char *arg = optind > 0 ? argv[optind - 1] : "?";
-
-	if (opt == ':')
-		fprintf(stderr, "plugfs %s: option `%s' needs a value\n", cmd, arg);
-	else if (optopt && optopt != '?')
-		fprintf(stderr, "plugfs %s: unknown option `-%c'\n", cmd, optopt);
-	else
-		fprintf(stderr, "plugfs %s: unknown option `%s'\n", cmd, arg);
-	fprintf(stderr, "See `plugfs %s --help'.\n", cmd);
-	return EXIT_USAGE;
 }
 
 void ctlcli_print_json(json_t *obj)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the control subcommands (register, deregister, list, show, wait,
- * watch, status) share: loading the config for the socket path, one round
- * trip to the daemon with the exit codes of DESIGN.md, and option errors.
+ * watch, status) share beyond cliutil.h: one round trip to the daemon with
+ * the exit codes of DESIGN.md, and printing answers.
  */
 #ifndef PLUGFS_CTLCLI_H
 #define PLUGFS_CTLCLI_H
@@ -12,10 +12,6 @@
 #include <stdio.h>
 
 #include "config.h"
-
-/* Loads the config (-c path, else $PLUGFS_CONFIG, else the default file,
- * else built-in defaults).  EXIT_OK, or prints why and returns EXIT_FAILED. */
-int ctlcli_config(const char *cmd, const char *path, struct plugfs_config *cfg);
 
 /*
  * Sends req to the daemon at cfg->control_socket and reads one answer.
@@ -29,9 +25,6 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 
 /* Prints the error of an {"ok":false} answer; returns EXIT_FAILED. */
 int ctlcli_print_error(const char *cmd, json_t *resp);
-
-/* getopt_long's error for argv[optind - 1] in the house style; EXIT_USAGE. */
-int ctlcli_bad_option(const char *cmd, int opt, char *argv[]);
 
 /* Prints obj as pretty JSON on stdout. */
 void ctlcli_print_json(json_t *obj);

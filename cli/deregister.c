@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
@@ -18,7 +19,6 @@ static void usage(FILE *f)
 		   "  -t, --type T      plugin type\n"
 		   "  -n, --name N      plugin name\n"
 		   "  -a, --alloc A     allocation id (required)\n"
-		   "      --json        print the answer as JSON\n"
 		   "  -c FILE           config file (for control.socket)\n\n"
 		   "Exit codes: 0 done, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
 }
@@ -27,17 +27,17 @@ int deregister_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{"type", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
-		{"alloc", required_argument, NULL, 'a'}, {"json", no_argument, NULL, 'j'},
+		{"alloc", required_argument, NULL, 'a'}, 
 		{"help", no_argument, NULL, 'h'},	 {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *type = NULL, *name = NULL, *alloc = NULL;
 	json_t *req = NULL, *resp = NULL;
-	bool json = false, have_cfg = false;
+	bool have_cfg = false;
 	int opt, rc = EXIT_USAGE;
 
 	memset(&cfg, 0, sizeof(cfg));
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:t:n:a:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -52,15 +52,12 @@ int deregister_main(int argc, char *argv[])
 		case 'a':
 			alloc = optarg;
 			break;
-		case 'j':
-			json = true;
-			break;
 		case 'h':
 			usage(stdout);
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -84,17 +81,14 @@ int deregister_main(int argc, char *argv[])
 		fprintf(stderr, "plugfs deregister: values must be UTF-8 text\n");
 		goto out;
 	}
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
 	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
 	if (rc)
 		goto out;
-	if (json) {
-		json_object_del(resp, "ok");
-		ctlcli_print_json(resp);
-	} else {
+	{
 		json_int_t removed = json_integer_value(json_object_get(resp, "removed"));
 
 		if (type)
@@ -109,5 +103,5 @@ out:
 	json_decref(req);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

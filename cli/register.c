@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
@@ -14,7 +15,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: plugfs register --type T [--type T2] --name N --alloc A --socket PATH\n"
 		"                       [--version V] [--kind controller|node|monolith]\n"
-		"                       [--option KEY=VALUE]... [--json] [-c FILE]\n\n"
+		"                       [--option KEY=VALUE]... [-c FILE]\n\n"
 		"Registers allocation A of plugin N under each type, in one transaction.\n"
 		"Registering an alloc already in the list updates it in place; a new alloc\n"
 		"becomes the active one.  Prints the plugin(s) as they are afterwards.\n\n"
@@ -25,7 +26,6 @@ static void usage(FILE *f)
 		"  -V, --version V     plugin version (optional)\n"
 		"  -k, --kind KIND     controller, node or monolith (default: from the type)\n"
 		"  -o, --option K=V    an option, repeatable\n"
-		"      --json          print the answer as JSON\n"
 		"  -c FILE             config file (for control.socket)\n\n"
 		"Exit codes: 0 registered, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
 }
@@ -40,7 +40,6 @@ int register_main(int argc, char *argv[])
 		{"version", required_argument, NULL, 'V'},
 		{"kind", required_argument, NULL, 'k'},
 		{"option", required_argument, NULL, 'o'},
-		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -48,7 +47,7 @@ int register_main(int argc, char *argv[])
 	const char *cfgpath = NULL, *name = NULL, *alloc = NULL, *sock = NULL;
 	const char *version = NULL, *kind = NULL;
 	json_t *req = NULL, *types = json_array(), *options = json_object(), *resp = NULL;
-	bool json = false, have_cfg = false;
+	bool have_cfg = false;
 	int opt, rc = EXIT_USAGE;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -56,7 +55,7 @@ int register_main(int argc, char *argv[])
 		rc = EXIT_FAILED;
 		goto out;
 	}
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:t:n:a:s:V:k:o:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -106,15 +105,12 @@ int register_main(int argc, char *argv[])
 			free(key);
 			break;
 		}
-		case 'j':
-			json = true;
-			break;
 		case 'h':
 			usage(stdout);
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -148,16 +144,14 @@ int register_main(int argc, char *argv[])
 		fprintf(stderr, "plugfs register: values must be UTF-8 text\n");
 		goto out;
 	}
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
 	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
 	if (rc)
 		goto out;
-	if (json) {
-		ctlcli_print_json(json_object_get(resp, "plugins"));
-	} else {
+	{
 		size_t i;
 		json_t *p;
 
@@ -175,5 +169,5 @@ out:
 	json_decref(options);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
@@ -42,7 +43,7 @@ int show_main(int argc, char *argv[])
 	size_t i;
 
 	memset(&cfg, 0, sizeof(cfg));
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -56,7 +57,7 @@ int show_main(int argc, char *argv[])
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -72,7 +73,7 @@ int show_main(int argc, char *argv[])
 		fprintf(stderr, "plugfs show: TYPE and NAME must be UTF-8 text\n");
 		goto out;
 	}
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
@@ -103,5 +104,5 @@ out:
 	json_decref(req);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
@@ -45,7 +46,7 @@ int status_main(int argc, char *argv[])
 	long long up;
 
 	memset(&cfg, 0, sizeof(cfg));
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -59,7 +60,7 @@ int status_main(int argc, char *argv[])
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -68,7 +69,7 @@ int status_main(int argc, char *argv[])
 		goto out;
 	}
 	req = json_pack("{s:s}", "op", "status");
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
@@ -96,5 +97,5 @@ out:
 	json_decref(req);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

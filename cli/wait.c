@@ -9,16 +9,16 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: plugfs wait TYPE NAME [--timeout SECONDS] [--json] [-c FILE]\n\n"
+	fprintf(f, "Usage: plugfs wait TYPE NAME [--timeout SECONDS] [-c FILE]\n\n"
 		   "Waits until plugin NAME of TYPE has an active registration, then prints\n"
 		   "its active alloc and socket.  Returns at once when it already has one.\n"
 		   "Without --timeout it waits without limit.\n\n"
 		   "  -t, --timeout S   give up after S seconds (0 = only check; decimals ok)\n"
-		   "      --json        print the plugin as JSON\n"
 		   "  -c FILE           config file (for control.socket)\n\n"
 		   "Exit codes: 0 registered, 1 timed out or rejected, 2 usage error,\n"
 		   "3 daemon unreachable.\n");
@@ -28,19 +28,18 @@ int wait_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
 		{"timeout", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL;
 	json_t *req = NULL, *resp = NULL, *plugin, *active;
-	bool json = false, have_cfg = false;
+	bool have_cfg = false;
 	double timeout = -1;
 	int opt, rc = EXIT_USAGE, recv_ms = -1;
 
 	memset(&cfg, 0, sizeof(cfg));
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:t:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -59,15 +58,12 @@ int wait_main(int argc, char *argv[])
 			}
 			break;
 		}
-		case 'j':
-			json = true;
-			break;
 		case 'h':
 			usage(stdout);
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -89,7 +85,7 @@ int wait_main(int argc, char *argv[])
 		if (timeout >= 0 && timeout < 1e6)
 			recv_ms = (int)(timeout * 1000) + 10000;
 	}
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
@@ -97,10 +93,6 @@ int wait_main(int argc, char *argv[])
 	if (rc)
 		goto out;
 	plugin = json_object_get(resp, "plugin");
-	if (json) {
-		ctlcli_print_json(plugin);
-		goto out;
-	}
 	active = json_array_get(json_object_get(plugin, "registrations"), 0);
 	printf("%s/%s: active %s (%s)\n", argv[optind], argv[optind + 1],
 	       json_string_value(json_object_get(plugin, "active")),
@@ -110,5 +102,5 @@ out:
 	json_decref(req);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

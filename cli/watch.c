@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "control.h"
+#include "cliutil.h"
 #include "ctlcli.h"
 
 static void usage(FILE *f)
@@ -68,7 +69,7 @@ int watch_main(int argc, char *argv[])
 	int opt, rc = EXIT_USAGE, fd = -1;
 
 	memset(&cfg, 0, sizeof(cfg));
-	opterr = 0;
+	cli_getopt_reset();
 	while ((opt = getopt_long(argc, argv, ":c:t:h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
@@ -88,7 +89,7 @@ int watch_main(int argc, char *argv[])
 			rc = EXIT_OK;
 			goto out;
 		default:
-			rc = ctlcli_bad_option(argv[0], opt, argv);
+			rc = cli_option_error(argv[0], opt, argv);
 			goto out;
 		}
 	}
@@ -101,7 +102,7 @@ int watch_main(int argc, char *argv[])
 		rc = EXIT_FAILED;
 		goto out;
 	}
-	rc = ctlcli_config(argv[0], cfgpath, &cfg);
+	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;
 	have_cfg = true;
@@ -140,5 +141,5 @@ out:
 	json_decref(types);
 	if (have_cfg)
 		config_free(&cfg);
-	return rc;
+	return cli_finish_output(argv[0], rc);
 }

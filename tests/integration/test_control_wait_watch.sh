@@ -36,8 +36,8 @@ check "wait prints the active alloc" grep -q 'csi-node/late: active a0' "$T/wait
 
 plugfs wait $N late --timeout 0 >/dev/null
 check_eq "wait on a registered plugin returns at once" 0 $?
-out=$(plugfs wait $N late --json | jq -r .active)
-check_eq "wait --json prints the plugin" a0 "$out"
+out=$(plugfs wait $N late)
+check "wait prints the active alloc at once" grep -q "active a0" <<<"$out"
 
 # Several waiters at once, on different plugins; the daemon keeps serving.
 plugfs wait $N w1 --timeout 30 >/dev/null 2>&1 &
