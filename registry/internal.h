@@ -59,6 +59,10 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 		 char *err, size_t errlen);
 void legacy_free(struct legacy_entry *e, size_t n);
 
+/* The registry's SQLite connection, for tests that inject failures (a
+ * commit hook, max_page_count).  Call with no mutation running. */
+sqlite3 *registry_db(struct registry *r);
+
 /* Sorts options by key (strcmp). */
 void reg_options_sort(struct reg_option *o, size_t n);
 

@@ -1181,6 +1181,11 @@ fail:
 	return rc;
 }
 
+sqlite3 *registry_db(struct registry *r)
+{
+	return r->st.db;
+}
+
 void registry_close(struct registry *r)
 {
 	struct hash_entry *e = NULL;

@@ -14,7 +14,23 @@
  * Errors: functions return 0 or a negative errno and write a message naming
  * the field and the rule into err (errlen bytes, always NUL-terminated when
  * errlen > 0).  -EINVAL: rejected input; -ENOENT: not found; -EIO/-ENOSPC/
- * -EROFS/-EBUSY: the store failed (nothing changed); -ENOMEM.
+ * -EROFS/-EBUSY: the store failed (nothing changed; SQLITE_FULL -> -ENOSPC,
+ * SQLITE_READONLY -> -EROFS, SQLITE_BUSY -> -EBUSY, anything else -> -EIO,
+ * the message carries sqlite3_errmsg); -ENOMEM; -ENOTSUP: a state file of a
+ * newer schema; -EDEADLK: a mutation called from an event callback.
+ *
+ * Persist, then apply: a mutation validates everything, runs one BEGIN
+ * IMMEDIATE ... COMMIT, and only then changes memory and emits events.  A
+ * failed commit leaves memory and the file as they were and emits nothing.
+ *
+ * Types: the configured types are stored in the file with stable ids.  Rows
+ * of a type that is in the file but no longer configured are kept untouched
+ * and not served: snapshots, lookups, counts and deregister_alloc cover the
+ * configured types only; configuring the type again brings them back.
+ *
+ * Cost: finding a plugin by (type, name) and the plugins of an alloc are
+ * hash lookups, O(1) on average; within a plugin the list (the few allocs
+ * of it running at once) is scanned.
  */
 #ifndef PLUGFS_REGISTRY_H
 #define PLUGFS_REGISTRY_H
@@ -137,13 +153,27 @@ struct registry;
  * configured types (their ids are inode sources).  db_path ":memory:" works
  * for tests.  On success *out is the registry, to be closed with
  * registry_close.
+ *
+ * Failures (nothing is changed in the file): -EIO "integrity check failed"
+ * (not a database, quick_check found damage), -ENOTSUP (user_version newer
+ * than 2), -EINVAL (bad options, unknown tables with user_version 0, a
+ * version-1 entry that fails validation: the file stays version 1), -EROFS
+ * (the file can only be opened read-only).  A version-1 file is user_version
+ * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
+ * one transaction (entries of types not configured are kept, not served) and
+ * the `kv' table dropped; the backup keeps it.  Tombstones older than
+ * tombstone_ttl are deleted on open.
  */
 int registry_open(const char *db_path, const struct registry_options *opts,
 		  struct registry **out, char *err, size_t errlen);
 void registry_close(struct registry *r);
 
 /* Checks a state file offline (quick_check, schema version, row sanity)
- * without changing it.  0 when good. */
+ * without changing it (opened read-only, never created).  0 when good,
+ * including a version-1 file whose legacy document parses and an empty
+ * file; -ENOENT when missing; -ENOTSUP when newer; -EIO with the first
+ * problem found (integrity, dangling rows, plugins without registrations,
+ * a sequence counter below a stored seq, a field that fails validation). */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*
@@ -178,18 +208,28 @@ size_t registry_types(struct registry *r, const char *const **names, const int64
 /* Counts for status. */
 void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrations);
 
-/* Deletes tombstones older than tombstone_ttl; returns how many or -errno. */
+/* Deletes tombstones older than tombstone_ttl; returns how many or -errno.
+ * (register ignores expired tombstones anyway; this only reclaims space.) */
 int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);
 
 /* Imports legacy JSON ({"Plugins": {type: {name: PluginInfo}}}) in one
  * transaction, as if each entry were registered in document order.  Types
- * not configured are rejected (nothing imported). *imported may be NULL. */
+ * not configured are rejected (nothing imported). *imported may be NULL.
+ * PluginInfo: AllocID and ConnectionInfo.SocketPath required strings;
+ * Version optional; Type ("controller" | "node" | "monolith") becomes kind,
+ * absent = derived from the type; Options a string map; Name, when present,
+ * equals its key.  Every field is validated as for registry_register and
+ * errors name the entry ("legacy JSON: Plugins.csi-node.p: ...").
+ * *imported receives the entries that changed something (identical entries
+ * are no-ops).  The JSON is read with SQLite's JSON functions. */
 int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported,
 				char *err, size_t errlen);
 
 /* Subscribes cb; returns a positive subscription id or -errno.  Events are
  * delivered in commit order. */
 int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg);
+/* Unknown ids are ignored.  Safe from a callback (also its own): cb gets no
+ * further event. */
 void registry_unsubscribe(struct registry *r, int id);
 
 /* Runs fn with the registry mutex held (e.g. take a snapshot and subscribe

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +335,224 @@ static void test_types_persisted(void **state)
 	assert_int_equal(ids[1], n);
 }
 
+static void test_tombstone_gives_seq_back_until_expiry(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX] = "";
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(count_rows(f, "tombstones"), 1);
+	f->now += TTL - 1; /* still alive */
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	f->now += TTL; /* expired: a0 comes back as a new allocation */
+	events_clear(f);
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a0 a1");
+	assert_string_equal(f->events, "registered csi-node/p a0;active csi-node/p a1->a0;");
+	assert_int_equal(count_rows(f, "tombstones"), 0);
+
+	/* registry_expire_tombstones deletes only the old ones. */
+	assert_int_equal(dereg(f, "csi-node", "p", "a1"), 0);
+	f->now += 10;
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(registry_expire_tombstones(f->r, err, sizeof(err)), 0);
+	f->now += TTL - 5;
+	assert_int_equal(registry_expire_tombstones(f->r, err, sizeof(err)), 1);
+	assert_int_equal(count_rows(f, "tombstones"), 1);
+	f->now += 5;
+	assert_int_equal(registry_expire_tombstones(f->r, err, sizeof(err)), 1);
+	assert_int_equal(count_rows(f, "tombstones"), 0);
+}
+
+static void test_tombstoned_newest_returns_to_front(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a2"), 0);
+	assert_int_equal(dereg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(dereg(f, "csi-node", "p", "a2"), 0);
+	events_clear(f);
+	/* a1 restarts: its original place is between a2 (gone) and a0. */
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+	assert_string_equal(f->events, "registered csi-node/p a1;active csi-node/p a0->a1;");
+	assert_int_equal(reg(f, "csi-node", "p", "a2"), 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a2 a1 a0");
+}
+
+struct nested {
+	struct fixture *f;
+	int rc_register, rc_dereg, rc_alloc, rc_import;
+	size_t seen;
+};
+
+static void mutate_from_callback(const struct reg_event *ev, void *arg)
+{
+	struct nested *n = arg;
+	struct reg_spec spec = { .name = "x", .alloc = "x", .socket = "/x.sock" };
+	const char *type = "csi-node";
+	struct reg_snapshot s;
+	char err[REG_ERR_MAX];
+
+	(void)ev;
+	n->rc_register = registry_register(n->f->r, &type, 1, &spec, err, sizeof(err));
+	n->rc_dereg = registry_deregister(n->f->r, "csi-node", "p", "a0", err, sizeof(err));
+	n->rc_alloc = registry_deregister_alloc(n->f->r, "a0", NULL, err, sizeof(err));
+	n->rc_import = registry_import_legacy_json(n->f->r, "{\"Plugins\": {}}", NULL, err,
+						   sizeof(err));
+	assert_int_equal(registry_snapshot(n->f->r, NULL, &s), 0);
+	n->seen = s.n_plugins;
+	reg_snapshot_free(&s);
+}
+
+static void test_callback_cannot_mutate(void **state)
+{
+	struct fixture *f = *state;
+	struct nested n = { .f = f };
+	int id = registry_subscribe(f->r, mutate_from_callback, &n);
+
+	assert_true(id > 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(n.rc_register, -EDEADLK);
+	assert_int_equal(n.rc_dereg, -EDEADLK);
+	assert_int_equal(n.rc_alloc, -EDEADLK);
+	assert_int_equal(n.rc_import, -EDEADLK);
+	assert_int_equal(n.seen, 1);
+	assert_null(active(f, "csi-node", "x"));
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+	registry_unsubscribe(f->r, id);
+}
+
+struct counter {
+	struct fixture *f;
+	int id;
+	int n;
+	bool unsubscribe_self;
+};
+
+static void count_event(const struct reg_event *ev, void *arg)
+{
+	struct counter *c = arg;
+
+	(void)ev;
+	c->n++;
+	if (c->unsubscribe_self)
+		registry_unsubscribe(c->f->r, c->id);
+}
+
+static void test_subscribe_unsubscribe(void **state)
+{
+	struct fixture *f = *state;
+	struct counter a = { .f = f }, b = { .f = f, .unsubscribe_self = true };
+
+	a.id = registry_subscribe(f->r, count_event, &a);
+	b.id = registry_subscribe(f->r, count_event, &b);
+	assert_true(a.id > 0 && b.id > 0 && a.id != b.id);
+	assert_int_equal(registry_subscribe(f->r, NULL, NULL), -EINVAL);
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0); /* registered + active */
+	assert_int_equal(a.n, 2);
+	assert_int_equal(b.n, 1); /* left during its first event */
+	registry_unsubscribe(f->r, a.id);
+	registry_unsubscribe(f->r, 12345); /* unknown: ignored */
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(a.n, 2);
+	assert_int_equal(b.n, 1);
+	/* The fixture's own recorder is still there. */
+	assert_non_null(strstr(f->events, "active csi-node/p a0->a1;"));
+}
+
+static void test_snapshot_sorted_and_filtered(void **state)
+{
+	struct fixture *f = *state;
+	struct reg_snapshot s;
+
+	assert_int_equal(reg(f, "csi-node", "b", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "a", "a1"), 0);
+	assert_int_equal(reg(f, "csi-node", "a", "a2"), 0);
+	assert_int_equal(reg(f, "csi-controller", "c", "a0"), 0);
+	assert_int_equal(registry_snapshot(f->r, NULL, &s), 0);
+	assert_int_equal(s.n_plugins, 3);
+	assert_string_equal(s.plugins[0].type, "csi-controller");
+	assert_string_equal(s.plugins[1].name, "a");
+	assert_int_equal(s.plugins[1].n_regs, 2);
+	assert_string_equal(s.plugins[1].regs[0].alloc, "a2");
+	assert_string_equal(s.plugins[2].name, "b");
+	reg_snapshot_free(&s);
+	assert_int_equal(registry_snapshot(f->r, "csi-node", &s), 0);
+	assert_int_equal(s.n_plugins, 2);
+	reg_snapshot_free(&s);
+	assert_int_equal(registry_snapshot(f->r, "gpu", &s), 0);
+	assert_int_equal(s.n_plugins, 0);
+	reg_snapshot_free(&s);
+}
+
+static void test_register_several_types(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const both[] = { "csi-controller", "csi-node" };
+	struct reg_spec spec = { .name = "m", .alloc = "m1", .socket = "/run/csi/m1/csi.sock" };
+	char err[REG_ERR_MAX] = "";
+	struct reg_plugin p;
+
+	assert_int_equal(registry_register(f->r, both + 1, 1, &spec, err, sizeof(err)), 0);
+	events_clear(f);
+	/* csi-node: identical, nothing; csi-controller: new. */
+	assert_int_equal(registry_register(f->r, both, 2, &spec, err, sizeof(err)), 0);
+	assert_string_equal(f->events, "registered csi-controller/m m1;"
+				       "active csi-controller/m (null)->m1;");
+	/* Kind unset: derived from each type. */
+	assert_int_equal(registry_get_plugin(f->r, "csi-controller", "m", &p), 0);
+	assert_int_equal(p.regs[0].kind, REG_KIND_CONTROLLER);
+	reg_plugin_free_contents(&p);
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "m", &p), 0);
+	assert_int_equal(p.regs[0].kind, REG_KIND_NODE);
+	reg_plugin_free_contents(&p);
+	events_clear(f);
+	spec.version = "2";
+	assert_int_equal(registry_register(f->r, both, 2, &spec, err, sizeof(err)), 0);
+	assert_string_equal(f->events, "updated csi-controller/m m1;updated csi-node/m m1;");
+	restart(f);
+	assert_int_equal(registry_get_plugin(f->r, "csi-controller", "m", &p), 0);
+	assert_string_equal(p.regs[0].version, "2");
+	reg_plugin_free_contents(&p);
+}
+
+static void test_many_plugins(void **state)
+{
+	struct fixture *f = *state;
+	char name[32], alloc[32], err[REG_ERR_MAX];
+	size_t np, nr, removed;
+
+	for (int i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "p%d", i % 100);
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		assert_int_equal(reg(f, (i / 100) % 2 ? "csi-node" : "csi-controller", name, alloc), 0);
+	}
+	registry_counts(f->r, &np, &nr);
+	assert_int_equal(np, 200);
+	assert_int_equal(nr, 500);
+	restart(f);
+	registry_counts(f->r, &np, &nr);
+	assert_int_equal(np, 200);
+	assert_int_equal(nr, 500);
+	assert_string_equal(order(f, "csi-node", "p1"), "a301 a101");
+	for (int i = 0; i < 500; i += 2) {
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		assert_int_equal(registry_deregister_alloc(f->r, alloc, &removed, err, sizeof(err)), 0);
+		assert_int_equal(removed, 1);
+	}
+	registry_counts(f->r, &np, &nr);
+	assert_int_equal(np, 100);
+	assert_int_equal(nr, 250);
+	assert_null(active(f, "csi-controller", "p0"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +568,13 @@ int main(void)
 		T(test_seq_is_global_and_persisted),
 		T(test_plugin_ids_not_reused),
 		T(test_types_persisted),
+		T(test_tombstone_gives_seq_back_until_expiry),
+		T(test_tombstoned_newest_returns_to_front),
+		T(test_callback_cannot_mutate),
+		T(test_subscribe_unsubscribe),
+		T(test_snapshot_sorted_and_filtered),
+		T(test_register_several_types),
+		T(test_many_plugins),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
