@@ -53,8 +53,20 @@ for c in "${cmds[@]}"; do
 			helps+=("$T/help-state-$s")
 		done
 	fi
-	for o in $(grep -Eho -- '(^|[^a-z-])--[a-z][a-z-]*' "${helps[@]}" | grep -Eo -- '--[a-z-]+' | sort -u); do
-		check "plugfs.8 documents \`plugfs $c $o'" grep -q -- "$o" "$T8"
+	# The command's entries under COMMANDS (a tag at 7 columns starting with
+	# its name, down to the next tag).
+	awk -v c="$c" '/^[A-Z]/ { sec = $0 } sec == "COMMANDS" && /^       [a-z]/ { on = ($1 == c) }
+		sec == "COMMANDS" && on' "$T8" >"$T/entry-$c"
+	check "plugfs.8 has an entry for $c under COMMANDS" test -s "$T/entry-$c"
+	# Every option its --help shows, long and short, is in that entry; -c
+	# and -h/--help are under OPTIONS for all commands.
+	for o in $(grep -Eho -- '(^|[^A-Za-z0-9-])--?[A-Za-z][a-z-]*' "${helps[@]}" |
+		grep -Eo -- '--?[A-Za-z][a-z-]*' | sort -u); do
+		case $o in
+		-c | -h | --help) where=$T8 ;;
+		*) where=$T/entry-$c ;;
+		esac
+		check "plugfs.8 documents \`plugfs $c $o'" grep -Eq -- "(^|[^A-Za-z0-9-])$o([^a-z-]|$)" "$where"
 	done
 done
 for s in 0 1 2 3; do

@@ -38,6 +38,9 @@ check_eq "plugfs register --kind <TAB>" "controller monolith node" "$(comp plugf
 check_eq "plugfs state <TAB>" "check dump import" "$(comp plugfs state '')"
 has "plugfs show <TAB> offers the default types" csi-node "$(comp plugfs show '')"
 has "plugfs register --type <TAB> offers csi-controller" csi-controller "$(comp plugfs register --type '')"
+check_eq "plugfs register -k <TAB>" "controller monolith node" "$(comp plugfs register -k '')"
+check_eq "plugfs wait -t <TAB> (a timeout) offers nothing" "" "$(comp plugfs wait -t '')"
+has "plugfs wait -t 5 <TAB> offers the types" csi-node "$(comp plugfs wait -t 5 '')"
 check_eq "plugfs register --name <TAB> offers nothing" "" "$(comp plugfs register --name '')"
 has "plugfs register --type csi-node --<TAB> offers --socket" --socket \
 	"$(comp plugfs register --type csi-node --)"
