@@ -68,30 +68,6 @@ int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-const char *reg_quote(char *buf, size_t len, const char *s)
-{
-	size_t o = 0;
-	const size_t shown = 80;
-
-	if (len == 0)
-		return buf;
-	for (size_t i = 0; s && s[i] && o + 8 < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (i == shown) {
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (c < 0x20 || c == 0x7f || c == '\\')
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
-		else
-			buf[o++] = (char)c;
-	}
-	buf[o] = '\0';
-	return buf;
-}
-
 static bool name_char(unsigned char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -143,6 +119,47 @@ static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
 		return 0;
 	*cp = c;
 	return len;
+}
+
+const char *reg_quote(char *buf, size_t len, const char *s)
+{
+	const size_t shown = 80; /* input bytes shown before "..." */
+	size_t o = 0;
+
+	if (len == 0)
+		return buf;
+	/* Valid, printable UTF-8 is copied; anything else (control
+	 * characters, stray bytes, the backslash itself) becomes \xNN, so a
+	 * message is always valid UTF-8 and safe on a terminal. */
+	for (size_t i = 0; s && s[i];) {
+		const unsigned char *u = (const unsigned char *)s + i;
+		uint32_t cp = 0;
+		size_t n = utf8_decode(u, &cp);
+		bool ok = n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) &&
+			  cp != '\\';
+
+		if (i >= shown) {
+			if (o + 4 > len)
+				break;
+			memcpy(buf + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (!ok) {
+			if (o + 5 > len)
+				break;
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", u[0]);
+			i++;
+			continue;
+		}
+		if (o + n + 1 > len)
+			break;
+		memcpy(buf + o, u, n);
+		o += n;
+		i += n;
+	}
+	buf[o] = '\0';
+	return buf;
 }
 
 int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen)
