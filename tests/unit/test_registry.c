@@ -11,6 +11,8 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +562,73 @@ static void test_many_plugins(void **state)
 	assert_null(active(f, "csi-controller", "p0"));
 }
 
+struct reader {
+	struct fixture *f;
+	atomic_int *stop;
+	long rounds; /* each thread has its own reader */
+	int bad;
+};
+
+static void *read_loop(void *arg)
+{
+	struct reader *rd = arg;
+
+	while (!atomic_load(rd->stop)) {
+		struct reg_snapshot s;
+		struct reg_plugin p;
+
+		if (registry_snapshot(rd->f->r, NULL, &s) < 0) {
+			rd->bad++;
+			continue;
+		}
+		for (size_t i = 0; i < s.n_plugins; i++) {
+			if (s.plugins[i].n_regs == 0)
+				rd->bad++;
+			for (size_t j = 1; j < s.plugins[i].n_regs; j++)
+				if (s.plugins[i].regs[j - 1].seq <= s.plugins[i].regs[j].seq)
+					rd->bad++;
+		}
+		reg_snapshot_free(&s);
+		if (registry_get_plugin(rd->f->r, "csi-node", "p", &p) == 0) {
+			if (p.n_regs == 0)
+				rd->bad++;
+			reg_plugin_free_contents(&p);
+		}
+		rd->rounds++;
+	}
+	return NULL;
+}
+
+/* Readers on other threads always see whole, ordered lists. */
+static void test_concurrent_readers(void **state)
+{
+	struct fixture *f = *state;
+	atomic_int stop = 0;
+	struct reader rd[2] = { { .f = f, .stop = &stop }, { .f = f, .stop = &stop } };
+	pthread_t th[2];
+	char alloc[32];
+
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, read_loop, &rd[i]), 0);
+	for (int i = 0; i < 150; i++) {
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		assert_int_equal(reg(f, "csi-node", "p", alloc), 0);
+		if (i % 3 == 0)
+			assert_int_equal(dereg(f, "csi-node", "p", alloc), 0);
+		if (i % 10 == 9) {
+			snprintf(alloc, sizeof(alloc), "a%d", i - 1);
+			assert_int_equal(dereg(f, "csi-node", "p", alloc), 0);
+		}
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(rd[i].bad, 0);
+		assert_true(rd[i].rounds > 0);
+	}
+	assert_string_equal(active(f, "csi-node", "p"), "a149");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -582,6 +651,7 @@ int main(void)
 		T(test_snapshot_sorted_and_filtered),
 		T(test_register_several_types),
 		T(test_many_plugins),
+		T(test_concurrent_readers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
