@@ -13,12 +13,12 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	char msg[REG_ERR_MAX] = "";
-	int rc = sqlite3_prepare_v2(
-		s->db,
-		"SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind"
-		" FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
-		" JOIN types t ON t.id = p.type_id ORDER BY r.id",
-		-1, &st, NULL);
+	int rc =
+	    sqlite3_prepare_v2(s->db,
+			       "SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind"
+			       " FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
+			       " JOIN types t ON t.id = p.type_id ORDER BY r.id",
+			       -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading registrations", err, errlen);
@@ -35,8 +35,10 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 		    (rc = reg_validate_printable("version", c[5], msg, sizeof(msg))) < 0 ||
 		    (rc = reg_kind_parse(c[6], &kind)) < 0) {
 			if (rc == -EINVAL && !msg[0])
-				snprintf(msg, sizeof(msg), "kind `%s': must be one of controller, "
-					 "node, monolith", c[6] ? c[6] : "");
+				snprintf(msg, sizeof(msg),
+					 "kind `%s': must be one of controller, "
+					 "node, monolith",
+					 c[6] ? c[6] : "");
 			rc = reg_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
 				      s->path, (long long)sqlite3_column_int64(st, 2), msg);
 			goto out;
@@ -72,8 +74,8 @@ out:
 
 static int check_v2(struct store *s, char *err, size_t errlen)
 {
-	static const char *const tables[] = { "meta", "types", "plugins", "registrations",
-					      "reg_options", "tombstones" };
+	static const char *const tables[] = {"meta",	      "types",	     "plugins",
+					     "registrations", "reg_options", "tombstones"};
 	int64_t n, meta_seq, max_seq;
 	bool exists;
 	int rc;
@@ -134,7 +136,8 @@ static int check_v1(struct store *s, char *err, size_t errlen)
 		rc = legacy_parse(s->db, (const char *)sqlite3_column_text(st, 0), &e, &n, msg,
 				  sizeof(msg));
 		if (rc < 0) {
-			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path, msg);
+			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path,
+				      msg);
 			goto out;
 		}
 	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -150,7 +153,7 @@ out:
 
 int registry_check_file(const char *db_path, char *err, size_t errlen)
 {
-	struct store s = { 0 };
+	struct store s = {0};
 	int64_t version, n_tables;
 	bool kv;
 	int rc;
@@ -169,8 +172,8 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 		goto out;
 	}
 	if ((rc = store_quick_check(&s, err, errlen)) < 0 ||
-	    (rc = store_query_int(&s, "PRAGMA user_version", &version,
-				  "reading the schema version", err, errlen)) < 0 ||
+	    (rc = store_query_int(&s, "PRAGMA user_version", &version, "reading the schema version",
+				  err, errlen)) < 0 ||
 	    (rc = store_query_int(&s, "SELECT count(*) FROM sqlite_master", &n_tables,
 				  "reading the schema", err, errlen)) < 0 ||
 	    (rc = store_table_exists(&s, "kv", &kv, err, errlen)) < 0)
@@ -178,7 +181,8 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 	if (version > REG_SCHEMA_VERSION)
 		rc = reg_errf(err, errlen, -ENOTSUP,
 			      "state file `%s': schema version %lld is newer than this plugfs "
-			      "supports (%d)", db_path, (long long)version, REG_SCHEMA_VERSION);
+			      "supports (%d)",
+			      db_path, (long long)version, REG_SCHEMA_VERSION);
 	else if (version == 1 || (version == 0 && kv))
 		rc = kv ? check_v1(&s, err, errlen)
 			: reg_errf(err, errlen, -EIO,
@@ -188,7 +192,8 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 		rc = n_tables == 0 ? 0
 				   : reg_errf(err, errlen, -EINVAL,
 					      "state file `%s': not a plugfs state file "
-					      "(user_version 0 and unknown tables)", db_path);
+					      "(user_version 0 and unknown tables)",
+					      db_path);
 	else if (version == REG_SCHEMA_VERSION)
 		rc = check_v2(&s, err, errlen);
 	else

@@ -17,15 +17,15 @@
 
 /* Formats into err (when errlen > 0) and returns rc. */
 int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Writes s into buf for a message: non-printable bytes as \xNN, at most
  * about 80 characters (then "...").  Returns buf. */
 const char *reg_quote(char *buf, size_t len, const char *s);
 
 /* Socket path rules plus, when n_roots > 0, "under one of roots". */
-int reg_validate_socket(const char *field, const char *s, const char *const *roots,
-			size_t n_roots, char *err, size_t errlen);
+int reg_validate_socket(const char *field, const char *s, const char *const *roots, size_t n_roots,
+			char *err, size_t errlen);
 
 /* Everything of a spec except the type: name, alloc, socket (with roots),
  * version, kind, options (keys, values, duplicates). */
@@ -55,8 +55,8 @@ struct legacy_entry {
  * connection).  Checks the shape and the field types, not the values (the
  * caller validates).  Entries come in document order.  0 or -errno.
  */
-int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out,
-		 char *err, size_t errlen);
+int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out, char *err,
+		 size_t errlen);
 void legacy_free(struct legacy_entry *e, size_t n);
 
 /* The registry's SQLite connection, for tests that inject failures (a

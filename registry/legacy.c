@@ -14,23 +14,36 @@
 
 /* The entries of every type object, in document order. */
 static const char entries_sql[] =
-	"SELECT t.key, p.key, p.type, p.value,"
-	" json_type(p.value, '$.Name'), json_extract(p.value, '$.Name'),"
-	" json_type(p.value, '$.AllocID'), json_extract(p.value, '$.AllocID'),"
-	" json_type(p.value, '$.ConnectionInfo.SocketPath'),"
-	" json_extract(p.value, '$.ConnectionInfo.SocketPath'),"
-	" json_type(p.value, '$.Version'), json_extract(p.value, '$.Version'),"
-	" json_type(p.value, '$.Type'), json_extract(p.value, '$.Type'),"
-	" json_type(p.value, '$.Options')"
-	" FROM json_each(?1, '$.Plugins') AS t, json_each(t.value) AS p"
-	" WHERE t.type = 'object' ORDER BY t.id, p.id";
+    "SELECT t.key, p.key, p.type, p.value,"
+    " json_type(p.value, '$.Name'), json_extract(p.value, '$.Name'),"
+    " json_type(p.value, '$.AllocID'), json_extract(p.value, '$.AllocID'),"
+    " json_type(p.value, '$.ConnectionInfo.SocketPath'),"
+    " json_extract(p.value, '$.ConnectionInfo.SocketPath'),"
+    " json_type(p.value, '$.Version'), json_extract(p.value, '$.Version'),"
+    " json_type(p.value, '$.Type'), json_extract(p.value, '$.Type'),"
+    " json_type(p.value, '$.Options')"
+    " FROM json_each(?1, '$.Plugins') AS t, json_each(t.value) AS p"
+    " WHERE t.type = 'object' ORDER BY t.id, p.id";
 
 static const char options_sql[] =
-	"SELECT key, type, value FROM json_each(?1, '$.Options') ORDER BY id";
+    "SELECT key, type, value FROM json_each(?1, '$.Options') ORDER BY id";
 
 enum {
-	C_TYPE, C_NAME, C_PTYPE, C_PVALUE, C_NAME_T, C_NAME_V, C_ALLOC_T, C_ALLOC_V, C_SOCK_T,
-	C_SOCK_V, C_VER_T, C_VER_V, C_KIND_T, C_KIND_V, C_OPT_T,
+	C_TYPE,
+	C_NAME,
+	C_PTYPE,
+	C_PVALUE,
+	C_NAME_T,
+	C_NAME_V,
+	C_ALLOC_T,
+	C_ALLOC_V,
+	C_SOCK_T,
+	C_SOCK_V,
+	C_VER_T,
+	C_VER_V,
+	C_KIND_T,
+	C_KIND_V,
+	C_OPT_T,
 };
 
 /* A copy of a text column, refusing embedded NUL characters. */
@@ -151,12 +164,13 @@ static int check_top(sqlite3 *db, const char *json, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	const char *top, *plugins;
-	int rc = sqlite3_prepare_v2(db,
-				    "SELECT json_valid(?1), json_type(?1), json_type(?1, '$.Plugins'),"
-				    " (SELECT count(*) FROM json_each(?1, '$.Plugins')"
-				    "  WHERE type NOT IN ('object', 'null'))"
-				    " WHERE json_valid(?1)",
-				    -1, &st, NULL);
+	int rc =
+	    sqlite3_prepare_v2(db,
+			       "SELECT json_valid(?1), json_type(?1), json_type(?1, '$.Plugins'),"
+			       " (SELECT count(*) FROM json_each(?1, '$.Plugins')"
+			       "  WHERE type NOT IN ('object', 'null'))"
+			       " WHERE json_valid(?1)",
+			       -1, &st, NULL);
 
 	if (rc != SQLITE_OK) {
 		rc = reg_errf(err, errlen, -EIO, "legacy JSON: %s", sqlite3_errmsg(db));
@@ -175,7 +189,8 @@ static int check_top(sqlite3 *db, const char *json, char *err, size_t errlen)
 	top = (const char *)sqlite3_column_text(st, 1);
 	plugins = (const char *)sqlite3_column_text(st, 2);
 	if (!top || strcmp(top, "object") != 0) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: must be an object with `Plugins'");
+		rc =
+		    reg_errf(err, errlen, -EINVAL, "legacy JSON: must be an object with `Plugins'");
 		goto out;
 	}
 	if (!plugins) {
@@ -197,8 +212,8 @@ out:
 	return rc;
 }
 
-int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out,
-		 char *err, size_t errlen)
+int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out, char *err,
+		 size_t errlen)
 {
 	sqlite3_stmt *st = NULL, *ost = NULL;
 	struct legacy_entry *v = NULL;

@@ -62,18 +62,18 @@ enum change_op { CH_INSERT, CH_UPDATE, CH_REMOVE };
 struct change {
 	enum change_op op;
 	size_t type_idx;
-	struct plugin_node *p;  /* NULL before planning an INSERT of a new plugin */
-	bool new_plugin;        /* p was created by this mutation */
-	size_t idx;             /* UPDATE, REMOVE: index in p->pub.regs */
+	struct plugin_node *p;	/* NULL before planning an INSERT of a new plugin */
+	bool new_plugin;	/* p was created by this mutation */
+	size_t idx;		/* UPDATE, REMOVE: index in p->pub.regs */
 	struct registration nr; /* INSERT, UPDATE: the new entry (owned) */
-	struct alloc_set *set;  /* INSERT: the set p joins */
+	struct alloc_set *set;	/* INSERT: the set p joins */
 };
 
 /* What one mutation needs after its commit, allocated before it. */
 struct batch {
 	struct change *c;
 	size_t n, cap;
-	struct reg_event *ev;          /* 2 per change at most */
+	struct reg_event *ev; /* 2 per change at most */
 	size_t n_ev;
 	struct registration *dead_regs; /* removed entries, alive until emitted */
 	size_t n_dead_regs;
@@ -376,7 +376,7 @@ int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg)
 		r->cap_subs = cap;
 	}
 	id = ++r->next_sub_id;
-	r->subs[r->n_subs++] = (struct subscriber){ .id = id, .cb = cb, .arg = arg };
+	r->subs[r->n_subs++] = (struct subscriber){.id = id, .cb = cb, .arg = arg};
 out:
 	unlock(r);
 	return id;
@@ -578,14 +578,14 @@ static void add_event(struct batch *b, enum reg_event_type type, struct plugin_n
 		      const char *new_alloc)
 {
 	b->ev[b->n_ev++] = (struct reg_event){
-		.type = type,
-		.plugin_type = p->pub.type,
-		.plugin_name = p->pub.name,
-		.plugin_id = p->pub.id,
-		.reg = reg,
-		.old_alloc = old_alloc,
-		.new_alloc = new_alloc,
-		.plugin = emptied ? NULL : &p->pub,
+	    .type = type,
+	    .plugin_type = p->pub.type,
+	    .plugin_name = p->pub.name,
+	    .plugin_id = p->pub.id,
+	    .reg = reg,
+	    .old_alloc = old_alloc,
+	    .new_alloc = new_alloc,
+	    .plugin = emptied ? NULL : &p->pub,
 	};
 }
 
@@ -722,9 +722,9 @@ static int plan_register(struct registry *r, struct batch *b, size_t ti,
 	struct plugin_node *p = find_plugin(r, r->types[ti], spec->name);
 	ssize_t idx = p ? find_alloc(p, spec->alloc) : -1;
 	struct registration nr = {
-		.kind = spec->kind ? spec->kind : reg_kind_for_type(r->types[ti]),
-		.registered_at = t,
-		.updated_at = t,
+	    .kind = spec->kind ? spec->kind : reg_kind_for_type(r->types[ti]),
+	    .registered_at = t,
+	    .updated_at = t,
 	};
 	struct change *c;
 
@@ -765,7 +765,7 @@ nomem:
 int registry_register(struct registry *r, const char *const *types, size_t n_types,
 		      const struct reg_spec *spec, char *err, size_t errlen)
 {
-	struct batch b = { 0 };
+	struct batch b = {0};
 	char q[128];
 	int64_t t;
 	int rc;
@@ -791,8 +791,8 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 			}
 		}
 	}
-	if ((rc = reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err,
-				    errlen)) < 0)
+	if ((rc = reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err, errlen)) <
+	    0)
 		goto out;
 	t = now(r);
 	for (size_t i = 0; i < n_types; i++) {
@@ -808,10 +808,10 @@ out:
 	return rc;
 }
 
-int registry_deregister(struct registry *r, const char *type, const char *name,
-			const char *alloc, char *err, size_t errlen)
+int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
+			char *err, size_t errlen)
 {
-	struct batch b = { 0 };
+	struct batch b = {0};
 	struct plugin_node *p;
 	struct change *c;
 	ssize_t idx;
@@ -855,10 +855,10 @@ static int change_cmp(const void *a, const void *b)
 	return strcmp(x->p->pub.name, y->p->pub.name);
 }
 
-int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed,
-			      char *err, size_t errlen)
+int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
+			      size_t errlen)
 {
-	struct batch b = { 0 };
+	struct batch b = {0};
 	struct alloc_set *s;
 	size_t n = 0;
 	int rc;
@@ -900,11 +900,11 @@ out:
 	return rc;
 }
 
-int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported,
-				char *err, size_t errlen)
+int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported, char *err,
+				size_t errlen)
 {
 	struct legacy_entry *e = NULL;
-	struct batch b = { 0 };
+	struct batch b = {0};
 	char msg[REG_ERR_MAX], qt[128], qn[128];
 	size_t n = 0, changed = 0;
 	int64_t t;
@@ -922,17 +922,21 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	t = now(r);
 	for (size_t i = 0; i < n; i++) {
 		struct reg_spec spec = {
-			.name = e[i].name, .alloc = e[i].alloc, .socket = e[i].socket,
-			.version = e[i].version, .kind = e[i].kind, .options = e[i].options,
-			.n_options = e[i].n_options,
+		    .name = e[i].name,
+		    .alloc = e[i].alloc,
+		    .socket = e[i].socket,
+		    .version = e[i].version,
+		    .kind = e[i].kind,
+		    .options = e[i].options,
+		    .n_options = e[i].n_options,
 		};
 		ssize_t ti = type_index(r, e[i].type);
 
 		if (ti < 0)
 			rc = bad_type(r, e[i].type, msg, sizeof(msg));
 		else
-			rc = reg_validate_spec(&spec, (const char *const *)r->roots, r->n_roots, msg,
-					       sizeof(msg));
+			rc = reg_validate_spec(&spec, (const char *const *)r->roots, r->n_roots,
+					       msg, sizeof(msg));
 		if (rc < 0) {
 			rc = reg_errf(err, errlen, rc, "legacy JSON: Plugins.%s.%s: %s",
 				      reg_quote(qt, sizeof(qt), e[i].type),
@@ -1107,7 +1111,8 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 	int rc;
 
 	if (!o || !o->types || o->n_types == 0)
-		return reg_errf(err, errlen, -EINVAL, "registry.types: at least one type is required");
+		return reg_errf(err, errlen, -EINVAL,
+				"registry.types: at least one type is required");
 	for (size_t i = 0; i < o->n_types; i++) {
 		if ((rc = reg_validate_name("registry.types entry", o->types[i], err, errlen)) < 0)
 			return rc;
@@ -1118,8 +1123,8 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 						reg_quote(q, sizeof(q), o->types[i]));
 	}
 	for (size_t i = 0; i < o->n_socket_roots; i++)
-		if ((rc = reg_validate_socket_path("registry.socket_roots entry", o->socket_roots[i],
-						   err, errlen)) < 0)
+		if ((rc = reg_validate_socket_path("registry.socket_roots entry",
+						   o->socket_roots[i], err, errlen)) < 0)
 			return rc;
 	if (o->tombstone_ttl < 0)
 		return reg_errf(err, errlen, -EINVAL,
@@ -1128,8 +1133,8 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 	return 0;
 }
 
-int registry_open(const char *db_path, const struct registry_options *opts,
-		  struct registry **out, char *err, size_t errlen)
+int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,
+		  char *err, size_t errlen)
 {
 	struct registry *r = NULL;
 	pthread_mutexattr_t attr;
@@ -1162,10 +1167,10 @@ int registry_open(const char *db_path, const struct registry_options *opts,
 		goto fail;
 	}
 	so = (struct store_open_options){
-		.synchronous = opts->synchronous,
-		.types = (const char *const *)r->types,
-		.n_types = r->n_types,
-		.now = now(r),
+	    .synchronous = opts->synchronous,
+	    .types = (const char *const *)r->types,
+	    .n_types = r->n_types,
+	    .now = now(r),
 	};
 	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;

@@ -7,7 +7,8 @@
  * registry may be shared by the control server, the filesystem and the main
  * thread.  Event callbacks run synchronously, after the commit and after the
  * in-memory state changed, with that mutex held: a callback must not call a
- * mutating registry function, must not block, and must copy what it keeps.
+ * mutating registry function (it fails with -EDEADLK), must not block, and
+ * must copy what it keeps.
  * Read-only getters (registry_snapshot, registry_get_plugin) are safe from a
  * callback (the mutex is recursive).
  *

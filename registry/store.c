@@ -9,50 +9,51 @@
 #include "store.h"
 
 static const char schema_sql[] =
-	"CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
-	"CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"
-	"CREATE TABLE plugins(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	" type_id INTEGER NOT NULL REFERENCES types(id), name TEXT NOT NULL,"
-	" UNIQUE(type_id, name));"
-	"CREATE TABLE registrations(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-	" plugin_id INTEGER NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,"
-	" alloc TEXT NOT NULL, socket TEXT NOT NULL, version TEXT NOT NULL DEFAULT '',"
-	" kind TEXT NOT NULL CHECK (kind IN ('controller', 'node', 'monolith')),"
-	" seq INTEGER NOT NULL UNIQUE, registered_at INTEGER NOT NULL,"
-	" updated_at INTEGER NOT NULL, UNIQUE(plugin_id, alloc));"
-	"CREATE INDEX registrations_alloc ON registrations(alloc);"
-	"CREATE TABLE reg_options(reg_id INTEGER NOT NULL REFERENCES registrations(id)"
-	" ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,"
-	" PRIMARY KEY(reg_id, key)) WITHOUT ROWID;"
-	"CREATE TABLE tombstones(type TEXT NOT NULL, name TEXT NOT NULL, alloc TEXT NOT NULL,"
-	" seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
-	" PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
-	"CREATE INDEX tombstones_deleted ON tombstones(deleted_at);"
-	"PRAGMA user_version = 2;";
+    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
+    "CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"
+    "CREATE TABLE plugins(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " type_id INTEGER NOT NULL REFERENCES types(id), name TEXT NOT NULL,"
+    " UNIQUE(type_id, name));"
+    "CREATE TABLE registrations(id INTEGER PRIMARY KEY AUTOINCREMENT,"
+    " plugin_id INTEGER NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,"
+    " alloc TEXT NOT NULL, socket TEXT NOT NULL, version TEXT NOT NULL DEFAULT '',"
+    " kind TEXT NOT NULL CHECK (kind IN ('controller', 'node', 'monolith')),"
+    " seq INTEGER NOT NULL UNIQUE, registered_at INTEGER NOT NULL,"
+    " updated_at INTEGER NOT NULL, UNIQUE(plugin_id, alloc));"
+    "CREATE INDEX registrations_alloc ON registrations(alloc);"
+    "CREATE TABLE reg_options(reg_id INTEGER NOT NULL REFERENCES registrations(id)"
+    " ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(reg_id, key)) WITHOUT ROWID;"
+    "CREATE TABLE tombstones(type TEXT NOT NULL, name TEXT NOT NULL, alloc TEXT NOT NULL,"
+    " seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
+    " PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
+    "CREATE INDEX tombstones_deleted ON tombstones(deleted_at);"
+    "PRAGMA user_version = 2;";
 
 static const char *const stmt_sql[ST_COUNT] = {
-	[ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
-	[ST_DELETE_PLUGIN] = "DELETE FROM plugins WHERE id = ?1",
-	[ST_GET_TOMBSTONE] =
-		"SELECT seq, deleted_at FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
-	[ST_DELETE_TOMBSTONE] = "DELETE FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
-	[ST_PUT_TOMBSTONE] = "INSERT OR REPLACE INTO tombstones(type, name, alloc, seq, deleted_at)"
-			     " VALUES(?1, ?2, ?3, ?4, ?5)",
-	[ST_INSERT_REG] = "INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq,"
-			  " registered_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-	[ST_UPDATE_REG] = "UPDATE registrations SET socket = ?2, version = ?3, kind = ?4,"
-			  " updated_at = ?5 WHERE id = ?1",
-	[ST_DELETE_REG] = "DELETE FROM registrations WHERE id = ?1",
-	[ST_DELETE_OPTIONS] = "DELETE FROM reg_options WHERE reg_id = ?1",
-	[ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
-	[ST_SET_SEQ] = "INSERT OR REPLACE INTO meta(key, value) VALUES('seq', ?1)",
-	[ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
+    [ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
+    [ST_DELETE_PLUGIN] = "DELETE FROM plugins WHERE id = ?1",
+    [ST_GET_TOMBSTONE] =
+	"SELECT seq, deleted_at FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
+    [ST_DELETE_TOMBSTONE] = "DELETE FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
+    [ST_PUT_TOMBSTONE] = "INSERT OR REPLACE INTO tombstones(type, name, alloc, seq, deleted_at)"
+			 " VALUES(?1, ?2, ?3, ?4, ?5)",
+    [ST_INSERT_REG] = "INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq,"
+		      " registered_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_UPDATE_REG] = "UPDATE registrations SET socket = ?2, version = ?3, kind = ?4,"
+		      " updated_at = ?5 WHERE id = ?1",
+    [ST_DELETE_REG] = "DELETE FROM registrations WHERE id = ?1",
+    [ST_DELETE_OPTIONS] = "DELETE FROM reg_options WHERE reg_id = ?1",
+    [ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
+    [ST_SET_SEQ] = "INSERT OR REPLACE INTO meta(key, value) VALUES('seq', ?1)",
+    [ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
 };
 
 int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen)
 {
 	return reg_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
-			s->path ? s->path : "?", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+			s->path ? s->path : "?", what,
+			s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
 static int exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
@@ -127,7 +128,7 @@ void store_rollback(struct store *s)
 /* Runs a one-value query; *out receives column 0 as an integer (0 for no
  * row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
-		     size_t errlen)
+		    size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
@@ -180,17 +181,17 @@ out:
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
-				    -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+	    s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading the schema", err, errlen);
 	bind_text(st, 1, name);
 	rc = sqlite3_step(st);
 	*exists = rc == SQLITE_ROW;
-	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : store_fail(s, rc, "reading the schema",
-								       err, errlen);
+	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		 ? 0
+		 : store_fail(s, rc, "reading the schema", err, errlen);
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -232,8 +233,9 @@ static int backup_to(struct store *s, const char *dest, char *err, size_t errlen
 	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': backing up to `%s': %s",
-			      s->path, dest, d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
+			      "state file `%s': backing up to `%s': %s", s->path, dest,
+			      d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
 		goto out;
 	}
 	b = sqlite3_backup_init(d, "main", s->db, "main");
@@ -288,26 +290,36 @@ static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, in
 
 	for (size_t i = 0; i < n; i++) {
 		struct reg_spec spec = {
-			.name = e[i].name, .alloc = e[i].alloc, .socket = e[i].socket,
-			.version = e[i].version, .kind = e[i].kind, .options = e[i].options,
-			.n_options = e[i].n_options,
+		    .name = e[i].name,
+		    .alloc = e[i].alloc,
+		    .socket = e[i].socket,
+		    .version = e[i].version,
+		    .kind = e[i].kind,
+		    .options = e[i].options,
+		    .n_options = e[i].n_options,
 		};
 		struct registration r = {
-			.alloc = e[i].alloc, .socket = e[i].socket,
-			.version = e[i].version ? e[i].version : (char *)"",
-			.kind = e[i].kind ? e[i].kind : reg_kind_for_type(e[i].type),
-			.options = e[i].options, .n_options = e[i].n_options,
-			.seq = ++seq, .registered_at = now, .updated_at = now,
+		    .alloc = e[i].alloc,
+		    .socket = e[i].socket,
+		    .version = e[i].version ? e[i].version : (char *)"",
+		    .kind = e[i].kind ? e[i].kind : reg_kind_for_type(e[i].type),
+		    .options = e[i].options,
+		    .n_options = e[i].n_options,
+		    .seq = ++seq,
+		    .registered_at = now,
+		    .updated_at = now,
 		};
 		int64_t type_id, plugin_id;
 
 		if ((rc = reg_validate_name("type", e[i].type, msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_spec(&spec, NULL, 0, msg, sizeof(msg))) < 0)
-			return reg_errf(err, errlen, rc,
-					"state file `%s': cannot migrate version 1: Plugins.%s.%s: %s",
-					s->path, e[i].type, e[i].name, msg);
+			return reg_errf(
+			    err, errlen, rc,
+			    "state file `%s': cannot migrate version 1: Plugins.%s.%s: %s", s->path,
+			    e[i].type, e[i].name, msg);
 		if ((rc = ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
-		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) < 0 ||
+		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) <
+			0 ||
 		    (rc = store_insert_reg(s, plugin_id, &r, err, errlen)) < 0)
 			return rc;
 	}
@@ -316,8 +328,7 @@ static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, in
 	return rc;
 }
 
-static int migrate_v1(struct store *s, const struct store_open_options *o, char *err,
-		      size_t errlen)
+static int migrate_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
 {
 	struct legacy_entry *e = NULL;
 	size_t n = 0;
@@ -357,16 +368,16 @@ out:
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
 			size_t errlen)
 {
-	static const char *const tables[] = { "meta", "types", "plugins", "registrations",
-					      "reg_options", "tombstones" };
+	static const char *const tables[] = {"meta",	      "types",	     "plugins",
+					     "registrations", "reg_options", "tombstones"};
 	int64_t version, n_tables;
 	bool kv, exists;
 	int rc;
 
-	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version", err,
-			    errlen)) < 0 ||
+	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version",
+				  err, errlen)) < 0 ||
 	    (rc = store_query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables,
-			    "reading the schema", err, errlen)) < 0 ||
+				  "reading the schema", err, errlen)) < 0 ||
 	    (rc = store_table_exists(s, "kv", &kv, err, errlen)) < 0)
 		return rc;
 	if (version > REG_SCHEMA_VERSION)
@@ -385,7 +396,8 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 		if (n_tables != 0)
 			return reg_errf(err, errlen, -EINVAL,
 					"state file `%s': not a plugfs state file (user_version 0 "
-					"and unknown tables)", s->path);
+					"and unknown tables)",
+					s->path);
 		if ((rc = store_begin(s, err, errlen)) < 0)
 			return rc;
 		if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0) {
@@ -395,8 +407,9 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 		return store_commit(s, err, errlen);
 	}
 	if (version != REG_SCHEMA_VERSION)
-		return reg_errf(err, errlen, -EINVAL, "state file `%s': unknown schema version %lld",
-				s->path, (long long)version);
+		return reg_errf(err, errlen, -EINVAL,
+				"state file `%s': unknown schema version %lld", s->path,
+				(long long)version);
 	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
 		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
 			return rc;
@@ -410,7 +423,7 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 
 static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)
 {
-	static const char *const sync_values[] = { "off", "normal", "full", "extra" };
+	static const char *const sync_values[] = {"off", "normal", "full", "extra"};
 	char sql[64];
 	sqlite3_stmt *st = NULL;
 	const char *mode;
@@ -431,10 +444,11 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	rc = sqlite3_step(st);
 	mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
 	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
-		rc = rc == SQLITE_ROW ? reg_errf(err, errlen, -EIO,
-						 "state file `%s': cannot use WAL (journal mode %s)",
-						 s->path, mode ? mode : "?")
-				      : store_fail(s, rc, "switching to WAL", err, errlen);
+		rc = rc == SQLITE_ROW
+			 ? reg_errf(err, errlen, -EIO,
+				    "state file `%s': cannot use WAL (journal mode %s)", s->path,
+				    mode ? mode : "?")
+			 : store_fail(s, rc, "switching to WAL", err, errlen);
 		sqlite3_finalize(st);
 		return rc;
 	}
@@ -463,8 +477,10 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, 5000);
 	if (sqlite3_db_readonly(s->db, "main") == 1) {
-		rc = reg_errf(err, errlen, -EROFS, "state file `%s': opened read-only; plugfs needs "
-			      "to write it", path);
+		rc = reg_errf(err, errlen, -EROFS,
+			      "state file `%s': opened read-only; plugfs needs "
+			      "to write it",
+			      path);
 		goto fail;
 	}
 	if ((rc = store_quick_check(s, err, errlen)) < 0)
@@ -502,11 +518,12 @@ void store_close(struct store *s)
 
 int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
 {
-	return store_query_int(s,
-			 "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
-			 " WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM registrations), 0),"
-			 " coalesce((SELECT max(seq) FROM tombstones), 0))",
-			 seq, "reading the sequence counter", err, errlen);
+	return store_query_int(
+	    s,
+	    "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
+	    " WHERE key = 'seq'), 0), coalesce((SELECT max(seq) FROM registrations), 0),"
+	    " coalesce((SELECT max(seq) FROM tombstones), 0))",
+	    seq, "reading the sequence counter", err, errlen);
 }
 
 static char *col_strdup(sqlite3_stmt *st, int i)
@@ -565,7 +582,8 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v2(s->db,
 					"SELECT key, value FROM reg_options WHERE reg_id = ?1"
-					" ORDER BY key", -1, &opt, NULL);
+					" ORDER BY key",
+					-1, &opt, NULL);
 	if (rc != SQLITE_OK) {
 		rc = store_fail(s, rc, "loading", err, errlen);
 		goto out;
@@ -614,8 +632,8 @@ out:
 	return rc;
 }
 
-int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id,
-			char *err, size_t errlen)
+int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id, char *err,
+			size_t errlen)
 {
 	sqlite3_stmt *st;
 	int rc = stmt(s, ST_INSERT_PLUGIN, &st, err, errlen);

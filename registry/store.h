@@ -50,10 +50,10 @@ struct store {
 };
 
 struct store_open_options {
-	const char *synchronous;          /* NULL = "full" */
+	const char *synchronous; /* NULL = "full" */
 	const char *const *types;
 	size_t n_types;
-	int64_t now;                      /* for migrated rows */
+	int64_t now; /* for migrated rows */
 };
 
 /* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
@@ -73,13 +73,13 @@ int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen);
  * (plugin id ascending), each plugin's registrations by seq, highest first.
  * r is filled (strings owned by the callee on success); type_idx indexes the
  * configured types.  A negative return stops the load. */
-typedef int (*store_load_fn)(void *arg, size_t type_idx, int64_t plugin_id,
-			     struct registration *r, char *err, size_t errlen);
+typedef int (*store_load_fn)(void *arg, size_t type_idx, int64_t plugin_id, struct registration *r,
+			     char *err, size_t errlen);
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
 	       void *arg, char *err, size_t errlen);
 
-int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id,
-			char *err, size_t errlen);
+int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id, char *err,
+			size_t errlen);
 int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen);
 /* Looks up and deletes the tombstone of (type, name, alloc).  *seq receives
  * its seq when it exists and deleted_at > cutoff, else 0. */

@@ -9,9 +9,9 @@
 #include "internal.h"
 
 static const char *const kind_names[] = {
-	[REG_KIND_CONTROLLER] = "controller",
-	[REG_KIND_NODE] = "node",
-	[REG_KIND_MONOLITH] = "monolith",
+    [REG_KIND_CONTROLLER] = "controller",
+    [REG_KIND_NODE] = "node",
+    [REG_KIND_MONOLITH] = "monolith",
 };
 
 const char *reg_kind_name(enum reg_kind k)
@@ -85,9 +85,10 @@ int reg_validate_name(const char *field, const char *s, char *err, size_t errlen
 		if (!name_char((unsigned char)s[n]))
 			break;
 	if (s[n] || n == 0 || n > REG_NAME_MAX || s[0] == '.')
-		return reg_errf(err, errlen, -EINVAL,
-				"%s `%s': must be 1-%d characters of [A-Za-z0-9._-], not starting with `.'",
-				field, reg_quote(q, sizeof(q), s), REG_NAME_MAX);
+		return reg_errf(
+		    err, errlen, -EINVAL,
+		    "%s `%s': must be 1-%d characters of [A-Za-z0-9._-], not starting with `.'",
+		    field, reg_quote(q, sizeof(q), s), REG_NAME_MAX);
 	return 0;
 }
 
@@ -135,8 +136,8 @@ const char *reg_quote(char *buf, size_t len, const char *s)
 		const unsigned char *u = (const unsigned char *)s + i;
 		uint32_t cp = 0;
 		size_t n = utf8_decode(u, &cp);
-		bool ok = n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) &&
-			  cp != '\\';
+		bool ok =
+		    n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) && cp != '\\';
 
 		if (i >= shown) {
 			if (o + 4 > len)
@@ -178,19 +179,19 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 		size_t n = utf8_decode((const unsigned char *)s + i, &cp);
 
 		if (n == 0)
-			return reg_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
-					field, reg_quote(q, sizeof(q), s));
+			return reg_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8", field,
+					reg_quote(q, sizeof(q), s));
 		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
 			return reg_errf(err, errlen, -EINVAL,
-					"%s `%s': must be printable (no control characters)",
-					field, reg_quote(q, sizeof(q), s));
+					"%s `%s': must be printable (no control characters)", field,
+					reg_quote(q, sizeof(q), s));
 		i += n;
 	}
 	return 0;
 }
 
 static const char normal_rule[] =
-	"must be normalised (no `.', `..' or empty components, no trailing `/')";
+    "must be normalised (no `.', `..' or empty components, no trailing `/')";
 
 int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
 {
@@ -204,8 +205,9 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", field,
 				reg_quote(q, sizeof(q), s));
 	if (len >= PATH_MAX)
-		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be shorter than %d bytes (is %zu)",
-				field, reg_quote(q, sizeof(q), s), PATH_MAX, len);
+		return reg_errf(err, errlen, -EINVAL,
+				"%s `%s': must be shorter than %d bytes (is %zu)", field,
+				reg_quote(q, sizeof(q), s), PATH_MAX, len);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
@@ -217,7 +219,7 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 	/* Every component, between a '/' and the next '/' or the end, must be
 	 * non-empty and neither "." nor "..".  This also rejects "/" itself
 	 * and a trailing slash (an empty last component). */
-	for (const char *c = s + 1;; ) {
+	for (const char *c = s + 1;;) {
 		const char *end = strchr(c, '/');
 		size_t n = end ? (size_t)(end - c) : strlen(c);
 
@@ -243,8 +245,8 @@ static bool path_under(const char *path, const char *root)
 	return strncmp(path, root, n) == 0 && path[n] == '/' && path[n + 1] != '\0';
 }
 
-int reg_validate_socket(const char *field, const char *s, const char *const *roots,
-			size_t n_roots, char *err, size_t errlen)
+int reg_validate_socket(const char *field, const char *s, const char *const *roots, size_t n_roots,
+			char *err, size_t errlen)
 {
 	char q[128], list[256];
 	size_t o = 0;
@@ -320,11 +322,13 @@ int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, siz
 	    (rc = reg_validate_name("alloc", spec->alloc, err, errlen)) < 0 ||
 	    (rc = reg_validate_socket("socket", spec->socket, roots, n_roots, err, errlen)) < 0)
 		return rc;
-	if (spec->version && (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
+	if (spec->version &&
+	    (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
 		return rc;
 	if (spec->kind != REG_KIND_UNSET && !reg_kind_name(spec->kind))
 		return reg_errf(err, errlen, -EINVAL,
-				"kind %d: must be one of controller, node, monolith", (int)spec->kind);
+				"kind %d: must be one of controller, node, monolith",
+				(int)spec->kind);
 	if (spec->n_options > 0 && !spec->options)
 		return reg_errf(err, errlen, -EINVAL, "options: missing");
 	for (size_t i = 0; i < spec->n_options; i++) {

@@ -94,8 +94,7 @@ static void test_scenario2_new_after_reboot(void **state)
 	assert_int_equal(reg(f, "csi-node", "p", "a2"), 0);
 	assert_string_equal(active(f, "csi-node", "p"), "a2");
 	assert_string_equal(order(f, "csi-node", "p"), "a2 a1 a0");
-	assert_string_equal(f->events,
-			    "registered csi-node/p a2;active csi-node/p a1->a2;");
+	assert_string_equal(f->events, "registered csi-node/p a2;active csi-node/p a1->a2;");
 }
 
 /* Scenario 3: register a0, a1, deregister a0: active a1, no active event. */
@@ -125,13 +124,12 @@ static void test_scenario4_fall_back_then_gone(void **state)
 	events_clear(f);
 	assert_int_equal(dereg(f, "csi-node", "p", "a1"), 0);
 	assert_string_equal(active(f, "csi-node", "p"), "a0");
-	assert_string_equal(f->events,
-			    "deregistered csi-node/p a1;active csi-node/p a1->a0;");
+	assert_string_equal(f->events, "deregistered csi-node/p a1;active csi-node/p a1->a0;");
 	events_clear(f);
 	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
 	assert_null(active(f, "csi-node", "p"));
-	assert_string_equal(f->events,
-			    "deregistered csi-node/p a0 (gone);active csi-node/p a0->(null) (gone);");
+	assert_string_equal(
+	    f->events, "deregistered csi-node/p a0 (gone);active csi-node/p a0->(null) (gone);");
 	registry_counts(f->r, &np, &nr);
 	assert_int_equal(np, 0);
 	assert_int_equal(nr, 0);
@@ -172,9 +170,11 @@ static void test_scenario5_task_restart_of_old(void **state)
 static void test_scenario6_deregister_alloc(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const both[] = { "csi-controller", "csi-node" };
-	struct reg_spec spec = { .name = "mono", .alloc = "m1", .socket = "/run/csi/m1/csi.sock",
-				 .kind = REG_KIND_MONOLITH };
+	static const char *const both[] = {"csi-controller", "csi-node"};
+	struct reg_spec spec = {.name = "mono",
+				.alloc = "m1",
+				.socket = "/run/csi/m1/csi.sock",
+				.kind = REG_KIND_MONOLITH};
 	size_t removed = 99;
 	char err[REG_ERR_MAX];
 
@@ -189,11 +189,10 @@ static void test_scenario6_deregister_alloc(void **state)
 	assert_null(active(f, "csi-controller", "mono"));
 	assert_null(active(f, "csi-node", "mono"));
 	assert_string_equal(active(f, "csi-node", "other"), "x1");
-	assert_string_equal(f->events,
-			    "deregistered csi-controller/mono m1 (gone);"
-			    "active csi-controller/mono m1->(null) (gone);"
-			    "deregistered csi-node/mono m1 (gone);"
-			    "active csi-node/mono m1->(null) (gone);");
+	assert_string_equal(f->events, "deregistered csi-controller/mono m1 (gone);"
+				       "active csi-controller/mono m1->(null) (gone);"
+				       "deregistered csi-node/mono m1 (gone);"
+				       "active csi-node/mono m1->(null) (gone);");
 	restart(f);
 	assert_null(active(f, "csi-node", "mono"));
 	assert_int_equal(count_rows(f, "registrations"), 1);
@@ -207,10 +206,14 @@ static void test_scenario6_deregister_alloc(void **state)
 static void test_update_in_place(void **state)
 {
 	struct fixture *f = *state;
-	struct reg_option opts[] = { { "b", "2" }, { "a", "1" } };
-	struct reg_spec spec = { .name = "p", .alloc = "a0", .socket = "/run/csi/a0/csi.sock",
-				 .version = "v1", .options = opts, .n_options = 2 };
-	static const char *const node[] = { "csi-node" };
+	struct reg_option opts[] = {{"b", "2"}, {"a", "1"}};
+	struct reg_spec spec = {.name = "p",
+				.alloc = "a0",
+				.socket = "/run/csi/a0/csi.sock",
+				.version = "v1",
+				.options = opts,
+				.n_options = 2};
+	static const char *const node[] = {"csi-node"};
 	char err[REG_ERR_MAX];
 	struct reg_plugin p;
 	int64_t id, seq;
@@ -219,8 +222,8 @@ static void test_update_in_place(void **state)
 	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
 	events_clear(f);
 	/* Same data, options in another order: identical, no event. */
-	opts[0] = (struct reg_option){ "a", "1" };
-	opts[1] = (struct reg_option){ "b", "2" };
+	opts[0] = (struct reg_option){"a", "1"};
+	opts[1] = (struct reg_option){"b", "2"};
 	f->now += 10;
 	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
 	assert_string_equal(f->events, "");
@@ -404,7 +407,7 @@ struct nested {
 static void mutate_from_callback(const struct reg_event *ev, void *arg)
 {
 	struct nested *n = arg;
-	struct reg_spec spec = { .name = "x", .alloc = "x", .socket = "/x.sock" };
+	struct reg_spec spec = {.name = "x", .alloc = "x", .socket = "/x.sock"};
 	const char *type = "csi-node";
 	struct reg_snapshot s;
 	char err[REG_ERR_MAX];
@@ -413,8 +416,8 @@ static void mutate_from_callback(const struct reg_event *ev, void *arg)
 	n->rc_register = registry_register(n->f->r, &type, 1, &spec, err, sizeof(err));
 	n->rc_dereg = registry_deregister(n->f->r, "csi-node", "p", "a0", err, sizeof(err));
 	n->rc_alloc = registry_deregister_alloc(n->f->r, "a0", NULL, err, sizeof(err));
-	n->rc_import = registry_import_legacy_json(n->f->r, "{\"Plugins\": {}}", NULL, err,
-						   sizeof(err));
+	n->rc_import =
+	    registry_import_legacy_json(n->f->r, "{\"Plugins\": {}}", NULL, err, sizeof(err));
 	assert_int_equal(registry_snapshot(n->f->r, NULL, &s), 0);
 	n->seen = s.n_plugins;
 	reg_snapshot_free(&s);
@@ -423,7 +426,7 @@ static void mutate_from_callback(const struct reg_event *ev, void *arg)
 static void test_callback_cannot_mutate(void **state)
 {
 	struct fixture *f = *state;
-	struct nested n = { .f = f };
+	struct nested n = {.f = f};
 	int id = registry_subscribe(f->r, mutate_from_callback, &n);
 
 	assert_true(id > 0);
@@ -458,7 +461,7 @@ static void count_event(const struct reg_event *ev, void *arg)
 static void test_subscribe_unsubscribe(void **state)
 {
 	struct fixture *f = *state;
-	struct counter a = { .f = f }, b = { .f = f, .unsubscribe_self = true };
+	struct counter a = {.f = f}, b = {.f = f, .unsubscribe_self = true};
 
 	a.id = registry_subscribe(f->r, count_event, &a);
 	b.id = registry_subscribe(f->r, count_event, &b);
@@ -504,8 +507,8 @@ static void test_snapshot_sorted_and_filtered(void **state)
 static void test_register_several_types(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const both[] = { "csi-controller", "csi-node" };
-	struct reg_spec spec = { .name = "m", .alloc = "m1", .socket = "/run/csi/m1/csi.sock" };
+	static const char *const both[] = {"csi-controller", "csi-node"};
+	struct reg_spec spec = {.name = "m", .alloc = "m1", .socket = "/run/csi/m1/csi.sock"};
 	char err[REG_ERR_MAX] = "";
 	struct reg_plugin p;
 
@@ -541,7 +544,8 @@ static void test_many_plugins(void **state)
 	for (int i = 0; i < 500; i++) {
 		snprintf(name, sizeof(name), "p%d", i % 100);
 		snprintf(alloc, sizeof(alloc), "a%d", i);
-		assert_int_equal(reg(f, (i / 100) % 2 ? "csi-node" : "csi-controller", name, alloc), 0);
+		assert_int_equal(reg(f, (i / 100) % 2 ? "csi-node" : "csi-controller", name, alloc),
+				 0);
 	}
 	registry_counts(f->r, &np, &nr);
 	assert_int_equal(np, 200);
@@ -553,7 +557,8 @@ static void test_many_plugins(void **state)
 	assert_string_equal(order(f, "csi-node", "p1"), "a301 a101");
 	for (int i = 0; i < 500; i += 2) {
 		snprintf(alloc, sizeof(alloc), "a%d", i);
-		assert_int_equal(registry_deregister_alloc(f->r, alloc, &removed, err, sizeof(err)), 0);
+		assert_int_equal(registry_deregister_alloc(f->r, alloc, &removed, err, sizeof(err)),
+				 0);
 		assert_int_equal(removed, 1);
 	}
 	registry_counts(f->r, &np, &nr);
@@ -604,7 +609,7 @@ static void test_concurrent_readers(void **state)
 {
 	struct fixture *f = *state;
 	atomic_int stop = 0;
-	struct reader rd[2] = { { .f = f, .stop = &stop }, { .f = f, .stop = &stop } };
+	struct reader rd[2] = {{.f = f, .stop = &stop}, {.f = f, .stop = &stop}};
 	pthread_t th[2];
 	char alloc[32];
 
@@ -632,26 +637,26 @@ static void test_concurrent_readers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_register_persists_and_reopens),
-		T(test_scenario1_restore_keeps_order),
-		T(test_scenario2_new_after_reboot),
-		T(test_scenario3_old_leaves),
-		T(test_scenario4_fall_back_then_gone),
-		T(test_scenario5_task_restart_of_old),
-		T(test_scenario6_deregister_alloc),
-		T(test_update_in_place),
-		T(test_deregister_unknown_is_noop),
-		T(test_seq_is_global_and_persisted),
-		T(test_plugin_ids_not_reused),
-		T(test_types_persisted),
-		T(test_tombstone_gives_seq_back_until_expiry),
-		T(test_tombstoned_newest_returns_to_front),
-		T(test_callback_cannot_mutate),
-		T(test_subscribe_unsubscribe),
-		T(test_snapshot_sorted_and_filtered),
-		T(test_register_several_types),
-		T(test_many_plugins),
-		T(test_concurrent_readers),
+	    T(test_register_persists_and_reopens),
+	    T(test_scenario1_restore_keeps_order),
+	    T(test_scenario2_new_after_reboot),
+	    T(test_scenario3_old_leaves),
+	    T(test_scenario4_fall_back_then_gone),
+	    T(test_scenario5_task_restart_of_old),
+	    T(test_scenario6_deregister_alloc),
+	    T(test_update_in_place),
+	    T(test_deregister_unknown_is_noop),
+	    T(test_seq_is_global_and_persisted),
+	    T(test_plugin_ids_not_reused),
+	    T(test_types_persisted),
+	    T(test_tombstone_gives_seq_back_until_expiry),
+	    T(test_tombstoned_newest_returns_to_front),
+	    T(test_callback_cannot_mutate),
+	    T(test_subscribe_unsubscribe),
+	    T(test_snapshot_sorted_and_filtered),
+	    T(test_register_several_types),
+	    T(test_many_plugins),
+	    T(test_concurrent_readers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

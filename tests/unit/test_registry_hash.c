@@ -14,7 +14,7 @@
 static void test_put_get_del(void **state)
 {
 	struct hash h;
-	int v[3] = { 1, 2, 3 };
+	int v[3] = {1, 2, 3};
 
 	(void)state;
 	hash_init(&h);
@@ -74,8 +74,8 @@ static void test_many_keys(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_put_get_del),
-		cmocka_unit_test(test_many_keys),
+	    cmocka_unit_test(test_put_get_del),
+	    cmocka_unit_test(test_many_keys),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -30,7 +30,8 @@ static void record(const struct reg_event *ev, void *arg)
 	/* Getters work from a callback (recursive mutex) and see the new state. */
 	registry_counts(f->r, &np, NULL);
 	if (ev->plugin) {
-		assert_int_equal(registry_get_plugin(f->r, ev->plugin_type, ev->plugin_name, &p), 0);
+		assert_int_equal(registry_get_plugin(f->r, ev->plugin_type, ev->plugin_name, &p),
+				 0);
 		assert_int_equal(p.n_regs, ev->plugin->n_regs);
 		assert_int_equal(p.id, ev->plugin_id);
 		reg_plugin_free_contents(&p);
@@ -73,8 +74,9 @@ int fixture_teardown(void **state)
 {
 	struct fixture *f = *state;
 	char p[256];
-	static const char *const suffixes[] = { "", "-wal", "-shm", "-journal", ".v1.bak",
-						".v1.bak-journal", ".v1.bak-wal", ".v1.bak-shm" };
+	static const char *const suffixes[] = {
+	    "",		  "-wal", "-shm", "-journal", ".v1.bak", ".v1.bak-journal", ".v1.bak-wal",
+	    ".v1.bak-shm"};
 
 	registry_close(f->r);
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
@@ -89,14 +91,14 @@ int fixture_teardown(void **state)
 struct registry_options fixture_options(struct fixture *f)
 {
 	return (struct registry_options){
-		.types = f->types,
-		.n_types = f->n_types,
-		.socket_roots = f->roots,
-		.n_socket_roots = f->n_roots,
-		.tombstone_ttl = TTL,
-		.synchronous = "full",
-		.now = fixture_now,
-		.now_arg = f,
+	    .types = f->types,
+	    .n_types = f->n_types,
+	    .socket_roots = f->roots,
+	    .n_socket_roots = f->n_roots,
+	    .tombstone_ttl = TTL,
+	    .synchronous = "full",
+	    .now = fixture_now,
+	    .now_arg = f,
 	};
 }
 
@@ -133,7 +135,7 @@ void restart(struct fixture *f)
 int reg(struct fixture *f, const char *type, const char *name, const char *alloc)
 {
 	char socket[256], err[REG_ERR_MAX];
-	struct reg_spec spec = { .name = name, .alloc = alloc, .socket = socket };
+	struct reg_spec spec = {.name = name, .alloc = alloc, .socket = socket};
 	int rc;
 
 	snprintf(socket, sizeof(socket), "/run/csi/%s/csi.sock", alloc);

@@ -35,8 +35,8 @@ static int refuse_commit(void *arg)
 static void test_failed_commit_changes_nothing(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const node[] = { "csi-node" };
-	struct reg_spec upd = { .name = "p", .alloc = "a0", .socket = "/run/csi/a0/new.sock" };
+	static const char *const node[] = {"csi-node"};
+	struct reg_spec upd = {.name = "p", .alloc = "a0", .socket = "/run/csi/a0/new.sock"};
 	char err[REG_ERR_MAX] = "";
 	struct reg_plugin p;
 	size_t np, nr, removed = 7;
@@ -95,12 +95,15 @@ static void test_failed_commit_changes_nothing(void **state)
 static void test_full_database_is_enospc(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const node[] = { "csi-node" };
+	static const char *const node[] = {"csi-node"};
 	static char big[REG_VALUE_MAX + 1];
 	struct reg_option opts[64];
 	char keys[64][8], err[REG_ERR_MAX] = "";
-	struct reg_spec spec = { .name = "big", .alloc = "b0", .socket = "/run/csi/b0/csi.sock",
-				 .options = opts, .n_options = 64 };
+	struct reg_spec spec = {.name = "big",
+				.alloc = "b0",
+				.socket = "/run/csi/b0/csi.sock",
+				.options = opts,
+				.n_options = 64};
 	sqlite3 *db;
 	size_t np, nr;
 
@@ -108,11 +111,12 @@ static void test_full_database_is_enospc(void **state)
 	memset(big, 'x', REG_VALUE_MAX);
 	for (int i = 0; i < 64; i++) {
 		snprintf(keys[i], sizeof(keys[i]), "k%02d", i);
-		opts[i] = (struct reg_option){ keys[i], big };
+		opts[i] = (struct reg_option){keys[i], big};
 	}
 	db = registry_db(f->r);
 	/* No page may be added: 64 KiB of options cannot fit. */
-	assert_int_equal(sqlite3_exec(db, "PRAGMA max_page_count = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "PRAGMA max_page_count = 1", NULL, NULL, NULL),
+			 SQLITE_OK);
 	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "full"));
 	assert_null(active(f, "csi-node", "big"));
@@ -123,7 +127,8 @@ static void test_full_database_is_enospc(void **state)
 			 SQLITE_OK);
 	events_clear(f);
 	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
-	assert_string_equal(f->events, "registered csi-node/big b0;active csi-node/big (null)->b0;");
+	assert_string_equal(f->events,
+			    "registered csi-node/big b0;active csi-node/big (null)->b0;");
 	restart(f);
 	assert_string_equal(active(f, "csi-node", "big"), "b0");
 }
@@ -240,19 +245,20 @@ static void test_corrupt_page_fails_quick_check(void **state)
 }
 
 static const char v1_json[] =
-	"{\"Plugins\": {"
-	" \"csi-node\": {"
-	"  \"p1\": {\"Name\": \"p1\", \"Type\": \"node\", \"Version\": \"1.2\","
-	"   \"ConnectionInfo\": {\"SocketPath\": \"/run/csi/n1/csi.sock\"}, \"AllocID\": \"n1\","
-	"   \"Options\": {\"z\": \"last\", \"a\": \"first\"}},"
-	"  \"p2\": {\"Type\": \"monolith\", \"ConnectionInfo\": {\"SocketPath\": \"/run/csi/m/csi.sock\"},"
-	"   \"AllocID\": \"m\"}},"
-	" \"csi-controller\": {"
-	"  \"p2\": {\"Name\": \"p2\", \"ConnectionInfo\": {\"SocketPath\": \"/run/csi/m/csi.sock\"},"
-	"   \"AllocID\": \"m\", \"Options\": null}},"
-	" \"legacy-type\": {"
-	"  \"old\": {\"ConnectionInfo\": {\"SocketPath\": \"/run/x.sock\"}, \"AllocID\": \"o\"}}"
-	"}}";
+    "{\"Plugins\": {"
+    " \"csi-node\": {"
+    "  \"p1\": {\"Name\": \"p1\", \"Type\": \"node\", \"Version\": \"1.2\","
+    "   \"ConnectionInfo\": {\"SocketPath\": \"/run/csi/n1/csi.sock\"}, \"AllocID\": \"n1\","
+    "   \"Options\": {\"z\": \"last\", \"a\": \"first\"}},"
+    "  \"p2\": {\"Type\": \"monolith\", \"ConnectionInfo\": {\"SocketPath\": "
+    "\"/run/csi/m/csi.sock\"},"
+    "   \"AllocID\": \"m\"}},"
+    " \"csi-controller\": {"
+    "  \"p2\": {\"Name\": \"p2\", \"ConnectionInfo\": {\"SocketPath\": \"/run/csi/m/csi.sock\"},"
+    "   \"AllocID\": \"m\", \"Options\": null}},"
+    " \"legacy-type\": {"
+    "  \"old\": {\"ConnectionInfo\": {\"SocketPath\": \"/run/x.sock\"}, \"AllocID\": \"o\"}}"
+    "}}";
 
 static void write_v1(const char *path, int user_version, const char *json)
 {
@@ -262,8 +268,9 @@ static void write_v1(const char *path, int user_version, const char *json)
 
 	unlink(path);
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)", NULL,
-				      NULL, NULL), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db, "CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)", NULL, NULL, NULL),
+	    SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO kv VALUES(?1, ?2)", -1, &st, NULL),
 			 SQLITE_OK);
 	sqlite3_bind_text(st, 1, "dynamic_plugin_registry", -1, SQLITE_STATIC);
@@ -299,7 +306,8 @@ static void check_migrated(struct fixture *f)
 	/* The backup is the version-1 file as it was. */
 	assert_int_equal(access(bak, F_OK), 0);
 	assert_int_equal(query_int(bak, "SELECT count(*) FROM kv WHERE key ="
-					" 'dynamic_plugin_registry' AND value LIKE '%\"p1\"%'"), 1);
+					" 'dynamic_plugin_registry' AND value LIKE '%\"p1\"%'"),
+			 1);
 	/* The state file is version 2 without kv, lists right. */
 	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 2);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master WHERE name = 'kv'"),
@@ -370,7 +378,8 @@ static void test_migrate_bad_entry_leaves_v1(void **state)
 	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM kv"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master"
-					    " WHERE name = 'registrations'"), 0);
+					    " WHERE name = 'registrations'"),
+			 0);
 	write_v1(f->path, 1, "{\"Plugins\": {\"csi-node\": [1, 2]}}");
 	assert_int_equal(try_open(f, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "every value of `Plugins' must be an object"));
@@ -477,45 +486,45 @@ static void test_import_rejects_all_or_nothing(void **state)
 	static const struct {
 		const char *json, *msg;
 	} bad[] = {
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a1\", \"ConnectionInfo\":"
-		  " {\"SocketPath\": \"/run/a.sock\"}}}, \"gpu\": {\"p\": {\"AllocID\": \"a1\","
-		  " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.gpu.p: type `gpu': must be one of the configured types "
-		  "(csi-controller, csi-node)" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a1\", \"ConnectionInfo\":"
-		  " {\"SocketPath\": \"run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok: socket `run/a.sock': must be an absolute path" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": 5, \"ConnectionInfo\":"
-		  " {\"SocketPath\": \"/run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok.AllocID: must be a string" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\"}}}}",
-		  "legacy JSON: Plugins.csi-node.ok.ConnectionInfo.SocketPath: must be a string" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Type\": \"gpu\","
-		  " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok.Type: must be one of controller, node, monolith" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Options\": {\"k\": 1},"
-		  " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok.Options: every value must be a string" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Name\": \"other\","
-		  " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok.Name: must be the same as the key" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"ConnectionInfo\":"
-		  " {\"SocketPath\": \"/run/a.sock\"}}, \"ok\": {\"AllocID\": \"b\", \"ConnectionInfo\":"
-		  " {\"SocketPath\": \"/run/b.sock\"}}}}}",
-		  "legacy JSON: Plugins.csi-node.ok: appears more than once" },
-		{ "[1, 2]", "legacy JSON: must be an object with `Plugins'" },
-		{ "{\"plugins\": {}}", "legacy JSON: `Plugins' missing" },
-		{ "{\"Plugins\": 3}", "legacy JSON: `Plugins' must be an object" },
-		{ "{\"Plugins\": {\"csi-node\": {\"ok\": 1}}}",
-		  "legacy JSON: Plugins.csi-node.ok: must be an object" },
-		{ "not json", "legacy JSON: not valid JSON" },
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a1\", \"ConnectionInfo\":"
+	     " {\"SocketPath\": \"/run/a.sock\"}}}, \"gpu\": {\"p\": {\"AllocID\": \"a1\","
+	     " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.gpu.p: type `gpu': must be one of the configured types "
+	     "(csi-controller, csi-node)"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a1\", \"ConnectionInfo\":"
+	     " {\"SocketPath\": \"run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok: socket `run/a.sock': must be an absolute path"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": 5, \"ConnectionInfo\":"
+	     " {\"SocketPath\": \"/run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok.AllocID: must be a string"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\"}}}}",
+	     "legacy JSON: Plugins.csi-node.ok.ConnectionInfo.SocketPath: must be a string"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Type\": \"gpu\","
+	     " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok.Type: must be one of controller, node, monolith"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Options\": {\"k\": 1},"
+	     " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok.Options: every value must be a string"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"Name\": \"other\","
+	     " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok.Name: must be the same as the key"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": {\"AllocID\": \"a\", \"ConnectionInfo\":"
+	     " {\"SocketPath\": \"/run/a.sock\"}}, \"ok\": {\"AllocID\": \"b\", \"ConnectionInfo\":"
+	     " {\"SocketPath\": \"/run/b.sock\"}}}}}",
+	     "legacy JSON: Plugins.csi-node.ok: appears more than once"},
+	    {"[1, 2]", "legacy JSON: must be an object with `Plugins'"},
+	    {"{\"plugins\": {}}", "legacy JSON: `Plugins' missing"},
+	    {"{\"Plugins\": 3}", "legacy JSON: `Plugins' must be an object"},
+	    {"{\"Plugins\": {\"csi-node\": {\"ok\": 1}}}",
+	     "legacy JSON: Plugins.csi-node.ok: must be an object"},
+	    {"not json", "legacy JSON: not valid JSON"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		n = 9;
 		err[0] = '\0';
-		assert_int_equal(registry_import_legacy_json(f->r, bad[i].json, &n, err, sizeof(err)),
-				 -EINVAL);
+		assert_int_equal(
+		    registry_import_legacy_json(f->r, bad[i].json, &n, err, sizeof(err)), -EINVAL);
 		assert_string_equal(err, bad[i].msg);
 		assert_int_equal(n, 0);
 	}
@@ -589,9 +598,9 @@ static void test_bad_open_options(void **state)
 	struct registry_options o = fixture_options(f);
 	struct registry *r = NULL;
 	char err[REG_ERR_MAX] = "", path[256];
-	static const char *const dup[] = { "csi-node", "csi-node" };
-	static const char *const bad_type[] = { "csi/node" };
-	static const char *const bad_root[] = { "/run/" };
+	static const char *const dup[] = {"csi-node", "csi-node"};
+	static const char *const bad_type[] = {"csi/node"};
+	static const char *const bad_root[] = {"/run/"};
 
 	snprintf(path, sizeof(path), "%s/other.db", f->dir);
 	o.n_types = 0;
@@ -613,7 +622,8 @@ static void test_bad_open_options(void **state)
 	o = fixture_options(f);
 	o.synchronous = "sometimes";
 	assert_int_equal(registry_open(path, &o, &r, err, sizeof(err)), -EINVAL);
-	assert_string_equal(err, "synchronous `sometimes': must be one of off, normal, full, extra");
+	assert_string_equal(err,
+			    "synchronous `sometimes': must be one of off, normal, full, extra");
 	o = fixture_options(f);
 	o.tombstone_ttl = -1;
 	assert_int_equal(registry_open(path, &o, &r, err, sizeof(err)), -EINVAL);
@@ -633,8 +643,8 @@ static void test_memory_database(void **state)
 	struct registry_options o = fixture_options(f);
 	struct registry *r = NULL;
 	char err[REG_ERR_MAX] = "";
-	static const char *const node[] = { "csi-node" };
-	struct reg_spec spec = { .name = "p", .alloc = "a", .socket = "/a.sock" };
+	static const char *const node[] = {"csi-node"};
+	struct reg_spec spec = {.name = "p", .alloc = "a", .socket = "/a.sock"};
 	size_t np;
 
 	assert_int_equal(registry_open(":memory:", &o, &r, err, sizeof(err)), 0);
@@ -647,22 +657,22 @@ static void test_memory_database(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		T(test_failed_commit_changes_nothing),
-		T(test_full_database_is_enospc),
-		T(test_busy_database_is_ebusy),
-		T(test_wal_and_schema_version),
-		T(test_newer_version_refused),
-		T(test_not_a_database_refused),
-		T(test_corrupt_page_fails_quick_check),
-		T(test_migrate_v1),
-		T(test_migrate_v0_with_kv),
-		T(test_migrate_bad_entry_leaves_v1),
-		T(test_import_fixture),
-		T(test_import_rejects_all_or_nothing),
-		T(test_unconfigured_type_kept_not_served),
-		T(test_check_file),
-		T(test_bad_open_options),
-		T(test_memory_database),
+	    T(test_failed_commit_changes_nothing),
+	    T(test_full_database_is_enospc),
+	    T(test_busy_database_is_ebusy),
+	    T(test_wal_and_schema_version),
+	    T(test_newer_version_refused),
+	    T(test_not_a_database_refused),
+	    T(test_corrupt_page_fails_quick_check),
+	    T(test_migrate_v1),
+	    T(test_migrate_v0_with_kv),
+	    T(test_migrate_bad_entry_leaves_v1),
+	    T(test_import_fixture),
+	    T(test_import_rejects_all_or_nothing),
+	    T(test_unconfigured_type_kept_not_served),
+	    T(test_check_file),
+	    T(test_bad_open_options),
+	    T(test_memory_database),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

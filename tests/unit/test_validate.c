@@ -19,8 +19,8 @@
 #include "registry.h"
 #include "test_registry_util.h"
 
-static char long_name[REG_NAME_MAX + 2];  /* 129 characters */
-static char max_name[REG_NAME_MAX + 1];   /* 128 characters: fine */
+static char long_name[REG_NAME_MAX + 2];   /* 129 characters */
+static char max_name[REG_NAME_MAX + 1];	   /* 128 characters: fine */
 static char long_value[REG_VALUE_MAX + 2]; /* 1025 bytes */
 static char max_value[REG_VALUE_MAX + 1];  /* 1024 bytes: fine */
 static char long_socket[PATH_MAX + 8];
@@ -47,129 +47,124 @@ struct bad {
  * overriding earlier ones are well defined in C, so silence GCC's note. */
 #pragma GCC diagnostic ignored "-Woverride-init"
 #define GOOD_SPEC .name = "p", .alloc = "a0", .socket = "/run/a/a0/csi.sock"
-#define NODE .types = { "csi-node" }, .n_types = 1
+#define NODE .types = {"csi-node"}, .n_types = 1
 #define NAME_RULE "must be 1-128 characters of [A-Za-z0-9._-], not starting with `.'"
 #define NORMAL_RULE "must be normalised (no `.', `..' or empty components, no trailing `/')"
 
-static struct reg_option opt_bad_key[] = { { "a/b", "v" } };
-static struct reg_option opt_dot_key[] = { { ".x", "v" } };
-static struct reg_option opt_empty_key[] = { { "", "v" } };
-static struct reg_option opt_long_key[] = { { long_name, "v" } };
-static struct reg_option opt_null_key[] = { { NULL, "v" } };
-static struct reg_option opt_ctl_value[] = { { "k", "line\nbreak" } };
-static struct reg_option opt_long_value[] = { { "k", long_value } };
-static struct reg_option opt_bad_utf8[] = { { "k", "\xc3\x28" } };
-static struct reg_option opt_null_value[] = { { "k", NULL } };
-static struct reg_option opt_dup[] = { { "k", "1" }, { "j", "2" }, { "k", "3" } };
+static struct reg_option opt_bad_key[] = {{"a/b", "v"}};
+static struct reg_option opt_dot_key[] = {{".x", "v"}};
+static struct reg_option opt_empty_key[] = {{"", "v"}};
+static struct reg_option opt_long_key[] = {{long_name, "v"}};
+static struct reg_option opt_null_key[] = {{NULL, "v"}};
+static struct reg_option opt_ctl_value[] = {{"k", "line\nbreak"}};
+static struct reg_option opt_long_value[] = {{"k", long_value}};
+static struct reg_option opt_bad_utf8[] = {{"k", "\xc3\x28"}};
+static struct reg_option opt_null_value[] = {{"k", NULL}};
+static struct reg_option opt_dup[] = {{"k", "1"}, {"j", "2"}, {"k", "3"}};
 
 static const struct bad bad_inputs[] = {
-	/* type */
-	{ "unknown type", .types = { "gpu" }, .n_types = 1, .spec = { GOOD_SPEC },
-	  .msg = "type `gpu': must be one of the configured types (csi-controller, csi-node)" },
-	{ "type with a slash", .types = { "csi-node/x" }, .n_types = 1, .spec = { GOOD_SPEC },
-	  .msg = "type `csi-node/x': must be one of the configured types (csi-controller, csi-node)" },
-	{ "missing type", .types = { NULL }, .n_types = 1, .spec = { GOOD_SPEC },
-	  .msg = "type: missing; must be one of csi-controller, csi-node" },
-	{ "no types", .n_types = 0, .spec = { GOOD_SPEC },
-	  .msg = "type: at least one type is required" },
-	{ "type twice", .types = { "csi-node", "csi-node" }, .n_types = 2, .spec = { GOOD_SPEC },
-	  .msg = "type `csi-node': given more than once" },
-	/* name */
-	{ "name with a slash", NODE, .spec = { GOOD_SPEC, .name = "a/b" },
-	  .msg = "name `a/b': " NAME_RULE },
-	{ "empty name", NODE, .spec = { GOOD_SPEC, .name = "" }, .msg = "name `': " NAME_RULE },
-	{ "hidden name", NODE, .spec = { GOOD_SPEC, .name = ".p" }, .msg = "name `.p': " NAME_RULE },
-	{ "dot-dot name", NODE, .spec = { GOOD_SPEC, .name = ".." }, .msg = "name `..': " NAME_RULE },
-	{ "name with a space", NODE, .spec = { GOOD_SPEC, .name = "a b" },
-	  .msg = "name `a b': " NAME_RULE },
-	{ "name with a newline", NODE, .spec = { GOOD_SPEC, .name = "a\nb" },
-	  .msg = "name `a\\x0ab': " NAME_RULE },
-	{ "name with UTF-8", NODE, .spec = { GOOD_SPEC, .name = "pl\xc3\xbcgin" },
-	  .msg = "name `pl\xc3\xbcgin': " NAME_RULE },
-	{ "missing name", NODE, .spec = { GOOD_SPEC, .name = NULL }, .msg = "name: missing" },
-	/* alloc */
-	{ "alloc with a slash", NODE, .spec = { GOOD_SPEC, .alloc = "../a" },
-	  .msg = "alloc `../a': " NAME_RULE },
-	{ "empty alloc", NODE, .spec = { GOOD_SPEC, .alloc = "" }, .msg = "alloc `': " NAME_RULE },
-	{ "hidden alloc", NODE, .spec = { GOOD_SPEC, .alloc = ".a" }, .msg = "alloc `.a': " NAME_RULE },
-	{ "alloc with a colon", NODE, .spec = { GOOD_SPEC, .alloc = "a:b" },
-	  .msg = "alloc `a:b': " NAME_RULE },
-	{ "missing alloc", NODE, .spec = { GOOD_SPEC, .alloc = NULL }, .msg = "alloc: missing" },
-	/* socket */
-	{ "relative socket", NODE, .spec = { GOOD_SPEC, .socket = "run/a/csi.sock" },
-	  .msg = "socket `run/a/csi.sock': must be an absolute path" },
-	{ "empty socket", NODE, .spec = { GOOD_SPEC, .socket = "" },
-	  .msg = "socket `': must be an absolute path" },
-	{ "missing socket", NODE, .spec = { GOOD_SPEC, .socket = NULL }, .msg = "socket: missing" },
-	{ "socket with //", NODE, .spec = { GOOD_SPEC, .socket = "/run/a//csi.sock" },
-	  .msg = "socket `/run/a//csi.sock': " NORMAL_RULE },
-	{ "socket with .", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/./csi.sock" },
-	  .msg = "socket `/run/a/./csi.sock': " NORMAL_RULE },
-	{ "socket with ..", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/../b/csi.sock" },
-	  .msg = "socket `/run/a/../b/csi.sock': " NORMAL_RULE },
-	{ "socket ending in ..", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/x/.." },
-	  .msg = "socket `/run/a/x/..': " NORMAL_RULE },
-	{ "socket with a trailing slash", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/x/" },
-	  .msg = "socket `/run/a/x/': " NORMAL_RULE },
-	{ "socket /", NODE, .spec = { GOOD_SPEC, .socket = "/" }, .msg = "socket `/': " NORMAL_RULE },
-	{ "socket with a newline", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/x\n.sock" },
-	  .msg = "socket `/run/a/x\\x0a.sock': must not contain control characters" },
-	{ "socket with DEL", NODE, .spec = { GOOD_SPEC, .socket = "/run/a/x\x7f" },
-	  .msg = "socket `/run/a/x\\x7f': must not contain control characters" },
-	{ "socket of PATH_MAX bytes", NODE, .spec = { GOOD_SPEC, .socket = long_socket },
-	  .msg = NULL /* checked by prefix below */ },
-	{ "socket outside the roots", NODE, .spec = { GOOD_SPEC, .socket = "/tmp/csi.sock" },
-	  .msg = "socket `/tmp/csi.sock': must be under one of the socket roots (/run/a, /srv/csi)" },
-	{ "socket in a sibling of a root", NODE, .spec = { GOOD_SPEC, .socket = "/run/ab/csi.sock" },
-	  .msg = "socket `/run/ab/csi.sock': must be under one of the socket roots (/run/a, /srv/csi)" },
-	{ "socket that is a root", NODE, .spec = { GOOD_SPEC, .socket = "/run/a" },
-	  .msg = "socket `/run/a': must be under one of the socket roots (/run/a, /srv/csi)" },
-	/* version */
-	{ "version with a newline", NODE, .spec = { GOOD_SPEC, .version = "1.0\n" },
-	  .msg = "version `1.0\\x0a': must be printable (no control characters)" },
-	{ "version with an escape", NODE, .spec = { GOOD_SPEC, .version = "\x1b[31m" },
-	  .msg = "version `\\x1b[31m': must be printable (no control characters)" },
-	{ "version with DEL", NODE, .spec = { GOOD_SPEC, .version = "1\x7f" },
-	  .msg = "version `1\\x7f': must be printable (no control characters)" },
-	{ "version with a C1 control", NODE, .spec = { GOOD_SPEC, .version = "1\xc2\x85" },
-	  .msg = "version `1\\xc2\\x85': must be printable (no control characters)" },
-	{ "version not UTF-8", NODE, .spec = { GOOD_SPEC, .version = "1\xff" },
-	  .msg = "version `1\\xff': must be valid UTF-8" },
-	{ "version overlong UTF-8", NODE, .spec = { GOOD_SPEC, .version = "\xc0\xaf" },
-	  .msg = "version `\\xc0\\xaf': must be valid UTF-8" },
-	{ "version of 1025 bytes", NODE, .spec = { GOOD_SPEC, .version = long_value },
-	  .msg = NULL },
-	/* kind */
-	{ "unknown kind", NODE, .spec = { GOOD_SPEC, .kind = (enum reg_kind)99 },
-	  .msg = "kind 99: must be one of controller, node, monolith" },
-	/* option keys */
-	{ "option key with a slash", NODE,
-	  .spec = { GOOD_SPEC, .options = opt_bad_key, .n_options = 1 },
-	  .msg = "option key `a/b': " NAME_RULE },
-	{ "hidden option key", NODE, .spec = { GOOD_SPEC, .options = opt_dot_key, .n_options = 1 },
-	  .msg = "option key `.x': " NAME_RULE },
-	{ "empty option key", NODE, .spec = { GOOD_SPEC, .options = opt_empty_key, .n_options = 1 },
-	  .msg = "option key `': " NAME_RULE },
-	{ "long option key", NODE, .spec = { GOOD_SPEC, .options = opt_long_key, .n_options = 1 },
-	  .msg = NULL },
-	{ "missing option key", NODE, .spec = { GOOD_SPEC, .options = opt_null_key, .n_options = 1 },
-	  .msg = "option key: missing" },
-	{ "option key twice", NODE, .spec = { GOOD_SPEC, .options = opt_dup, .n_options = 3 },
-	  .msg = "option key `k': given more than once" },
-	{ "options missing", NODE, .spec = { GOOD_SPEC, .options = NULL, .n_options = 2 },
-	  .msg = "options: missing" },
-	/* option values */
-	{ "option value with a newline", NODE,
-	  .spec = { GOOD_SPEC, .options = opt_ctl_value, .n_options = 1 },
-	  .msg = "option `k' value `line\\x0abreak': must be printable (no control characters)" },
-	{ "option value of 1025 bytes", NODE,
-	  .spec = { GOOD_SPEC, .options = opt_long_value, .n_options = 1 }, .msg = NULL },
-	{ "option value not UTF-8", NODE,
-	  .spec = { GOOD_SPEC, .options = opt_bad_utf8, .n_options = 1 },
-	  .msg = "option `k' value `\\xc3(': must be valid UTF-8" },
-	{ "missing option value", NODE,
-	  .spec = { GOOD_SPEC, .options = opt_null_value, .n_options = 1 },
-	  .msg = "option `k' value: missing" },
+    /* type */
+    {"unknown type", .types = {"gpu"}, .n_types = 1, .spec = {GOOD_SPEC},
+     .msg = "type `gpu': must be one of the configured types (csi-controller, csi-node)"},
+    {"type with a slash", .types = {"csi-node/x"}, .n_types = 1, .spec = {GOOD_SPEC},
+     .msg = "type `csi-node/x': must be one of the configured types (csi-controller, csi-node)"},
+    {"missing type", .types = {NULL}, .n_types = 1, .spec = {GOOD_SPEC},
+     .msg = "type: missing; must be one of csi-controller, csi-node"},
+    {"no types", .n_types = 0, .spec = {GOOD_SPEC}, .msg = "type: at least one type is required"},
+    {"type twice", .types = {"csi-node", "csi-node"}, .n_types = 2, .spec = {GOOD_SPEC},
+     .msg = "type `csi-node': given more than once"},
+    /* name */
+    {"name with a slash", NODE, .spec = {GOOD_SPEC, .name = "a/b"},
+     .msg = "name `a/b': " NAME_RULE},
+    {"empty name", NODE, .spec = {GOOD_SPEC, .name = ""}, .msg = "name `': " NAME_RULE},
+    {"hidden name", NODE, .spec = {GOOD_SPEC, .name = ".p"}, .msg = "name `.p': " NAME_RULE},
+    {"dot-dot name", NODE, .spec = {GOOD_SPEC, .name = ".."}, .msg = "name `..': " NAME_RULE},
+    {"name with a space", NODE, .spec = {GOOD_SPEC, .name = "a b"},
+     .msg = "name `a b': " NAME_RULE},
+    {"name with a newline", NODE, .spec = {GOOD_SPEC, .name = "a\nb"},
+     .msg = "name `a\\x0ab': " NAME_RULE},
+    {"name with UTF-8", NODE, .spec = {GOOD_SPEC, .name = "pl\xc3\xbcgin"},
+     .msg = "name `pl\xc3\xbcgin': " NAME_RULE},
+    {"missing name", NODE, .spec = {GOOD_SPEC, .name = NULL}, .msg = "name: missing"},
+    /* alloc */
+    {"alloc with a slash", NODE, .spec = {GOOD_SPEC, .alloc = "../a"},
+     .msg = "alloc `../a': " NAME_RULE},
+    {"empty alloc", NODE, .spec = {GOOD_SPEC, .alloc = ""}, .msg = "alloc `': " NAME_RULE},
+    {"hidden alloc", NODE, .spec = {GOOD_SPEC, .alloc = ".a"}, .msg = "alloc `.a': " NAME_RULE},
+    {"alloc with a colon", NODE, .spec = {GOOD_SPEC, .alloc = "a:b"},
+     .msg = "alloc `a:b': " NAME_RULE},
+    {"missing alloc", NODE, .spec = {GOOD_SPEC, .alloc = NULL}, .msg = "alloc: missing"},
+    /* socket */
+    {"relative socket", NODE, .spec = {GOOD_SPEC, .socket = "run/a/csi.sock"},
+     .msg = "socket `run/a/csi.sock': must be an absolute path"},
+    {"empty socket", NODE, .spec = {GOOD_SPEC, .socket = ""},
+     .msg = "socket `': must be an absolute path"},
+    {"missing socket", NODE, .spec = {GOOD_SPEC, .socket = NULL}, .msg = "socket: missing"},
+    {"socket with //", NODE, .spec = {GOOD_SPEC, .socket = "/run/a//csi.sock"},
+     .msg = "socket `/run/a//csi.sock': " NORMAL_RULE},
+    {"socket with .", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/./csi.sock"},
+     .msg = "socket `/run/a/./csi.sock': " NORMAL_RULE},
+    {"socket with ..", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/../b/csi.sock"},
+     .msg = "socket `/run/a/../b/csi.sock': " NORMAL_RULE},
+    {"socket ending in ..", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x/.."},
+     .msg = "socket `/run/a/x/..': " NORMAL_RULE},
+    {"socket with a trailing slash", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x/"},
+     .msg = "socket `/run/a/x/': " NORMAL_RULE},
+    {"socket /", NODE, .spec = {GOOD_SPEC, .socket = "/"}, .msg = "socket `/': " NORMAL_RULE},
+    {"socket with a newline", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\n.sock"},
+     .msg = "socket `/run/a/x\\x0a.sock': must not contain control characters"},
+    {"socket with DEL", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\x7f"},
+     .msg = "socket `/run/a/x\\x7f': must not contain control characters"},
+    {"socket of PATH_MAX bytes", NODE, .spec = {GOOD_SPEC, .socket = long_socket},
+     .msg = NULL /* checked by prefix below */},
+    {"socket outside the roots", NODE, .spec = {GOOD_SPEC, .socket = "/tmp/csi.sock"},
+     .msg = "socket `/tmp/csi.sock': must be under one of the socket roots (/run/a, /srv/csi)"},
+    {"socket in a sibling of a root", NODE, .spec = {GOOD_SPEC, .socket = "/run/ab/csi.sock"},
+     .msg = "socket `/run/ab/csi.sock': must be under one of the socket roots (/run/a, /srv/csi)"},
+    {"socket that is a root", NODE, .spec = {GOOD_SPEC, .socket = "/run/a"},
+     .msg = "socket `/run/a': must be under one of the socket roots (/run/a, /srv/csi)"},
+    /* version */
+    {"version with a newline", NODE, .spec = {GOOD_SPEC, .version = "1.0\n"},
+     .msg = "version `1.0\\x0a': must be printable (no control characters)"},
+    {"version with an escape", NODE, .spec = {GOOD_SPEC, .version = "\x1b[31m"},
+     .msg = "version `\\x1b[31m': must be printable (no control characters)"},
+    {"version with DEL", NODE, .spec = {GOOD_SPEC, .version = "1\x7f"},
+     .msg = "version `1\\x7f': must be printable (no control characters)"},
+    {"version with a C1 control", NODE, .spec = {GOOD_SPEC, .version = "1\xc2\x85"},
+     .msg = "version `1\\xc2\\x85': must be printable (no control characters)"},
+    {"version not UTF-8", NODE, .spec = {GOOD_SPEC, .version = "1\xff"},
+     .msg = "version `1\\xff': must be valid UTF-8"},
+    {"version overlong UTF-8", NODE, .spec = {GOOD_SPEC, .version = "\xc0\xaf"},
+     .msg = "version `\\xc0\\xaf': must be valid UTF-8"},
+    {"version of 1025 bytes", NODE, .spec = {GOOD_SPEC, .version = long_value}, .msg = NULL},
+    /* kind */
+    {"unknown kind", NODE, .spec = {GOOD_SPEC, .kind = (enum reg_kind)99},
+     .msg = "kind 99: must be one of controller, node, monolith"},
+    /* option keys */
+    {"option key with a slash", NODE, .spec = {GOOD_SPEC, .options = opt_bad_key, .n_options = 1},
+     .msg = "option key `a/b': " NAME_RULE},
+    {"hidden option key", NODE, .spec = {GOOD_SPEC, .options = opt_dot_key, .n_options = 1},
+     .msg = "option key `.x': " NAME_RULE},
+    {"empty option key", NODE, .spec = {GOOD_SPEC, .options = opt_empty_key, .n_options = 1},
+     .msg = "option key `': " NAME_RULE},
+    {"long option key", NODE, .spec = {GOOD_SPEC, .options = opt_long_key, .n_options = 1},
+     .msg = NULL},
+    {"missing option key", NODE, .spec = {GOOD_SPEC, .options = opt_null_key, .n_options = 1},
+     .msg = "option key: missing"},
+    {"option key twice", NODE, .spec = {GOOD_SPEC, .options = opt_dup, .n_options = 3},
+     .msg = "option key `k': given more than once"},
+    {"options missing", NODE, .spec = {GOOD_SPEC, .options = NULL, .n_options = 2},
+     .msg = "options: missing"},
+    /* option values */
+    {"option value with a newline", NODE,
+     .spec = {GOOD_SPEC, .options = opt_ctl_value, .n_options = 1},
+     .msg = "option `k' value `line\\x0abreak': must be printable (no control characters)"},
+    {"option value of 1025 bytes", NODE,
+     .spec = {GOOD_SPEC, .options = opt_long_value, .n_options = 1}, .msg = NULL},
+    {"option value not UTF-8", NODE, .spec = {GOOD_SPEC, .options = opt_bad_utf8, .n_options = 1},
+     .msg = "option `k' value `\\xc3(': must be valid UTF-8"},
+    {"missing option value", NODE, .spec = {GOOD_SPEC, .options = opt_null_value, .n_options = 1},
+     .msg = "option `k' value: missing"},
 };
 
 /* Messages too long to spell out: their expected beginning and end. */
@@ -219,8 +214,9 @@ static void test_bad_inputs_rejected(void **state)
 
 		print_message("bad input: %s\n", b->what);
 		memset(err, 'X', sizeof(err));
-		assert_int_equal(registry_register(f->r, b->types, b->n_types, &b->spec, err,
-						   sizeof(err)), -EINVAL);
+		assert_int_equal(
+		    registry_register(f->r, b->types, b->n_types, &b->spec, err, sizeof(err)),
+		    -EINVAL);
 		if (b->msg)
 			assert_string_equal(err, b->msg);
 		else
@@ -239,12 +235,16 @@ static void test_bad_inputs_rejected(void **state)
 static void test_edge_inputs_accepted(void **state)
 {
 	struct fixture *f = *state;
-	static const char *const both[] = { "csi-node", "csi-controller" };
-	struct reg_option opts[] = { { "Z.z_-9", max_value }, { "a", "" },
-				     { "u", "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x94\x8c" } };
-	struct reg_spec spec = { .name = max_name, .alloc = "A-0.b_c", .socket = "/srv/csi/x/y.sock",
-				 .version = max_value, .kind = REG_KIND_MONOLITH, .options = opts,
-				 .n_options = 3 };
+	static const char *const both[] = {"csi-node", "csi-controller"};
+	struct reg_option opts[] = {
+	    {"Z.z_-9", max_value}, {"a", ""}, {"u", "caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x94\x8c"}};
+	struct reg_spec spec = {.name = max_name,
+				.alloc = "A-0.b_c",
+				.socket = "/srv/csi/x/y.sock",
+				.version = max_value,
+				.kind = REG_KIND_MONOLITH,
+				.options = opts,
+				.n_options = 3};
 	char err[REG_ERR_MAX] = "";
 	struct reg_plugin p;
 
@@ -274,12 +274,13 @@ static void test_deregister_inputs(void **state)
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	events_clear(f);
 	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", err, sizeof(err)), -EINVAL);
-	assert_string_equal(err,
-			    "type `gpu': must be one of the configured types (csi-controller, csi-node)");
+	assert_string_equal(
+	    err, "type `gpu': must be one of the configured types (csi-controller, csi-node)");
 	assert_int_equal(registry_deregister(f->r, "csi-node", "p/", "a0", err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "name `p/': " NAME_RULE);
-	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, err, sizeof(err)), -EINVAL);
+	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, err, sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(err, "alloc: missing");
 	assert_int_equal(registry_deregister_alloc(f->r, ".a0", NULL, err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "alloc `.a0': " NAME_RULE);
@@ -303,7 +304,8 @@ static void test_public_helpers(void **state)
 	assert_string_equal(err, "v `tab\\x09here': must be printable (no control characters)");
 	assert_int_equal(reg_validate_printable("v", "\xed\xa0\x80", err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "must be valid UTF-8")); /* a surrogate */
-	assert_int_equal(reg_validate_printable("v", "\xf4\x90\x80\x80", err, sizeof(err)), -EINVAL);
+	assert_int_equal(reg_validate_printable("v", "\xf4\x90\x80\x80", err, sizeof(err)),
+			 -EINVAL);
 	assert_int_equal(reg_validate_printable("v", "\xe2\x82", err, sizeof(err)), -EINVAL);
 	assert_int_equal(reg_validate_printable("v", "", err, sizeof(err)), 0);
 	assert_int_equal(reg_validate_socket_path("s", "/a/b.c/..d/.e", err, sizeof(err)), 0);
@@ -335,12 +337,12 @@ static void test_public_helpers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_inputs_rejected, roots_setup,
-						fixture_teardown),
-		cmocka_unit_test_setup_teardown(test_edge_inputs_accepted, roots_setup,
-						fixture_teardown),
-		T(test_deregister_inputs),
-		cmocka_unit_test(test_public_helpers),
+	    cmocka_unit_test_setup_teardown(test_bad_inputs_rejected, roots_setup,
+					    fixture_teardown),
+	    cmocka_unit_test_setup_teardown(test_edge_inputs_accepted, roots_setup,
+					    fixture_teardown),
+	    T(test_deregister_inputs),
+	    cmocka_unit_test(test_public_helpers),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
