@@ -133,6 +133,28 @@ static void test_full_database_is_enospc(void **state)
 	assert_string_equal(active(f, "csi-node", "big"), "b0");
 }
 
+static void test_read_only_database_is_erofs(void **state)
+{
+	struct fixture *f = *state;
+	sqlite3 *db = registry_db(f->r);
+	char err[REG_ERR_MAX] = "";
+	size_t removed = 5;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	events_clear(f);
+	/* Every write of the connection now fails with SQLITE_READONLY. */
+	assert_int_equal(sqlite3_exec(db, "PRAGMA query_only = 1", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), -EROFS);
+	assert_int_equal(registry_deregister_alloc(f->r, "a0", &removed, err, sizeof(err)), -EROFS);
+	assert_non_null(strstr(err, "readonly"));
+	assert_int_equal(removed, 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a0");
+	assert_string_equal(f->events, "");
+	assert_int_equal(sqlite3_exec(db, "PRAGMA query_only = 0", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+}
+
 static void test_busy_database_is_ebusy(void **state)
 {
 	struct fixture *f = *state;
@@ -659,6 +681,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    T(test_failed_commit_changes_nothing),
 	    T(test_full_database_is_enospc),
+	    T(test_read_only_database_is_erofs),
 	    T(test_busy_database_is_ebusy),
 	    T(test_wal_and_schema_version),
 	    T(test_newer_version_refused),
