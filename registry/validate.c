@@ -208,10 +208,14 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 		return reg_errf(err, errlen, -EINVAL,
 				"%s `%s': must be shorter than %d bytes (is %zu)", field,
 				reg_quote(q, sizeof(q), s), PATH_MAX, len);
+	/* C0 controls, DEL, and C1 controls (U+0080-U+009F, 0xc2 0x80-0x9f in
+	 * UTF-8: a terminal reads U+009B as CSI).  Other bytes are allowed: a
+	 * path need not be UTF-8. */
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		if (c < 0x20 || c == 0x7f)
+		if (c < 0x20 || c == 0x7f ||
+		    (c == 0xc2 && ((unsigned char)s[i + 1] & 0xe0) == 0x80))
 			return reg_errf(err, errlen, -EINVAL,
 					"%s `%s': must not contain control characters", field,
 					reg_quote(q, sizeof(q), s));

@@ -115,6 +115,8 @@ static const struct bad bad_inputs[] = {
      .msg = "socket `/run/a/x\\x0a.sock': must not contain control characters"},
     {"socket with DEL", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\x7f"},
      .msg = "socket `/run/a/x\\x7f': must not contain control characters"},
+    {"socket with a C1 control", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\xc2\x9b.sock"},
+     .msg = "socket `/run/a/x\\xc2\\x9b.sock': must not contain control characters"},
     {"socket of PATH_MAX bytes", NODE, .spec = {GOOD_SPEC, .socket = long_socket},
      .msg = NULL /* checked by prefix below */},
     {"socket outside the roots", NODE, .spec = {GOOD_SPEC, .socket = "/tmp/csi.sock"},
