@@ -268,6 +268,29 @@ static void test_edge_inputs_accepted(void **state)
 	reg_plugin_free_contents(&p);
 }
 
+/* A socket root of `/' (the config accepts it) lets through any socket that
+ * passes the other rules. */
+static void test_root_slash_allows_any_socket(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_spec spec = {.name = "p", .alloc = "a1", .socket = "/run/x/../y.sock"};
+	char err[REG_ERR_MAX] = "";
+	int rc;
+
+	registry_close(f->r);
+	f->r = NULL;
+	f->roots[0] = "/";
+	f->n_roots = 1;
+	rc = try_open(f, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("registry_open with socket_roots `/': %d %s", rc, err);
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "socket `/run/x/../y.sock': " NORMAL_RULE);
+}
+
 static void test_deregister_inputs(void **state)
 {
 	struct fixture *f = *state;
@@ -343,6 +366,7 @@ int main(void)
 					    fixture_teardown),
 	    cmocka_unit_test_setup_teardown(test_edge_inputs_accepted, roots_setup,
 					    fixture_teardown),
+	    T(test_root_slash_allows_any_socket),
 	    T(test_deregister_inputs),
 	    cmocka_unit_test(test_public_helpers),
 	};
