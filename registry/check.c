@@ -133,11 +133,14 @@ static int check_v1(struct store *s, char *err, size_t errlen)
 	sqlite3_bind_text(st, 1, REG_LEGACY_KV_KEY, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+		/* What the migration on open would refuse, in its words. */
 		rc = legacy_parse(s->db, (const char *)sqlite3_column_text(st, 0), &e, &n, msg,
 				  sizeof(msg));
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg));
 		if (rc < 0) {
-			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path,
-				      msg);
+			rc = reg_errf(err, errlen, rc == -ENOMEM ? rc : -EIO,
+				      "state file `%s': version 1: %s", s->path, msg);
 			goto out;
 		}
 	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

@@ -32,6 +32,11 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, size_t n_roots,
 		      char *err, size_t errlen);
 
+/* Finds type among the configured types: 0 and *idx (may be NULL), or
+ * -EINVAL with a message listing them. */
+int reg_find_type(const char *type, const char *const *types, size_t n_types, size_t *idx,
+		  char *err, size_t errlen);
+
 /* The kind used for REG_KIND_UNSET under type. */
 enum reg_kind reg_kind_for_type(const char *type);
 
@@ -58,6 +63,17 @@ struct legacy_entry {
 int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out, char *err,
 		 size_t errlen);
 void legacy_free(struct legacy_entry *e, size_t n);
+
+/* The spec of an entry (borrowing its strings), as registry_register takes. */
+struct reg_spec legacy_spec(const struct legacy_entry *e);
+
+/* Validates every field of e as registry_register does: the type one of
+ * types (its index in *type_idx, may be NULL), or, when types is NULL, any
+ * valid name.  0, or -EINVAL with "Plugins.<type>.<name>: <field and rule>";
+ * migration, import and registry_check_file say the same. */
+int legacy_validate(const struct legacy_entry *e, const char *const *types, size_t n_types,
+		    const char *const *roots, size_t n_roots, size_t *type_idx, char *err,
+		    size_t errlen);
 
 /* The registry's SQLite connection, for tests that inject failures (a
  * commit hook, max_page_count).  Call with no mutation running. */

@@ -296,3 +296,35 @@ void legacy_free(struct legacy_entry *e, size_t n)
 	}
 	free(e);
 }
+
+struct reg_spec legacy_spec(const struct legacy_entry *e)
+{
+	return (struct reg_spec){
+	    .name = e->name,
+	    .alloc = e->alloc,
+	    .socket = e->socket,
+	    .version = e->version,
+	    .kind = e->kind,
+	    .options = e->options,
+	    .n_options = e->n_options,
+	};
+}
+
+int legacy_validate(const struct legacy_entry *e, const char *const *types, size_t n_types,
+		    const char *const *roots, size_t n_roots, size_t *type_idx, char *err,
+		    size_t errlen)
+{
+	struct reg_spec spec = legacy_spec(e);
+	char msg[REG_ERR_MAX], qt[128], qn[128];
+	int rc;
+
+	rc = types ? reg_find_type(e->type, types, n_types, type_idx, msg, sizeof(msg))
+		   : reg_validate_name("type", e->type, msg, sizeof(msg));
+	if (rc == 0)
+		rc = reg_validate_spec(&spec, roots, n_roots, msg, sizeof(msg));
+	if (rc < 0)
+		return reg_errf(err, errlen, rc, "Plugins.%s.%s: %s",
+				reg_quote(qt, sizeof(qt), e->type), reg_quote(qn, sizeof(qn), e->name),
+				msg);
+	return 0;
+}

@@ -688,31 +688,12 @@ static int refuse_in_callback(struct registry *r, char *err, size_t errlen)
 			"registry: a mutation cannot run from an event callback");
 }
 
-static ssize_t type_index(const struct registry *r, const char *type)
+/* Finds type among the configured types: 0 and *idx (may be NULL), or
+ * -EINVAL naming them. */
+static int find_type(const struct registry *r, const char *type, size_t *idx, char *err,
+		     size_t errlen)
 {
-	for (size_t i = 0; type && i < r->n_types; i++)
-		if (strcmp(r->types[i], type) == 0)
-			return (ssize_t)i;
-	return -1;
-}
-
-static int bad_type(const struct registry *r, const char *type, char *err, size_t errlen)
-{
-	char q[128], list[256];
-	size_t o = 0;
-
-	list[0] = '\0';
-	for (size_t i = 0; i < r->n_types && o < sizeof(list); i++) {
-		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", r->types[i]);
-
-		if (w < 0)
-			break;
-		o += (size_t)w;
-	}
-	if (!type)
-		return reg_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
-	return reg_errf(err, errlen, -EINVAL, "type `%s': must be one of the configured types (%s)",
-			reg_quote(q, sizeof(q), type), list);
+	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
 }
 
 /* Plans registering spec under types[ti] into b; no change when identical. */
@@ -778,10 +759,8 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
 	for (size_t i = 0; i < n_types; i++) {
-		if (type_index(r, types[i]) < 0) {
-			rc = bad_type(r, types[i], err, errlen);
+		if ((rc = find_type(r, types[i], NULL, err, errlen)) < 0)
 			goto out;
-		}
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(types[i], types[j]) == 0) {
 				rc = reg_errf(err, errlen, -EINVAL,
@@ -796,7 +775,10 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 		goto out;
 	t = now(r);
 	for (size_t i = 0; i < n_types; i++) {
-		if ((rc = plan_register(r, &b, (size_t)type_index(r, types[i]), spec, t)) < 0) {
+		size_t ti = 0;
+
+		(void)find_type(r, types[i], &ti, NULL, 0); /* found above */
+		if ((rc = plan_register(r, &b, ti, spec, t)) < 0) {
 			rc = reg_errf(err, errlen, rc, "out of memory");
 			batch_free(&b);
 			goto out;
@@ -820,11 +802,8 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
-	if (type_index(r, type) < 0) {
-		rc = bad_type(r, type, err, errlen);
-		goto out;
-	}
-	if ((rc = reg_validate_name("name", name, err, errlen)) < 0 ||
+	if ((rc = find_type(r, type, NULL, err, errlen)) < 0 ||
+	    (rc = reg_validate_name("name", name, err, errlen)) < 0 ||
 	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
 		goto out;
 	p = find_plugin(r, type, name);
@@ -905,7 +884,7 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 {
 	struct legacy_entry *e = NULL;
 	struct batch b = {0};
-	char msg[REG_ERR_MAX], qt[128], qn[128];
+	char msg[REG_ERR_MAX];
 	size_t n = 0, changed = 0;
 	int64_t t;
 	int rc;
@@ -921,29 +900,16 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 		goto out;
 	t = now(r);
 	for (size_t i = 0; i < n; i++) {
-		struct reg_spec spec = {
-		    .name = e[i].name,
-		    .alloc = e[i].alloc,
-		    .socket = e[i].socket,
-		    .version = e[i].version,
-		    .kind = e[i].kind,
-		    .options = e[i].options,
-		    .n_options = e[i].n_options,
-		};
-		ssize_t ti = type_index(r, e[i].type);
+		struct reg_spec spec = legacy_spec(&e[i]);
+		size_t ti = 0;
 
-		if (ti < 0)
-			rc = bad_type(r, e[i].type, msg, sizeof(msg));
-		else
-			rc = reg_validate_spec(&spec, (const char *const *)r->roots, r->n_roots,
-					       msg, sizeof(msg));
-		if (rc < 0) {
-			rc = reg_errf(err, errlen, rc, "legacy JSON: Plugins.%s.%s: %s",
-				      reg_quote(qt, sizeof(qt), e[i].type),
-				      reg_quote(qn, sizeof(qn), e[i].name), msg);
+		if ((rc = legacy_validate(&e[i], (const char *const *)r->types, r->n_types,
+					  (const char *const *)r->roots, r->n_roots, &ti, msg,
+					  sizeof(msg))) < 0) {
+			rc = reg_errf(err, errlen, rc, "legacy JSON: %s", msg);
 			goto out;
 		}
-		if ((rc = plan_register(r, &b, (size_t)ti, &spec, t)) < 0) {
+		if ((rc = plan_register(r, &b, ti, &spec, t)) < 0) {
 			rc = reg_errf(err, errlen, rc, "out of memory");
 			goto out;
 		}

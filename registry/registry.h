@@ -171,8 +171,8 @@ void registry_close(struct registry *r);
 
 /* Checks a state file offline (quick_check, schema version, row sanity)
  * without changing it (opened read-only, never created).  0 when good,
- * including a version-1 file whose legacy document parses and an empty
- * file; -ENOENT when missing; -ENOTSUP when newer; -EIO with the first
+ * including an empty file and a version-1 file that registry_open would
+ * migrate (its legacy document parses and every entry passes validation); -ENOENT when missing; -ENOTSUP when newer; -EIO with the first
  * problem found (integrity, dangling rows, plugins without registrations,
  * a sequence counter below a stored seq, a field that fails validation). */
 int registry_check_file(const char *db_path, char *err, size_t errlen);

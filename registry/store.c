@@ -289,15 +289,6 @@ static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, in
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct reg_spec spec = {
-		    .name = e[i].name,
-		    .alloc = e[i].alloc,
-		    .socket = e[i].socket,
-		    .version = e[i].version,
-		    .kind = e[i].kind,
-		    .options = e[i].options,
-		    .n_options = e[i].n_options,
-		};
 		struct registration r = {
 		    .alloc = e[i].alloc,
 		    .socket = e[i].socket,
@@ -311,12 +302,11 @@ static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, in
 		};
 		int64_t type_id, plugin_id;
 
-		if ((rc = reg_validate_name("type", e[i].type, msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_spec(&spec, NULL, 0, msg, sizeof(msg))) < 0)
-			return reg_errf(
-			    err, errlen, rc,
-			    "state file `%s': cannot migrate version 1: Plugins.%s.%s: %s", s->path,
-			    e[i].type, e[i].name, msg);
+		/* Any valid type: those not configured are kept, not served. */
+		if ((rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg))) < 0)
+			return reg_errf(err, errlen, rc,
+					"state file `%s': cannot migrate version 1: %s", s->path,
+					msg);
 		if ((rc = ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
 		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) <
 			0 ||

@@ -237,6 +237,33 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 	return 0;
 }
 
+int reg_find_type(const char *type, const char *const *types, size_t n_types, size_t *idx,
+		  char *err, size_t errlen)
+{
+	char q[128], list[256];
+	size_t o = 0;
+
+	for (size_t i = 0; type && i < n_types; i++) {
+		if (strcmp(types[i], type) == 0) {
+			if (idx)
+				*idx = i;
+			return 0;
+		}
+	}
+	list[0] = '\0';
+	for (size_t i = 0; i < n_types && o < sizeof(list); i++) {
+		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", types[i]);
+
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+	if (!type)
+		return reg_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
+	return reg_errf(err, errlen, -EINVAL, "type `%s': must be one of the configured types (%s)",
+			reg_quote(q, sizeof(q), type), list);
+}
+
 /* True when path is strictly below root, component-wise. */
 static bool path_under(const char *path, const char *root)
 {

@@ -395,8 +395,21 @@ static void test_migrate_bad_entry_leaves_v1(void **state)
 	write_v1(f->path, 1,
 		 "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": \"a/b\","
 		 " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}");
+	/* state check finds what the migration would refuse, with the same words. */
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "version 1: Plugins.csi-node.p1: alloc `a/b': must be 1-128"));
 	assert_int_equal(try_open(f, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "cannot migrate version 1: Plugins.csi-node.p1: alloc `a/b'"));
+	write_v1(f->path, 1,
+		 "{\"Plugins\": {\"csi-node\": {\"p\\u001b\": {\"AllocID\": \"a\","
+		 " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "version 1: Plugins.csi-node.p\\x1b: name `p\\x1b'"));
+	assert_int_equal(try_open(f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cannot migrate version 1: Plugins.csi-node.p\\x1b: name"));
+	write_v1(f->path, 1, "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": 1}}}}");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "version 1: legacy JSON: Plugins.csi-node.p1.AllocID: must be"));
 	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM kv"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master"
