@@ -74,20 +74,11 @@ out:
 
 static int check_v2(struct store *s, char *err, size_t errlen)
 {
-	static const char *const tables[] = {"meta",	      "types",	     "plugins",
-					     "registrations", "reg_options", "tombstones"};
 	int64_t n, meta_seq, max_seq;
-	bool exists;
 	int rc;
 
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
-			return rc;
-		if (!exists)
-			return reg_errf(err, errlen, -EIO,
-					"state file `%s': schema version 2 without table `%s'",
-					s->path, tables[i]);
-	}
+	if ((rc = store_check_tables(s, -EIO, err, errlen)) < 0)
+		return rc;
 	if ((rc = store_query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &n,
 				  "checking foreign keys", err, errlen)) < 0)
 		return rc;

@@ -196,6 +196,24 @@ int store_table_exists(struct store *s, const char *name, bool *exists, char *er
 	return rc;
 }
 
+int store_check_tables(struct store *s, int code, char *err, size_t errlen)
+{
+	static const char *const tables[] = {"meta",	      "types",	     "plugins",
+					     "registrations", "reg_options", "tombstones"};
+	bool exists;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
+		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
+			return rc;
+		if (!exists)
+			return reg_errf(err, errlen, code,
+					"state file `%s': schema version 2 without table `%s'",
+					s->path, tables[i]);
+	}
+	return 0;
+}
+
 static int ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
@@ -358,10 +376,8 @@ out:
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
 			size_t errlen)
 {
-	static const char *const tables[] = {"meta",	      "types",	     "plugins",
-					     "registrations", "reg_options", "tombstones"};
 	int64_t version, n_tables;
-	bool kv, exists;
+	bool kv;
 	int rc;
 
 	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version",
@@ -400,15 +416,7 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 		return reg_errf(err, errlen, -EINVAL,
 				"state file `%s': unknown schema version %lld", s->path,
 				(long long)version);
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
-			return rc;
-		if (!exists)
-			return reg_errf(err, errlen, -EINVAL,
-					"state file `%s': schema version 2 without table `%s'",
-					s->path, tables[i]);
-	}
-	return 0;
+	return store_check_tables(s, -EINVAL, err, errlen);
 }
 
 static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)

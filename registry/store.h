@@ -101,6 +101,9 @@ int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *e
  * message with SQLite's answer. */
 int store_quick_check(struct store *s, char *err, size_t errlen);
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
+/* Every table of schema version 2 exists: 0, else `code' and a message
+ * naming the missing one. */
+int store_check_tables(struct store *s, int code, char *err, size_t errlen);
 /* Runs a one-value query; *out receives column 0 (0 when there is no row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
 		    size_t errlen);

@@ -627,6 +627,23 @@ static void test_check_file(void **state)
 	reopen(f);
 }
 
+static void test_missing_table(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX] = "", want[256];
+
+	close_registry(f);
+	exec_sql(f->path, "DROP TABLE tombstones");
+	snprintf(want, sizeof(want), "state file `%s': schema version 2 without table `tombstones'",
+		 f->path);
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_string_equal(err, want);
+	assert_int_equal(try_open(f, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, want);
+	unlink(f->path);
+	reopen(f);
+}
+
 static void test_bad_open_options(void **state)
 {
 	struct fixture *f = *state;
@@ -707,6 +724,7 @@ int main(void)
 	    T(test_import_rejects_all_or_nothing),
 	    T(test_unconfigured_type_kept_not_served),
 	    T(test_check_file),
+	    T(test_missing_table),
 	    T(test_bad_open_options),
 	    T(test_memory_database),
 	};
