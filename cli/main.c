@@ -12,6 +12,7 @@ struct command {
 
 /* Keep in the order `plugfs --help` shows them. */
 static const struct command commands[] = {
+	{"mount", mount_main, "Runs the daemon: mounts the filesystem and serves it"},
 	{"register", register_main, "Registers an allocation of a plugin"},
 	{"deregister", deregister_main, "Removes a registration, or every one of an alloc"},
 	{"list", list_main, "Lists the registered plugins"},

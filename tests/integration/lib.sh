@@ -19,6 +19,7 @@ PLUGFS_BIN=${PLUGFS_BIN:?PLUGFS_BIN must point at the plugfs binary}
 PLUGFS_BUILD_DIR=${PLUGFS_BUILD_DIR:-$(dirname "$PLUGFS_BIN")}
 PLUGFS_SOURCE_DIR=${PLUGFS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PLUGFS_DEMO_PLUGIN=${PLUGFS_DEMO_PLUGIN:-$PLUGFS_BUILD_DIR/tools/plugfs-demo-plugin}
+FS_HARNESS=${FS_HARNESS:-$PLUGFS_BUILD_DIR/tests/integration/fs-harness}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 

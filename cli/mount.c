@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs mount: the daemon.  Wires config, registry, filesystem (and the
+ * control server) together, announces readiness to systemd once the mount
+ * answers, reloads on SIGHUP, expires tombstones hourly, and on SIGTERM or
+ * SIGINT unmounts and exits 0.
+ *
+ * Threads: the main thread runs the FUSE loop (fs_run) and takes SIGTERM and
+ * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
+ * with sigtimedwait, which also runs the tombstone expiry.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cliutil.h"
+#include "commands.h"
+#include "config.h"
+#include "fs.h"
+#include "log.h"
+#include "registry.h"
+#include "sdnotify.h"
+
+#define CMD "mount"
+#define EXPIRY_INTERVAL_S 3600
+
+struct daemon {
+	const char *config_path;    /* -c FILE or NULL */
+	const char *mountpoint_arg; /* --mountpoint DIR or NULL */
+	bool debug;
+	struct plugfs_config cfg;   /* the running config */
+	struct registry *reg;
+	struct plugfs_fs *fs;
+	pthread_t house;
+	bool house_started;
+	bool stopping;              /* atomic */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: plugfs mount [-c FILE] [--mountpoint DIR] [--debug]\n"
+		"\n"
+		"Runs the plugfs daemon in the foreground: loads the config and the state\n"
+		"file, mounts the filesystem at [mount] mountpoint and serves it until\n"
+		"SIGTERM or SIGINT, then unmounts and exits 0.  SIGHUP reloads the config\n"
+		"(log level, cache timeout; the rest needs a restart and is reported).\n"
+		"Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the mount\n"
+		"answers.\n"
+		"\n"
+		"  -c, --config FILE   config file (else $PLUGFS_CONFIG, else %s)\n"
+		"  --mountpoint DIR    mount here instead of [mount] mountpoint\n"
+		"  --debug             debug logging and libfuse request tracing\n"
+		"  -h, --help          this help\n",
+		CONFIG_DEFAULT_PATH);
+}
+
+static enum plugfs_log_level plog_level(enum log_level l)
+{
+	switch (l) {
+	case LOG_LEVEL_ERROR:
+		return PLOG_ERROR;
+	case LOG_LEVEL_WARN:
+		return PLOG_WARN;
+	case LOG_LEVEL_INFO:
+		return PLOG_INFO;
+	case LOG_LEVEL_DEBUG:
+		return PLOG_DEBUG;
+	}
+	return PLOG_INFO;
+}
+
+static void on_ready(void *arg)
+{
+	const struct daemon *d = arg;
+	char msg[256];
+	int rc;
+
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving %s\nMAINPID=%ld", d->cfg.mountpoint,
+		 (long)getpid());
+	rc = sd_notify_send(msg);
+	if (rc < 0)
+		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
+	log_info("ready: serving %s", d->cfg.mountpoint);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool list_eq(char **a, size_t na, char **b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (!str_eq(a[i], b[i]))
+			return false;
+	return true;
+}
+
+/* SIGHUP: applies what can change while mounted, names what cannot. */
+static void reload(struct daemon *d)
+{
+	struct plugfs_config nc = {0};
+	char err[CONFIG_ERR_MAX];
+	const char *mp;
+	int rc;
+
+	sd_notify_send("RELOADING=1");
+	rc = config_resolve(d->config_path, &nc, err, sizeof(err));
+	if (rc != 0) {
+		log_error("reload failed, keeping the running config: %s", err);
+		goto out;
+	}
+	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
+#define NEEDS_RESTART(changed, what)                                                           \
+	do {                                                                                   \
+		if (changed)                                                                   \
+			log_warn("reload: %s changed; restart `plugfs mount' to apply it",    \
+				 what);                                                        \
+	} while (0)
+	NEEDS_RESTART(!str_eq(mp, d->cfg.mountpoint), "[mount] mountpoint");
+	NEEDS_RESTART(!str_eq(nc.socket_name, d->cfg.socket_name), "[mount] socket_name");
+	NEEDS_RESTART(nc.allow_other != d->cfg.allow_other, "[mount] allow_other");
+	NEEDS_RESTART(!str_eq(nc.state_path, d->cfg.state_path), "[state] path");
+	NEEDS_RESTART(!str_eq(nc.synchronous, d->cfg.synchronous), "[state] synchronous");
+	NEEDS_RESTART(!str_eq(nc.control_socket, d->cfg.control_socket), "[control] socket");
+	NEEDS_RESTART(!str_eq(nc.control_group, d->cfg.control_group), "[control] group");
+	NEEDS_RESTART(nc.max_clients != d->cfg.max_clients, "[control] max_clients");
+	NEEDS_RESTART(nc.idle_timeout != d->cfg.idle_timeout, "[control] idle_timeout");
+	NEEDS_RESTART(!list_eq(nc.types, nc.n_types, d->cfg.types, d->cfg.n_types),
+		      "[registry] types");
+	NEEDS_RESTART(!list_eq(nc.socket_roots, nc.n_socket_roots, d->cfg.socket_roots,
+			       d->cfg.n_socket_roots),
+		      "[registry] socket_roots");
+	NEEDS_RESTART(nc.tombstone_ttl != d->cfg.tombstone_ttl, "[registry] tombstone_ttl");
+#undef NEEDS_RESTART
+
+	if (nc.log_level != d->cfg.log_level) {
+		d->cfg.log_level = nc.log_level;
+		if (!d->debug)
+			plog_set_level(plog_level(nc.log_level));
+		log_info("reload: log level is now %s", log_level_name(nc.log_level));
+	}
+	if (nc.cache_timeout != d->cfg.cache_timeout) {
+		d->cfg.cache_timeout = nc.cache_timeout;
+		fs_set_cache_timeout(d->fs, nc.cache_timeout);
+		log_info("reload: cache_timeout is now %us (for what the kernel looks up next)",
+			 nc.cache_timeout);
+	}
+	log_info("reloaded %s", nc.source && nc.source[0] ? nc.source : "the built-in defaults");
+out:
+	config_free(&nc);
+	sd_notify_send("READY=1");
+}
+
+static void expire_tombstones(struct daemon *d)
+{
+	char err[REG_ERR_MAX];
+	int n = registry_expire_tombstones(d->reg, err, sizeof(err));
+
+	if (n < 0)
+		log_error("tombstone expiry failed: %s", err);
+	else if (n > 0)
+		log_info("expired %d tombstone(s)", n);
+}
+
+/* SIGHUP and the hourly tombstone expiry, until d->stopping. */
+static void *house_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct timespec next, now, wait;
+	sigset_t hup;
+
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec >= next.tv_sec) {
+			expire_tombstones(d);
+			next.tv_sec = now.tv_sec + EXPIRY_INTERVAL_S;
+		}
+		wait.tv_sec = next.tv_sec - now.tv_sec;
+		wait.tv_nsec = 0;
+		if (sigtimedwait(&hup, NULL, &wait) == SIGHUP &&
+		    !__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+			reload(d);
+	}
+	return NULL;
+}
+
+static int house_start(struct daemon *d)
+{
+	sigset_t stop, old;
+	int rc;
+
+	/* SIGTERM and SIGINT go to the FUSE loop (the main thread). */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	rc = pthread_create(&d->house, NULL, house_main, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		d->house_started = true;
+	return -rc;
+}
+
+static void house_stop(struct daemon *d)
+{
+	if (!d->house_started)
+		return;
+	__atomic_store_n(&d->stopping, true, __ATOMIC_SEQ_CST);
+	pthread_kill(d->house, SIGHUP);
+	pthread_join(d->house, NULL);
+	d->house_started = false;
+}
+
+int mount_main(int argc, char *argv[])
+{
+	static const struct option longopts[] = {
+		CLI_COMMON_LONGOPTS,
+		{"mountpoint", required_argument, NULL, 'm'},
+		{"debug", no_argument, NULL, 'd'},
+		{0},
+	};
+	struct daemon d = {0};
+	struct registry_options ropts;
+	struct fs_options fo;
+	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
+	sigset_t hup;
+	int c, rc = EXIT_FAILED;
+
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, ":c:hm:d", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			d.config_path = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_OK;
+		case 'm':
+			d.mountpoint_arg = optarg;
+			break;
+		case 'd':
+			d.debug = true;
+			break;
+		default:
+			return cli_option_error(CMD, c, argv);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(CMD, "unexpected argument `%s'", argv[optind]);
+
+	/* SIGHUP is taken by the housekeeping thread only; every thread
+	 * started from here on inherits the block. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+
+	if (cli_load_config(CMD, d.config_path, &d.cfg) != EXIT_OK)
+		return EXIT_FAILED;
+	if (d.mountpoint_arg) {
+		char *mp = strdup(d.mountpoint_arg);
+
+		if (!mp) {
+			cli_error(CMD, "out of memory");
+			goto out;
+		}
+		free(d.cfg.mountpoint);
+		d.cfg.mountpoint = mp;
+	}
+	if (d.debug)
+		plog_set_level(PLOG_DEBUG);
+
+	cli_registry_options(&d.cfg, &ropts);
+	if (registry_open(d.cfg.state_path, &ropts, &d.reg, err, sizeof(err)) != 0) {
+		cli_error(CMD, "state file `%s': %s", d.cfg.state_path, err);
+		goto out;
+	}
+
+	fo = (struct fs_options){
+		.mountpoint = d.cfg.mountpoint,
+		.socket_name = d.cfg.socket_name,
+		.allow_other = d.cfg.allow_other,
+		.cache_timeout = d.cfg.cache_timeout,
+		.debug = d.debug,
+		.on_ready = on_ready,
+		.on_ready_arg = &d,
+	};
+	if (fs_mount(d.reg, &fo, &d.fs, err, sizeof(err)) != 0) {
+		cli_error(CMD, "%s", err);
+		goto out;
+	}
+
+	/* The control server starts here (after the mount, so that an `ok'
+	 * is only ever given with the tree in place). */
+
+	if (house_start(&d) != 0) {
+		cli_error(CMD, "cannot start the housekeeping thread");
+		goto out;
+	}
+
+	if (fs_run(d.fs) != 0) {
+		log_error("the FUSE request loop failed");
+		goto out;
+	}
+	log_info("stopping");
+	rc = EXIT_OK;
+out:
+	sd_notify_send("STOPPING=1");
+	house_stop(&d);
+	/* The control server stops here, before the filesystem. */
+	fs_destroy(d.fs);
+	if (d.reg)
+		registry_close(d.reg);
+	config_free(&d.cfg);
+	return rc;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to fs/: the in-memory view (tree.c), the notifier (notify.c), the
+ * FUSE handlers (ops.c) and mounting (mount.c).
+ *
+ * Locking: fs->lock (a rwlock) guards the view.  Handlers take it for reading
+ * and only for the time of a copy; lookup counts change under the read lock
+ * with atomics, and freeing a node needs the write lock.  Registry events take
+ * it for writing, collect the invalidations into a batch, release it, and only
+ * then hand the batch to the notifier thread and wait for delivery.  The
+ * notifier never takes fs->lock or the registry mutex.
+ */
+#ifndef PLUGFS_FS_INTERNAL_H
+#define PLUGFS_FS_INTERNAL_H
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "fs.h"
+
+struct registry;
+struct reg_plugin;
+
+/*
+ * Inode numbers: persisted ids times 8 plus a tag, so they are the same after
+ * a restart on the same state and never reused while the state file lives.
+ */
+#define FS_INO_ROOT 1
+#define FS_INO_PLUGINS 2
+enum fs_ino_tag {
+	FS_TAG_TYPE = 0,    /* types.id */
+	FS_TAG_PLUGIN = 1,  /* plugins.id: <type>/<name>/ */
+	FS_TAG_ACTIVE = 2,  /* plugins.id: <type>/<name>/<socket_name> */
+	FS_TAG_ALLOCS = 3,  /* plugins.id: <type>/<name>/allocs/ */
+	FS_TAG_INFO = 4,    /* plugins.id: <type>/<name>/info */
+	FS_TAG_ALLOC = 5,   /* registrations.id: <type>/<name>/allocs/<alloc> */
+};
+#define FS_INO(id, tag) ((uint64_t)(id) * 8 + (uint64_t)(tag))
+
+enum fs_node_kind { FS_DIR, FS_LINK, FS_FILE };
+
+struct fs_node {
+	uint64_t ino;
+	enum fs_node_kind kind;
+	uint64_t parent;         /* ino of the parent (itself for the root) */
+	char *name;
+	char *data;              /* symlink target or file contents, NUL-terminated */
+	size_t size;             /* strlen(data) */
+	struct timespec mtime;   /* when this node last changed */
+	uint64_t nlookup;        /* kernel references; atomic */
+	bool in_tree;            /* false: removed, kept until forgotten */
+	unsigned n_subdirs;      /* for st_nlink */
+	struct fs_node **children;
+	size_t n_children, cap_children;
+	struct fs_node *hnext;   /* hash chain */
+};
+
+/* One kernel invalidation, queued by a view change. */
+enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };
+struct fs_inval {
+	enum fs_inval_kind kind;
+	uint64_t ino;            /* INODE: the inode; ENTRY: the parent */
+	char *name;              /* ENTRY only */
+};
+struct fs_inval_batch {
+	struct fs_inval *items;
+	size_t n, cap;
+	bool oom;                /* an item could not be queued */
+};
+
+struct fs_view {
+	struct fs_node **buckets;
+	size_t n_buckets, n_nodes;
+	char *socket_name;
+};
+
+struct fs_notifier {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;     /* work queued, stop, or progress */
+	struct fs_inval_batch queue;
+	uint64_t queued_seq;     /* batches handed in */
+	uint64_t done_seq;       /* batches delivered */
+	bool stop;               /* drop work, release waiters, exit */
+	bool busy;               /* inside a fuse_lowlevel_notify_* call */
+	bool started;
+	pthread_t thread;
+	struct fuse_session *se;
+	unsigned long long sent, failed;
+};
+
+struct plugfs_fs {
+	pthread_rwlock_t lock;   /* guards view and cache_timeout */
+	struct fs_view view;
+	double cache_timeout;
+	struct registry *reg;
+	int sub_id;              /* registry subscription, 0 when none */
+	struct fs_notifier notifier;
+
+	struct fuse_session *se;
+	char *mountpoint;        /* canonical */
+	bool mounted;
+	bool debug;
+	pthread_t loop_thread;
+	bool loop_running;
+	unsigned conn_minor;     /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
+	void (*on_ready)(void *arg);
+	void *on_ready_arg;
+	pthread_t ready_thread;
+	bool ready_started;
+
+	unsigned long long requests; /* atomic */
+};
+
+/* tree.c */
+int fs_view_init(struct fs_view *v, const char *socket_name);
+void fs_view_free(struct fs_view *v);
+struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino);
+struct fs_node *fs_view_child(struct fs_node *dir, const char *name);
+/* Adds the type directories and the plugins of snapshot-like data. */
+int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
+		     const struct timespec *mtime);
+/*
+ * Makes <type>/<name> match p (NULL or empty: removes it), recording the
+ * kernel invalidations the change needs in b (may be NULL at start).  now is
+ * the mtime of what changes.  0 or -ENOMEM (the view is then still usable).
+ */
+int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
+			int64_t plugin_id, const struct reg_plugin *p,
+			const struct timespec *now, struct fs_inval_batch *b);
+/* Drops n kernel references; frees nodes out of the tree that reach 0.
+ * Needs the write lock. */
+void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);
+void fs_node_attr(const struct fs_node *n, struct stat *st);
+/* The info text of a plugin: one line per registration, active first. */
+char *fs_render_info(const struct reg_plugin *p);
+
+void fs_inval_batch_free(struct fs_inval_batch *b);
+
+/* notify.c */
+int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);
+/* Hands the batch over (emptied) and waits until it was delivered to the
+ * kernel or the notifier stopped.  Never call from a FUSE handler. */
+void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b);
+/* Releases waiters, drops queued work, joins the thread.  abort_conn is
+ * called when the thread stays blocked in the kernel. */
+void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *arg);
+void fs_notifier_init(struct fs_notifier *nt);
+void fs_notifier_destroy(struct fs_notifier *nt);
+
+/* ops.c */
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/* Spawns a thread with SIGTERM, SIGINT, SIGHUP and SIGQUIT blocked. */
+int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
+
+#endif

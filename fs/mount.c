@@ -1,0 +1,561 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Mounting and the life cycle: load the view and subscribe (atomically),
+ * prepare the mountpoint (create it, detach a stale mount, refuse a live
+ * one), mount, serve, unmount.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+#include "log.h"
+#include "registry.h"
+
+#define STALE_DETACH_MAX 8
+
+/* The mount the signal handlers stop; one per process. */
+static struct plugfs_fs *volatile signal_fs;
+static struct sigaction old_term, old_int, old_pipe;
+
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void seterr(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- registry events ---------------------------------------------------- */
+
+static void on_event(const struct reg_event *ev, void *arg)
+{
+	struct plugfs_fs *fs = arg;
+	struct fs_inval_batch batch = {0};
+	struct timespec now;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	pthread_rwlock_wrlock(&fs->lock);
+	rc = fs_view_sync_plugin(&fs->view, ev->plugin_type, ev->plugin_name, ev->plugin_id,
+				 ev->plugin, &now, &batch);
+	pthread_rwlock_unlock(&fs->lock);
+	if (rc != 0)
+		log_error("fs: cannot update %s/%s in the tree: %s", ev->plugin_type,
+			  ev->plugin_name, strerror(-rc));
+	/* Outside the view lock: wait until the kernel dropped what it cached. */
+	fs_notifier_deliver(&fs->notifier, &batch);
+	fs_inval_batch_free(&batch);
+}
+
+struct load_ctx {
+	struct plugfs_fs *fs;
+	int rc;
+	char *err;
+	size_t errlen;
+};
+
+/* With the registry mutex held: no event is missed or seen twice. */
+static void load_locked(struct registry *r, void *arg)
+{
+	struct load_ctx *c = arg;
+	struct plugfs_fs *fs = c->fs;
+	struct reg_snapshot snap = {0};
+	const char *const *names = NULL;
+	const int64_t *ids = NULL;
+	struct timespec now;
+	size_t n_types;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	rc = registry_snapshot(r, NULL, &snap);
+	if (rc != 0) {
+		seterr(c->err, c->errlen, "cannot read the registry: %s", strerror(-rc));
+		goto out;
+	}
+	n_types = registry_types(r, &names, &ids);
+	for (size_t i = 0; i < n_types && rc == 0; i++)
+		rc = fs_view_add_type(&fs->view, ids[i], names[i], &now);
+	for (size_t i = 0; i < snap.n_plugins && rc == 0; i++) {
+		const struct reg_plugin *p = &snap.plugins[i];
+
+		rc = fs_view_sync_plugin(&fs->view, p->type, p->name, p->id, p, &now, NULL);
+	}
+	if (rc != 0) {
+		seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
+		goto out;
+	}
+	rc = registry_subscribe(r, on_event, fs);
+	if (rc < 0) {
+		seterr(c->err, c->errlen, "cannot subscribe to registry events: %s",
+		       strerror(-rc));
+		goto out;
+	}
+	fs->sub_id = rc;
+	rc = 0;
+out:
+	reg_snapshot_free(&snap);
+	c->rc = rc;
+}
+
+/* ---- the mountpoint ----------------------------------------------------- */
+
+/* Undoes the octal escapes (\040 ...) of /proc/self/mountinfo. */
+static void unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * The topmost mount at path in /proc/self/mountinfo: its filesystem type
+ * (e.g. "fuse.plugfs") into fstype and its device into *dev.  1 when found,
+ * 0 when path is no mount point, -errno.
+ */
+static int mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned maj, min;
+		char mp[PATH_MAX + 1], type[256];
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*u %*u %u:%u %*s %4096s", &maj, &min, mp) != 3 ||
+		    sscanf(sep + 3, "%255s", type) != 1)
+			continue;
+		unescape(mp);
+		if (strcmp(mp, path) != 0)
+			continue;
+		found = 1;
+		snprintf(fstype, fslen, "%s", type);
+		if (dev)
+			*dev = makedev(maj, min);
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+static int mkdir_p(const char *path, char *err, size_t errlen)
+{
+	char buf[PATH_MAX];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf)) {
+		seterr(err, errlen, "mountpoint `%s': not a usable path", path);
+		return -EINVAL;
+	}
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+
+			*p = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+				int e = errno;
+
+				seterr(err, errlen, "cannot create mountpoint `%s': %s: %s", path,
+				       buf, strerror(e));
+				return -e;
+			}
+			*p = c;
+			if (c == '\0')
+				break;
+		}
+	}
+	return 0;
+}
+
+/* An absolute, canonical spelling of path that works while path itself
+ * cannot be stat'ed (a dead mount): realpath of the parent + the last name. */
+static int canonical(const char *path, char *out, size_t outlen, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], parent[PATH_MAX];
+	char *slash;
+	const char *base;
+
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp) || tmp[0] == '\0') {
+		seterr(err, errlen, "mountpoint `%s': not a usable path", path);
+		return -EINVAL;
+	}
+	while (strlen(tmp) > 1 && tmp[strlen(tmp) - 1] == '/')
+		tmp[strlen(tmp) - 1] = '\0';
+	slash = strrchr(tmp, '/');
+	if (!slash) {
+		base = tmp;
+		snprintf(parent, sizeof(parent), ".");
+	} else if (slash == tmp) {
+		base = tmp + 1;
+		snprintf(parent, sizeof(parent), "/");
+	} else {
+		*slash = '\0';
+		base = slash + 1;
+		snprintf(parent, sizeof(parent), "%s", tmp);
+	}
+	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0') {
+		if (!realpath(path, out)) {
+			seterr(err, errlen, "mountpoint `%s': %s", path, strerror(errno));
+			return -errno;
+		}
+		return 0;
+	}
+	char *rp = realpath(parent, NULL);
+
+	if (!rp) {
+		int e = errno;
+
+		seterr(err, errlen, "mountpoint `%s': parent directory: %s", path, strerror(e));
+		return -e;
+	}
+	if (snprintf(out, outlen, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base) >= (int)outlen) {
+		free(rp);
+		seterr(err, errlen, "mountpoint `%s': path too long", path);
+		return -ENAMETOOLONG;
+	}
+	free(rp);
+	return 0;
+}
+
+static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err,
+			      size_t errlen)
+{
+	struct stat st;
+	struct statfs sfs;
+	char fstype[256];
+	int found = 0, rc;
+
+	if (stat(path, &st) != 0 && errno == ENOENT) {
+		rc = mkdir_p(path, err, errlen);
+		if (rc != 0)
+			return rc;
+		log_info("fs: created mountpoint %s", path);
+	}
+	rc = canonical(path, canon, canonlen, err, errlen);
+	if (rc != 0)
+		return rc;
+	/* A FUSE mount whose daemon died answers ENOTCONN to statfs (stat may
+	 * still be answered from the attribute cache): detach it. */
+	for (int i = 0; i <= STALE_DETACH_MAX; i++) {
+		found = mount_at(canon, fstype, sizeof(fstype), NULL);
+		if (found != 1 || statfs(canon, &sfs) == 0)
+			break;
+		if (errno != ENOTCONN || strncmp(fstype, "fuse", 4) != 0) {
+			rc = -errno;
+			seterr(err, errlen, "mountpoint `%s' (a %s mount): %s", canon, fstype,
+			       strerror(errno));
+			return rc;
+		}
+		if (umount2(canon, MNT_DETACH) != 0) {
+			rc = -errno;
+			seterr(err, errlen, "cannot detach the stale %s mount at `%s': %s", fstype,
+			       canon, strerror(errno));
+			return rc;
+		}
+		log_warn("fs: detached a stale %s mount at %s (its daemon is gone)", fstype, canon);
+	}
+	if (stat(canon, &st) != 0) {
+		rc = -errno;
+		seterr(err, errlen, "mountpoint `%s': %s", canon, strerror(errno));
+		return rc;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		seterr(err, errlen, "mountpoint `%s' is not a directory", canon);
+		return -ENOTDIR;
+	}
+	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
+		seterr(err, errlen,
+		       "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
+		       "not stacking a second one", canon);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Fails every outstanding request of our connection (fusectl). */
+static void abort_conn(void *arg)
+{
+	struct plugfs_fs *fs = arg;
+	char path[64];
+	int fd;
+
+	if (fs->conn_minor == 0)
+		return;
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", fs->conn_minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		log_warn("fs: cannot abort the FUSE connection: %s: %s", path, strerror(errno));
+		return;
+	}
+	if (write(fd, "1", 1) != 1)
+		log_warn("fs: cannot abort the FUSE connection: %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static void on_stop_signal(int sig)
+{
+	struct plugfs_fs *fs = signal_fs;
+
+	if (fs)
+		fs_exit(fs);
+}
+
+void fs_exit(struct plugfs_fs *fs)
+{
+	int saved = errno;
+
+	fuse_session_exit(fs->se);
+	/* The loop waits in sem_wait in its own thread: a signal wakes it. */
+	if (fs->loop_running && !pthread_equal(pthread_self(), fs->loop_thread))
+		pthread_kill(fs->loop_thread, SIGTERM);
+	errno = saved;
+}
+
+static void install_signals(struct plugfs_fs *fs)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0; /* no SA_RESTART: a blocked wait returns EINTR */
+	sa.sa_handler = on_stop_signal;
+	signal_fs = fs;
+	sigaction(SIGTERM, &sa, &old_term);
+	sigaction(SIGINT, &sa, &old_int);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old_pipe);
+}
+
+static void restore_signals(void)
+{
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	signal_fs = NULL;
+}
+
+/* ---- life cycle --------------------------------------------------------- */
+
+int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out,
+	     char *err, size_t errlen)
+{
+	struct plugfs_fs *fs = NULL;
+	struct load_ctx lc = {0};
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char canon[PATH_MAX];
+	char mopts[256];
+	struct stat st;
+	char fstype[256];
+	dev_t dev;
+	int rc;
+
+	*out = NULL;
+	if (!opts->mountpoint || !opts->mountpoint[0] || !opts->socket_name ||
+	    !opts->socket_name[0]) {
+		seterr(err, errlen, "mountpoint and socket_name are required");
+		return -EINVAL;
+	}
+	if (stat("/dev/fuse", &st) != 0 || !S_ISCHR(st.st_mode)) {
+		seterr(err, errlen, "/dev/fuse is missing (load the fuse kernel module)");
+		return -ENODEV;
+	}
+	if (signal_fs) {
+		seterr(err, errlen, "this process already serves a plugfs mount");
+		return -EBUSY;
+	}
+	fs = calloc(1, sizeof(*fs));
+	if (!fs) {
+		seterr(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	pthread_rwlock_init(&fs->lock, NULL);
+	fs_notifier_init(&fs->notifier);
+	fs->reg = reg;
+	fs->cache_timeout = opts->cache_timeout;
+	fs->debug = opts->debug;
+	fs->on_ready = opts->on_ready;
+	fs->on_ready_arg = opts->on_ready_arg;
+	if ((rc = fs_view_init(&fs->view, opts->socket_name)) != 0) {
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+
+	rc = prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
+	if (rc != 0)
+		goto fail;
+	if (!(fs->mountpoint = strdup(canon))) {
+		rc = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+
+	snprintf(mopts, sizeof(mopts),
+		 "ro,nosuid,nodev,noexec,default_permissions,fsname=plugfs,subtype=plugfs%s",
+		 opts->allow_other ? ",allow_other" : "");
+	if (fuse_opt_add_arg(&args, "plugfs") != 0 || fuse_opt_add_arg(&args, "-o") != 0 ||
+	    fuse_opt_add_arg(&args, mopts) != 0 ||
+	    (opts->debug && fuse_opt_add_arg(&args, "-d") != 0)) {
+		rc = -ENOMEM;
+		seterr(err, errlen, "out of memory");
+		goto fail;
+	}
+	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
+	if (!fs->se) {
+		rc = -EINVAL;
+		seterr(err, errlen, "cannot create the FUSE session (options %s)", mopts);
+		goto fail;
+	}
+
+	/* The view and the subscription, atomically; then the notifier, so
+	 * events from here on reach the kernel. */
+	lc.fs = fs;
+	lc.err = err;
+	lc.errlen = errlen;
+	registry_locked(reg, load_locked, &lc);
+	if ((rc = lc.rc) != 0)
+		goto fail;
+	if ((rc = fs_notifier_start(&fs->notifier, fs->se)) != 0) {
+		seterr(err, errlen, "cannot start the notifier thread: %s", strerror(-rc));
+		goto fail;
+	}
+
+	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
+		rc = -EIO;
+		seterr(err, errlen, "cannot mount plugfs at `%s' (see the FUSE message above)",
+		       fs->mountpoint);
+		goto fail;
+	}
+	fs->mounted = true;
+	if (mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1)
+		fs->conn_minor = (unsigned)((major(dev) << 20) | minor(dev));
+	install_signals(fs);
+	log_info("fs: mounted plugfs at %s (allow_other=%s, cache_timeout=%gs)", fs->mountpoint,
+		 opts->allow_other ? "true" : "false", opts->cache_timeout);
+	fuse_opt_free_args(&args);
+	*out = fs;
+	return 0;
+fail:
+	fuse_opt_free_args(&args);
+	fs_destroy(fs);
+	return rc;
+}
+
+static void *ready_main(void *arg)
+{
+	struct plugfs_fs *fs = arg;
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/plugins", fs->mountpoint);
+	/* Served by the request loop: returns once the mount answers. */
+	if (stat(path, &st) == 0) {
+		log_debug("fs: the mount answers");
+		fs->on_ready(fs->on_ready_arg);
+	} else {
+		log_warn("fs: the mount did not answer: %s: %s", path, strerror(errno));
+	}
+	return NULL;
+}
+
+int fs_run(struct plugfs_fs *fs)
+{
+	struct fuse_loop_config *cfg = NULL;
+	int rc;
+
+	fs->loop_thread = pthread_self();
+	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
+	if (fs->on_ready && !fs->ready_started) {
+		rc = fs_thread_spawn(&fs->ready_thread, ready_main, fs);
+		if (rc == 0)
+			fs->ready_started = true;
+		else
+			log_error("fs: cannot start the readiness thread: %s", strerror(-rc));
+	}
+	cfg = fuse_loop_cfg_create();
+	if (!cfg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	fuse_loop_cfg_set_clone_fd(cfg, 0);
+	fuse_loop_cfg_set_idle_threads(cfg, 10);
+	rc = fuse_session_loop_mt(fs->se, cfg);
+	/* A positive value is the signal that stopped the loop: a clean stop. */
+	if (rc > 0)
+		rc = 0;
+out:
+	__atomic_store_n(&fs->loop_running, false, __ATOMIC_SEQ_CST);
+	fuse_loop_cfg_destroy(cfg);
+	return rc;
+}
+
+void fs_destroy(struct plugfs_fs *fs)
+{
+	if (!fs)
+		return;
+	/* Release a registry event waiting on the kernel, stop the notifier,
+	 * then unsubscribe (it takes the registry mutex such an event holds). */
+	fs_notifier_stop(&fs->notifier, abort_conn, fs);
+	if (fs->sub_id > 0)
+		registry_unsubscribe(fs->reg, fs->sub_id);
+	if (signal_fs == fs)
+		restore_signals();
+	if (fs->se) {
+		if (fs->mounted) {
+			fuse_session_unmount(fs->se);
+			log_info("fs: unmounted %s", fs->mountpoint);
+		}
+		/* Closing the device fails a readiness stat still waiting. */
+		fuse_session_destroy(fs->se);
+		if (fs->ready_started)
+			pthread_join(fs->ready_thread, NULL);
+	}
+	fs_view_free(&fs->view);
+	fs_notifier_destroy(&fs->notifier);
+	pthread_rwlock_destroy(&fs->lock);
+	free(fs->mountpoint);
+	free(fs);
+}
+
+void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds)
+{
+	pthread_rwlock_wrlock(&fs->lock);
+	fs->cache_timeout = seconds;
+	pthread_rwlock_unlock(&fs->lock);
+}
+
+unsigned long long fs_requests_served(struct plugfs_fs *fs)
+{
+	return __atomic_load_n(&fs->requests, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The notifier: the one thread that calls fuse_lowlevel_notify_inval_*.
+ *
+ * Those calls block in the kernel while a request on the same directory is
+ * outstanding, so they never run in a handler nor under a lock a handler
+ * needs (fs->lock, the registry mutex).  A registry event hands its batch
+ * over and waits for delivery (fs_notifier_deliver): once a registration is
+ * acknowledged, the kernel has already dropped what it cached of the old
+ * state, and the next readlink through the mount returns the new target.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_internal.h"
+#include "log.h"
+
+int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t block, old;
+	int rc;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	rc = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}
+
+static void send_one(struct fs_notifier *nt, const struct fs_inval *it)
+{
+	int rc;
+
+	if (it->kind == FS_INVAL_INODE)
+		rc = fuse_lowlevel_notify_inval_inode(nt->se, it->ino, 0, 0);
+	else
+		rc = fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name,
+						      strlen(it->name));
+	/* -ENOENT: the kernel does not know that inode or name; nothing cached. */
+	if (rc == 0 || rc == -ENOENT) {
+		nt->sent++;
+	} else {
+		nt->failed++;
+		log_debug("fs: invalidation of inode %llu%s%s failed: %s",
+			  (unsigned long long)it->ino, it->name ? " entry " : "",
+			  it->name ? it->name : "", strerror(-rc));
+	}
+}
+
+static void *notifier_main(void *arg)
+{
+	struct fs_notifier *nt = arg;
+	struct fs_inval_batch work = {0};
+	uint64_t seq;
+
+	pthread_mutex_lock(&nt->mu);
+	for (;;) {
+		while (!nt->stop && nt->done_seq == nt->queued_seq)
+			pthread_cond_wait(&nt->cond, &nt->mu);
+		if (nt->stop)
+			break;
+		work = nt->queue;
+		memset(&nt->queue, 0, sizeof(nt->queue));
+		seq = nt->queued_seq;
+		nt->busy = true;
+		pthread_mutex_unlock(&nt->mu);
+
+		for (size_t i = 0; i < work.n; i++)
+			send_one(nt, &work.items[i]);
+		fs_inval_batch_free(&work);
+
+		pthread_mutex_lock(&nt->mu);
+		nt->busy = false;
+		nt->done_seq = seq;
+		pthread_cond_broadcast(&nt->cond);
+	}
+	pthread_mutex_unlock(&nt->mu);
+	return NULL;
+}
+
+void fs_notifier_init(struct fs_notifier *nt)
+{
+	memset(nt, 0, sizeof(*nt));
+	pthread_mutex_init(&nt->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&nt->cond, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+void fs_notifier_destroy(struct fs_notifier *nt)
+{
+	fs_inval_batch_free(&nt->queue);
+	pthread_cond_destroy(&nt->cond);
+	pthread_mutex_destroy(&nt->mu);
+}
+
+int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se)
+{
+	int rc;
+
+	pthread_mutex_lock(&nt->mu);
+	nt->se = se;
+	rc = fs_thread_spawn(&nt->thread, notifier_main, nt);
+	if (rc == 0)
+		nt->started = true;
+	pthread_mutex_unlock(&nt->mu);
+	return rc;
+}
+
+void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b)
+{
+	uint64_t my;
+
+	if (b->oom)
+		log_error("fs: out of memory queueing kernel invalidations; cached entries may "
+			  "be stale for up to the cache timeout");
+	if (b->n == 0)
+		return;
+	pthread_mutex_lock(&nt->mu);
+	if (nt->stop || !nt->started) {
+		pthread_mutex_unlock(&nt->mu);
+		fs_inval_batch_free(b);
+		return;
+	}
+	/* Append to what is queued (one delivery covers both). */
+	for (size_t i = 0; i < b->n; i++) {
+		struct fs_inval_batch *q = &nt->queue;
+
+		if (q->n == q->cap) {
+			size_t cap = q->cap ? q->cap * 2 : 16;
+			struct fs_inval *a = realloc(q->items, cap * sizeof(*a));
+
+			if (!a) {
+				free(b->items[i].name);
+				continue;
+			}
+			q->items = a;
+			q->cap = cap;
+		}
+		q->items[q->n++] = b->items[i];
+	}
+	free(b->items);
+	memset(b, 0, sizeof(*b));
+	my = ++nt->queued_seq;
+	pthread_cond_broadcast(&nt->cond);
+	while (!nt->stop && nt->done_seq < my)
+		pthread_cond_wait(&nt->cond, &nt->mu);
+	pthread_mutex_unlock(&nt->mu);
+}
+
+void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *arg)
+{
+	struct timespec deadline;
+	bool aborted = false;
+
+	if (!nt->started)
+		return;
+	pthread_mutex_lock(&nt->mu);
+	nt->stop = true;
+	pthread_cond_broadcast(&nt->cond);
+	/* A notify call blocks while a lookup in that directory is outstanding;
+	 * with the request loop stopped nobody answers it.  Give it a moment,
+	 * then abort the connection, which fails the outstanding requests. */
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += 200 * 1000 * 1000;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	while (nt->busy) {
+		if (!aborted && pthread_cond_timedwait(&nt->cond, &nt->mu, &deadline) == ETIMEDOUT) {
+			pthread_mutex_unlock(&nt->mu);
+			log_warn("fs: a kernel invalidation is blocked; aborting the FUSE connection");
+			if (abort_conn)
+				abort_conn(arg);
+			aborted = true;
+			pthread_mutex_lock(&nt->mu);
+		} else if (aborted) {
+			pthread_cond_wait(&nt->cond, &nt->mu);
+		}
+	}
+	pthread_mutex_unlock(&nt->mu);
+	pthread_join(nt->thread, NULL);
+	nt->started = false;
+}

@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE low-level handlers.  Each answers from the in-memory view under
+ * the read lock (the write lock for forget), copies what it needs, unlocks,
+ * then replies exactly once.  They never touch the registry or SQLite and
+ * never call fuse_lowlevel_notify_*.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "fs_internal.h"
+
+static struct plugfs_fs *fs_of(fuse_req_t req)
+{
+	struct plugfs_fs *fs = fuse_req_userdata(req);
+
+	__atomic_fetch_add(&fs->requests, 1, __ATOMIC_RELAXED);
+	return fs;
+}
+
+static void fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* The kernel keeps symlink targets in its page cache; a change
+	 * invalidates them (notify_inval_inode). */
+	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* Lookups in one directory need not wait for each other. */
+	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
+		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* No locks, no writes, no mmap'ed writes to negotiate. */
+	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS |
+				  FUSE_CAP_FLOCK_LOCKS);
+	conn->time_gran = 1;
+}
+
+static void fill_entry(struct plugfs_fs *fs, const struct fs_node *n, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = n->ino;
+	e->attr_timeout = fs->cache_timeout;
+	e->entry_timeout = fs->cache_timeout;
+	fs_node_attr(n, &e->attr);
+}
+
+static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	struct fuse_entry_param e;
+	struct fs_node *dir, *n;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	dir = fs_view_get(&fs->view, parent);
+	if (!dir) {
+		err = ENOENT;
+	} else if (dir->kind != FS_DIR) {
+		err = ENOTDIR;
+	} else if ((n = fs_view_child(dir, name)) != NULL) {
+		__atomic_fetch_add(&n->nlookup, 1, __ATOMIC_RELAXED);
+		fill_entry(fs, n, &e);
+	} else {
+		/* A negative entry the kernel may cache; an added name is
+		 * invalidated (notify_inval_entry) before it is acknowledged. */
+		memset(&e, 0, sizeof(e));
+		e.ino = 0;
+		e.entry_timeout = fs->cache_timeout;
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void fs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	struct plugfs_fs *fs = fs_of(req);
+
+	pthread_rwlock_wrlock(&fs->lock);
+	fs_view_forget(&fs->view, ino, nlookup);
+	pthread_rwlock_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void fs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	struct plugfs_fs *fs = fs_of(req);
+
+	pthread_rwlock_wrlock(&fs->lock);
+	for (size_t i = 0; i < count; i++)
+		fs_view_forget(&fs->view, forgets[i].ino, forgets[i].nlookup);
+	pthread_rwlock_unlock(&fs->lock);
+	fuse_reply_none(req);
+}
+
+static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	struct fs_node *n;
+	struct stat st;
+	double timeout = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	n = fs_view_get(&fs->view, ino);
+	if (n) {
+		fs_node_attr(n, &st);
+		timeout = fs->cache_timeout;
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	if (n)
+		fuse_reply_attr(req, &st, timeout);
+	else
+		fuse_reply_err(req, ENOENT);
+}
+
+static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	char target[PATH_MAX + 1];
+	struct fs_node *n;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	n = fs_view_get(&fs->view, ino);
+	if (!n) {
+		err = ENOENT;
+	} else if (n->kind != FS_LINK) {
+		err = EINVAL;
+	} else {
+		/* Targets are validated to at most PATH_MAX; never copy more than
+		 * the buffer holds. */
+		size_t len = n->size < PATH_MAX ? n->size : PATH_MAX;
+
+		memcpy(target, n->data, len);
+		target[len] = '\0';
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	if (err)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_readlink(req, target);
+}
+
+/* An open file or directory: a copy taken at open, so reads see one state. */
+struct fs_handle {
+	size_t len;
+	char data[];
+};
+
+struct fs_dirent {
+	char *name;
+	uint64_t ino;
+	mode_t mode;
+};
+struct fs_dirhandle {
+	size_t n;
+	struct fs_dirent ents[];
+};
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	struct fs_handle *h = NULL;
+	struct fs_node *n;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	n = fs_view_get(&fs->view, ino);
+	if (!n)
+		err = ENOENT;
+	else if (n->kind == FS_DIR)
+		err = EISDIR;
+	else if (n->kind != FS_FILE)
+		err = ELOOP;
+	else if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_APPEND)))
+		err = EROFS;
+	else if (!(h = malloc(sizeof(*h) + n->size + 1)))
+		err = ENOMEM;
+	else {
+		h->len = n->size;
+		memcpy(h->data, n->data, n->size + 1);
+	}
+	pthread_rwlock_unlock(&fs->lock);
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	/* Small and changing: no page cache, reads come here. */
+	fi->direct_io = 1;
+	fi->keep_cache = 0;
+	if (fuse_reply_open(req, fi) != 0)
+		free(h);
+}
+
+static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	const struct fs_handle *h = (const struct fs_handle *)(uintptr_t)fi->fh;
+	char *buf = NULL;
+
+	fs_of(req);
+	if (off < 0 || (size_t)off >= h->len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	if (size > h->len - (size_t)off)
+		size = h->len - (size_t)off;
+	/* Reply from a copy of our own: once the reply is written the reader
+	 * may close the file, and release frees h in another thread. */
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	memcpy(buf, h->data + off, size);
+	fuse_reply_buf(req, buf, size);
+	free(buf);
+}
+
+static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs_of(req);
+	free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void dirhandle_free(struct fs_dirhandle *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->n; i++)
+		free(d->ents[i].name);
+	free(d);
+}
+
+static int dirhandle_add(struct fs_dirhandle *d, const char *name, uint64_t ino, mode_t mode)
+{
+	struct fs_dirent *e = &d->ents[d->n];
+
+	if (!(e->name = strdup(name)))
+		return ENOMEM;
+	e->ino = ino;
+	e->mode = mode;
+	d->n++;
+	return 0;
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	struct fs_dirhandle *d = NULL;
+	struct fs_node *n;
+	int err = 0;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	n = fs_view_get(&fs->view, ino);
+	if (!n) {
+		err = ENOENT;
+		goto unlock;
+	}
+	if (n->kind != FS_DIR) {
+		err = ENOTDIR;
+		goto unlock;
+	}
+	d = calloc(1, sizeof(*d) + (n->n_children + 2) * sizeof(d->ents[0]));
+	if (!d) {
+		err = ENOMEM;
+		goto unlock;
+	}
+	err = dirhandle_add(d, ".", n->ino, S_IFDIR);
+	if (!err)
+		err = dirhandle_add(d, "..", n->parent, S_IFDIR);
+	for (size_t i = 0; !err && i < n->n_children; i++) {
+		const struct fs_node *c = n->children[i];
+
+		err = dirhandle_add(d, c->name, c->ino,
+				    c->kind == FS_DIR ? S_IFDIR : c->kind == FS_LINK ? S_IFLNK : S_IFREG);
+	}
+unlock:
+	pthread_rwlock_unlock(&fs->lock);
+	if (err) {
+		dirhandle_free(d);
+		fuse_reply_err(req, err);
+		return;
+	}
+	fi->fh = (uintptr_t)d;
+	if (fuse_reply_open(req, fi) != 0)
+		dirhandle_free(d);
+}
+
+static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	const struct fs_dirhandle *d = (const struct fs_dirhandle *)(uintptr_t)fi->fh;
+	char *buf = NULL;
+	size_t pos = 0;
+
+	fs_of(req);
+	buf = malloc(size);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
+		struct stat st = {.st_ino = d->ents[i].ino, .st_mode = d->ents[i].mode};
+		size_t need = fuse_add_direntry(req, buf + pos, size - pos, d->ents[i].name, &st,
+						(off_t)(i + 1));
+
+		if (need > size - pos)
+			break;
+		pos += need;
+	}
+	fuse_reply_buf(req, buf, pos);
+	free(buf);
+}
+
+static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	fs_of(req);
+	dirhandle_free((struct fs_dirhandle *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	struct statvfs sv;
+
+	memset(&sv, 0, sizeof(sv));
+	pthread_rwlock_rdlock(&fs->lock);
+	sv.f_files = fs->view.n_nodes;
+	pthread_rwlock_unlock(&fs->lock);
+	sv.f_bsize = 4096;
+	sv.f_frsize = 4096;
+	sv.f_namemax = 255;
+	sv.f_flag = ST_RDONLY | ST_NOSUID | ST_NODEV | ST_NOEXEC;
+	fuse_reply_statfs(req, &sv);
+}
+
+/* Extended attributes: none exist; reading one answers ENODATA. */
+static int node_exists(struct plugfs_fs *fs, fuse_ino_t ino)
+{
+	bool found;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	found = fs_view_get(&fs->view, ino) != NULL;
+	pthread_rwlock_unlock(&fs->lock);
+	return found;
+}
+
+static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	fuse_reply_err(req, node_exists(fs_of(req), ino) ? ENODATA : ENOENT);
+}
+
+static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	if (!node_exists(fs_of(req), ino))
+		fuse_reply_err(req, ENOENT);
+	else if (size == 0)
+		fuse_reply_xattr(req, 0);
+	else
+		fuse_reply_buf(req, NULL, 0);
+}
+
+/* Everything that would change the tree: read-only. */
+static void erofs(fuse_req_t req)
+{
+	fs_of(req);
+	fuse_reply_err(req, EROFS);
+}
+
+static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+		       struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		     dev_t rdev)
+{
+	erofs(req);
+}
+
+static void fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	erofs(req);
+}
+
+static void fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	erofs(req);
+}
+
+static void fs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	erofs(req);
+}
+
+static void fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	erofs(req);
+}
+
+static void fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	erofs(req);
+}
+
+static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	erofs(req);
+}
+
+static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+			size_t size, int flags)
+{
+	erofs(req);
+}
+
+static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	erofs(req);
+}
+
+static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+			 struct fuse_file_info *fi)
+{
+	erofs(req);
+}
+
+static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			       struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	erofs(req);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = fs_init,
+	.lookup = fs_lookup,
+	.forget = fs_forget,
+	.forget_multi = fs_forget_multi,
+	.getattr = fs_getattr,
+	.setattr = fs_setattr,
+	.readlink = fs_readlink,
+	.mknod = fs_mknod,
+	.mkdir = fs_mkdir,
+	.unlink = fs_unlink,
+	.rmdir = fs_rmdir,
+	.symlink = fs_symlink,
+	.rename = fs_rename,
+	.link = fs_link,
+	.open = fs_open,
+	.read = fs_read,
+	.write = fs_write,
+	.release = fs_release,
+	.opendir = fs_opendir,
+	.readdir = fs_readdir,
+	.releasedir = fs_releasedir,
+	.statfs = fs_statfs,
+	.setxattr = fs_setxattr,
+	.getxattr = fs_getxattr,
+	.listxattr = fs_listxattr,
+	.removexattr = fs_removexattr,
+	.create = fs_create,
+	.fallocate = fs_fallocate,
+	.copy_file_range = fs_copy_file_range,
+};

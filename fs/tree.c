@@ -1,0 +1,523 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-memory view of the registry and its inode table:
+ *
+ *   /plugins/<type>/<name>/{<socket_name>, allocs/<alloc>, info}
+ *
+ * Nodes live in a hash table keyed by inode number.  A node removed from the
+ * tree stays in the table while the kernel holds references to it (its
+ * lookup count), so getattr, readlink and read keep answering until forget.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+#include "registry.h"
+
+#define DIR_MODE (S_IFDIR | 0555)
+#define LINK_MODE (S_IFLNK | 0777)
+#define FILE_MODE (S_IFREG | 0444)
+
+static size_t bucket_of(const struct fs_view *v, uint64_t ino)
+{
+	uint64_t h = ino * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 32) & (v->n_buckets - 1);
+}
+
+struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
+{
+	struct fs_node *n;
+
+	for (n = v->buckets[bucket_of(v, ino)]; n; n = n->hnext)
+		if (n->ino == ino)
+			return n;
+	return NULL;
+}
+
+static int table_grow(struct fs_view *v)
+{
+	size_t nb = v->n_buckets * 2;
+	struct fs_node **b = calloc(nb, sizeof(*b));
+	struct fs_node **old = v->buckets;
+	size_t old_n = v->n_buckets;
+
+	if (!b)
+		return -ENOMEM;
+	v->buckets = b;
+	v->n_buckets = nb;
+	for (size_t i = 0; i < old_n; i++) {
+		struct fs_node *n = old[i], *next;
+
+		for (; n; n = next) {
+			size_t k = bucket_of(v, n->ino);
+
+			next = n->hnext;
+			n->hnext = b[k];
+			b[k] = n;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static void table_remove(struct fs_view *v, struct fs_node *n)
+{
+	struct fs_node **pp = &v->buckets[bucket_of(v, n->ino)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			v->n_nodes--;
+			return;
+		}
+	}
+}
+
+static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
+		      const char *name);
+
+static void node_free(struct fs_node *n)
+{
+	if (!n)
+		return;
+	free(n->name);
+	free(n->data);
+	free(n->children);
+	free(n);
+}
+
+struct fs_node *fs_view_child(struct fs_node *dir, const char *name)
+{
+	for (size_t i = 0; i < dir->n_children; i++)
+		if (strcmp(dir->children[i]->name, name) == 0)
+			return dir->children[i];
+	return NULL;
+}
+
+static int child_add(struct fs_node *dir, struct fs_node *c)
+{
+	if (dir->n_children == dir->cap_children) {
+		size_t cap = dir->cap_children ? dir->cap_children * 2 : 4;
+		struct fs_node **a = realloc(dir->children, cap * sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		dir->children = a;
+		dir->cap_children = cap;
+	}
+	dir->children[dir->n_children++] = c;
+	if (c->kind == FS_DIR)
+		dir->n_subdirs++;
+	return 0;
+}
+
+static void child_del(struct fs_node *dir, struct fs_node *c)
+{
+	for (size_t i = 0; i < dir->n_children; i++) {
+		if (dir->children[i] == c) {
+			memmove(&dir->children[i], &dir->children[i + 1],
+				(dir->n_children - i - 1) * sizeof(dir->children[0]));
+			dir->n_children--;
+			if (c->kind == FS_DIR)
+				dir->n_subdirs--;
+			return;
+		}
+	}
+}
+
+static int set_data(struct fs_node *n, const char *data)
+{
+	char *d = strdup(data);
+
+	if (!d)
+		return -ENOMEM;
+	free(n->data);
+	n->data = d;
+	n->size = strlen(d);
+	return 0;
+}
+
+/*
+ * Returns the node with this inode number, in the tree under parent with the
+ * given name.  A node still in the table (removed, not yet forgotten) is
+ * taken back, keeping its lookup count.
+ */
+static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+				enum fs_node_kind kind, const char *name, const char *data,
+				const struct timespec *mtime, struct fs_inval_batch *b)
+{
+	struct fs_node *n = fs_view_get(v, ino);
+	bool fresh = n == NULL;
+	char *nm = NULL;
+
+	if (n && n->in_tree)
+		return n; /* already there (an inode number names one place) */
+	if (fresh) {
+		if (v->n_nodes + 1 > v->n_buckets && table_grow(v) != 0)
+			return NULL;
+		n = calloc(1, sizeof(*n));
+		if (!n)
+			return NULL;
+		n->ino = ino;
+	}
+	nm = strdup(name);
+	if (!nm || (data && set_data(n, data) != 0))
+		goto fail;
+	n->kind = kind;
+	if (parent && child_add(parent, n) != 0)
+		goto fail;
+	free(n->name);
+	n->name = nm;
+	n->parent = parent ? parent->ino : ino;
+	n->mtime = *mtime;
+	n->in_tree = true;
+	if (fresh) {
+		size_t k = bucket_of(v, ino);
+
+		n->hnext = v->buckets[k];
+		v->buckets[k] = n;
+		v->n_nodes++;
+	} else {
+		/* Taken back while the kernel still knows it: drop what it cached. */
+		batch_push(b, FS_INVAL_INODE, ino, NULL);
+	}
+	return n;
+fail:
+	free(nm);
+	if (fresh)
+		node_free(n);
+	return NULL;
+}
+
+/* Takes n (and what is below it) out of the tree; frees what the kernel does
+ * not reference. */
+static void node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n)
+{
+	while (n->n_children > 0)
+		node_remove(v, n, n->children[n->n_children - 1]);
+	if (parent)
+		child_del(parent, n);
+	n->in_tree = false;
+	if (__atomic_load_n(&n->nlookup, __ATOMIC_RELAXED) == 0) {
+		table_remove(v, n);
+		node_free(n);
+	}
+}
+
+void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
+{
+	struct fs_node *n = fs_view_get(v, ino);
+	uint64_t left;
+
+	if (!n)
+		return;
+	left = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+	left = count >= left ? 0 : left - count;
+	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
+	if (left == 0 && !n->in_tree && n->ino > FS_INO_PLUGINS) {
+		table_remove(v, n);
+		node_free(n);
+	}
+}
+
+int fs_view_init(struct fs_view *v, const char *socket_name)
+{
+	struct timespec now;
+	struct fs_node *root;
+
+	memset(v, 0, sizeof(*v));
+	v->n_buckets = 64;
+	v->buckets = calloc(v->n_buckets, sizeof(*v->buckets));
+	v->socket_name = strdup(socket_name);
+	if (!v->buckets || !v->socket_name)
+		goto fail;
+	clock_gettime(CLOCK_REALTIME, &now);
+	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NULL, &now, NULL);
+	if (!root || !node_add(v, root, FS_INO_PLUGINS, FS_DIR, "plugins", NULL, &now, NULL))
+		goto fail;
+	return 0;
+fail:
+	fs_view_free(v);
+	return -ENOMEM;
+}
+
+void fs_view_free(struct fs_view *v)
+{
+	if (v->buckets) {
+		for (size_t i = 0; i < v->n_buckets; i++) {
+			struct fs_node *n = v->buckets[i], *next;
+
+			for (; n; n = next) {
+				next = n->hnext;
+				node_free(n);
+			}
+		}
+	}
+	free(v->buckets);
+	free(v->socket_name);
+	memset(v, 0, sizeof(*v));
+}
+
+int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
+		     const struct timespec *mtime)
+{
+	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
+
+	if (!node_add(v, plugins, FS_INO(type_id, FS_TAG_TYPE), FS_DIR, type, NULL, mtime, NULL))
+		return -ENOMEM;
+	plugins->mtime = *mtime;
+	return 0;
+}
+
+static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
+		      const char *name)
+{
+	struct fs_inval *it;
+
+	if (!b)
+		return 0;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 8;
+		struct fs_inval *a = realloc(b->items, cap * sizeof(*a));
+
+		if (!a)
+			goto oom;
+		b->items = a;
+		b->cap = cap;
+	}
+	it = &b->items[b->n];
+	it->kind = kind;
+	it->ino = ino;
+	it->name = NULL;
+	if (name && !(it->name = strdup(name)))
+		goto oom;
+	b->n++;
+	return 0;
+oom:
+	b->oom = true;
+	return -ENOMEM;
+}
+
+void fs_inval_batch_free(struct fs_inval_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->items[i].name);
+	free(b->items);
+	memset(b, 0, sizeof(*b));
+}
+
+static void format_time(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "%lld", (long long)t);
+}
+
+char *fs_render_info(const struct reg_plugin *p)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < p->n_regs; i++) {
+		const struct registration *r = &p->regs[i];
+		const char *kind = reg_kind_name(r->kind);
+		char when[64];
+
+		format_time(r->registered_at, when, sizeof(when));
+		fprintf(f, "%s %s %s %s %s\n", r->alloc, r->socket,
+			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when);
+	}
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
+{
+	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
+
+	return plugins ? fs_view_child(plugins, type) : NULL;
+}
+
+/* Marks a node changed: new mtime, and the kernel's attributes (and cached
+ * symlink target or contents) of it are dropped. */
+static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
+{
+	n->mtime = *now;
+	batch_push(b, FS_INVAL_INODE, n->ino, NULL);
+}
+
+static int64_t newest_update(const struct reg_plugin *p)
+{
+	int64_t t = 0;
+
+	for (size_t i = 0; i < p->n_regs; i++) {
+		if (p->regs[i].updated_at > t)
+			t = p->regs[i].updated_at;
+		if (p->regs[i].registered_at > t)
+			t = p->regs[i].registered_at;
+	}
+	return t;
+}
+
+static bool has_alloc(const struct reg_plugin *p, const char *alloc)
+{
+	for (size_t i = 0; i < p->n_regs; i++)
+		if (strcmp(p->regs[i].alloc, alloc) == 0)
+			return true;
+	return false;
+}
+
+int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
+			int64_t plugin_id, const struct reg_plugin *p,
+			const struct timespec *now, struct fs_inval_batch *b)
+{
+	struct fs_node *tdir = find_type_dir(v, type);
+	struct fs_node *pdir, *active, *allocs, *info;
+	struct timespec mt = *now;
+	bool changed = false, allocs_changed = false;
+	char *text = NULL;
+	int rc = 0;
+
+	if (!tdir)
+		return 0; /* not a configured type */
+	pdir = fs_view_child(tdir, name);
+	if (pdir && (!p || p->n_regs == 0 || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
+		node_remove(v, tdir, pdir);
+		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		touch(tdir, now, b);
+		pdir = NULL;
+	}
+	if (!p || p->n_regs == 0)
+		return 0;
+	if (!b) {
+		/* Loading at start: the mtimes come from the stored times. */
+		mt.tv_sec = (time_t)newest_update(p);
+		mt.tv_nsec = 0;
+	}
+	text = fs_render_info(p);
+	if (!text)
+		return -ENOMEM;
+	if (!pdir) {
+		pdir = node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
+		if (!pdir) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		if (b)
+			touch(tdir, now, b);
+		else if (mt.tv_sec > tdir->mtime.tv_sec)
+			tdir->mtime = mt;
+	}
+	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
+			  p->regs[0].socket, &mt, b);
+	allocs = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
+	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", text, &mt, b);
+	if (!active || !allocs || !info) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (strcmp(active->data, p->regs[0].socket) != 0) {
+		if ((rc = set_data(active, p->regs[0].socket)) != 0)
+			goto out;
+		touch(active, now, b);
+		changed = true;
+	}
+	/* allocs/: drop the gone, add the new, retarget the moved. */
+	for (size_t i = allocs->n_children; i-- > 0;) {
+		struct fs_node *l = allocs->children[i];
+
+		if (!has_alloc(p, l->name)) {
+			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+			node_remove(v, allocs, l);
+			allocs_changed = true;
+		}
+	}
+	for (size_t i = 0; i < p->n_regs; i++) {
+		const struct registration *r = &p->regs[i];
+		struct fs_node *l = fs_view_child(allocs, r->alloc);
+		struct timespec lt = mt;
+
+		if (l && l->ino != FS_INO(r->id, FS_TAG_ALLOC)) {
+			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+			node_remove(v, allocs, l);
+			l = NULL;
+		}
+		if (!l) {
+			if (!b) {
+				lt.tv_sec = (time_t)(r->updated_at > r->registered_at ? r->updated_at
+										: r->registered_at);
+				lt.tv_nsec = 0;
+			}
+			l = node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
+				     r->socket, &lt, b);
+			if (!l) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			batch_push(b, FS_INVAL_ENTRY, allocs->ino, r->alloc);
+			allocs_changed = true;
+		} else if (strcmp(l->data, r->socket) != 0) {
+			if ((rc = set_data(l, r->socket)) != 0)
+				goto out;
+			touch(l, now, b);
+			changed = true;
+		}
+	}
+	if (allocs_changed) {
+		touch(allocs, now, b);
+		changed = true;
+	}
+	if (strcmp(info->data, text) != 0) {
+		if ((rc = set_data(info, text)) != 0)
+			goto out;
+		touch(info, now, b);
+		changed = true;
+	}
+	if (changed && b)
+		touch(pdir, now, b);
+out:
+	free(text);
+	return rc;
+}
+
+void fs_node_attr(const struct fs_node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_uid = 0;
+	st->st_gid = 0;
+	st->st_blksize = 4096;
+	st->st_mtim = n->mtime;
+	st->st_ctim = n->mtime;
+	st->st_atim = n->mtime;
+	switch (n->kind) {
+	case FS_DIR:
+		st->st_mode = DIR_MODE;
+		st->st_nlink = 2 + n->n_subdirs;
+		st->st_size = 0;
+		break;
+	case FS_LINK:
+		st->st_mode = LINK_MODE;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		break;
+	case FS_FILE:
+		st->st_mode = FILE_MODE;
+		st->st_nlink = 1;
+		st->st_size = (off_t)n->size;
+		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
+		break;
+	}
+}
