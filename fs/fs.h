@@ -4,6 +4,20 @@
  * laid out as DESIGN.md "The filesystem" draws it.  Handlers answer from an
  * in-memory view kept current by registry events; kernel invalidations go
  * through one notifier thread, never from a handler.
+ *
+ * Delivery guarantee: the registry event callback waits until the notifier
+ * has handed the invalidations of that change to the kernel, so when a
+ * registry mutation returns (and the control server says `ok'), the next
+ * readlink or lookup through the mount sees the new state.  The wait happens
+ * in the thread that mutates the registry, never in a FUSE handler.
+ *
+ * Inode numbers: root 1, plugins/ 2, then persisted id * 8 + tag: types.id
+ * (type directory, tag 0), plugins.id (plugin directory 1, <socket_name> 2,
+ * allocs/ 3, info 4), registration id (allocs/<alloc> 5).
+ *
+ * info: one line per registration, active first, fields separated by one
+ * space: alloc socket version kind registered_at, version "-" when none,
+ * registered_at in RFC 3339 UTC (2026-11-30T09:32:13Z).
  */
 #ifndef PLUGFS_FS_H
 #define PLUGFS_FS_H

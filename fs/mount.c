@@ -182,7 +182,11 @@ static int mkdir_p(const char *path, char *err, size_t errlen)
 			char c = *p;
 
 			*p = '\0';
-			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+			if (mkdir(buf, 0755) == 0) {
+				/* 0755 whatever the umask. */
+				if (chmod(buf, 0755) != 0)
+					log_warn("fs: chmod 0755 %s: %s", buf, strerror(errno));
+			} else if (errno != EEXIST) {
 				int e = errno;
 
 				seterr(err, errlen, "cannot create mountpoint `%s': %s: %s", path,

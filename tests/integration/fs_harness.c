@@ -327,11 +327,38 @@ static int cmd_switch(const struct args *a)
 		__atomic_store_n(&s.progress, i, __ATOMIC_SEQ_CST);
 	}
 
-	/* The plugin disappears with its last registration and comes back. */
+	/* The plugin disappears with its last registration and comes back.  A
+	 * file held open across the removal stays answerable (getattr with no
+	 * attribute caching goes to the daemon) until the kernel forgets it. */
 	if (failures == 0) {
+		char info[PATH_MAX + 16];
+		struct stat before, after;
+		int fd;
+
+		fs_set_cache_timeout(s.fs, 0);
+		snprintf(info, sizeof(info), "%s/info", plugin_dir);
+		fd = open(info, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &before) != 0) {
+			fprintf(stderr, "FAIL: open %s: %s\n", info, strerror(errno));
+			failures++;
+		}
 		if (do_deregister(reg, "csi-node", "sw", prev) != 0 ||
 		    expect_exists(plugin_dir, "", false) != 0)
 			failures++;
+		if (fd >= 0) {
+			if (fstat(fd, &after) != 0 || after.st_ino != before.st_ino ||
+			    after.st_size != before.st_size) {
+				fprintf(stderr, "FAIL: a removed, still open info does not answer "
+						"getattr: %s\n", strerror(errno));
+				failures++;
+			}
+			if (read(fd, line, sizeof(line)) <= 0) {
+				fprintf(stderr, "FAIL: a removed, still open info cannot be read\n");
+				failures++;
+			}
+			close(fd);
+		}
+		fs_set_cache_timeout(s.fs, 60);
 		snprintf(sock, sizeof(sock), SOCK_PATH_FMT, a->switches + 1);
 		snprintf(alloc, sizeof(alloc), "a%ld", a->switches + 1);
 		if (do_register(reg, "csi-node", "sw", alloc, sock, NULL) != 0)

@@ -49,6 +49,9 @@ _cleanup() {
 	done
 	for m in "${_MOUNTS[@]}" "$MNT"; do
 		if grep -qs " $m fuse" /proc/mounts; then
+			# A process stuck on a mount whose daemon died (an in-process
+			# daemon crashing) only dies once the connection is aborted.
+			abort_fuse_conn "$m"
 			fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 		fi
 	done
@@ -59,6 +62,19 @@ _cleanup() {
 	rm -rf "$T"
 	exit "$rc"
 }
+# abort_fuse_conn MNT: fails every request of the FUSE connection mounted
+# at MNT (through fusectl, mounted when needed), so that nothing stays blocked
+# on a daemon that is gone.
+abort_fuse_conn() {
+	local dev id ctl=/sys/fs/fuse/connections
+	dev=$(awk -v m="$1" '$5 == m { d = $3 } END { print d }' /proc/self/mountinfo)
+	[ -n "$dev" ] && [ -d "$ctl" ] || return 0
+	id=$(( (${dev%%:*} << 20) | ${dev##*:} ))
+	[ -e "$ctl/$id" ] || mount -t fusectl none "$ctl" 2>/dev/null
+	[ -w "$ctl/$id/abort" ] && echo 1 >"$ctl/$id/abort"
+	return 0
+}
+
 trap _cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -123,7 +139,10 @@ start_daemon() {
 	DAEMON_PID=$!
 	_PIDS+=("$DAEMON_PID")
 	for _ in $(seq 100); do
-		if is_mounted "$MNT" && stat "$MNT/plugins" >/dev/null 2>&1; then
+		# statfs is never answered from a cache: a dead mount left by a
+		# killed daemon fails it until the new daemon replaced it.
+		if is_mounted "$MNT" && stat -f "$MNT" >/dev/null 2>&1 &&
+			stat "$MNT/plugins" >/dev/null 2>&1; then
 			return 0
 		fi
 		kill -0 "$DAEMON_PID" 2>/dev/null || break
@@ -164,6 +183,10 @@ start_demo_plugin() {
 		die "demo plugin $2 did not come up on $1"
 }
 demo_connect() { "$PLUGFS_DEMO_PLUGIN" --connect "$1"; }
+
+# harness CMD ARGS...: fs-harness on this test's state file and types, e.g.
+# `harness register csi-node ebs a0 /run/a0/csi.sock 1.0` (offline).
+harness() { "$FS_HARNESS" "$1" -s "$STATE" -t csi-controller -t csi-node "${@:2}"; }
 
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The daemon's life: restart on the same state (same tree, same inode
+# numbers), kill -9 then a new start (stale mount recovered), a second daemon
+# on a live mount refused, SIGTERM (exit 0, mount gone), readiness through
+# $NOTIFY_SOCKET (path and abstract), SIGHUP reload, errors at start.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+write_config
+
+S=$T/sockets
+harness register csi-node ebs a0 "$S/a0/csi.sock" 1.0 || die "prepare state"
+harness register csi-node ebs a1 "$S/a1/csi.sock" 1.1 || die "prepare state"
+harness register csi-controller nfs n0 "$S/n0/csi.sock" || die "prepare state"
+
+inodes() { (cd "$MNT" && find . | sort | while read -r p; do stat -c '%n %i %F' "$p"; done); }
+
+check "a missing mountpoint" test ! -e "$MNT"
+start_daemon
+tree1=$(inodes)
+check "the tree has the plugins" grep -q '^./plugins/csi-node/ebs/allocs/a1 ' <<<"$tree1"
+
+# A second daemon on the live mount: refused, the first keeps serving.
+"$PLUGFS_BIN" -c "$CFG" mount >"$T/second.out" 2>&1
+rc=$?
+check "a second daemon on a live mount fails" test "$rc" -ne 0
+check "it says why" grep -q "a live plugfs mount is already at" "$T/second.out"
+check_eq "the message is one line" 1 "$(wc -l <"$T/second.out")"
+check_eq "the first daemon still serves" "$S/a1/csi.sock" "$(readlink "$MNT/plugins/csi-node/ebs/csi.sock")"
+check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /proc/mounts)"
+
+# SIGHUP: log level and cache_timeout applied, the rest reported.
+sed -i -e 's/^cache_timeout = 60/cache_timeout = 5/' -e 's/^allow_other = true/allow_other = false/' "$CFG"
+printf '[log]\nlevel = debug\n' >>"$CFG"
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 50); do grep -q "reloaded" "$DAEMON_LOG" && break; sleep 0.1; done
+check "SIGHUP applies the log level" grep -q "log level is now debug" "$DAEMON_LOG"
+check "SIGHUP applies cache_timeout" grep -q "cache_timeout is now 5s" "$DAEMON_LOG"
+check "SIGHUP names what needs a restart" grep -q "\[mount\] allow_other changed; restart" "$DAEMON_LOG"
+check "the daemon survives SIGHUP" kill -0 "$DAEMON_PID"
+printf '[bogus]\n' >>"$CFG"
+kill -HUP "$DAEMON_PID"
+for _ in $(seq 50); do grep -q "reload failed" "$DAEMON_LOG" && break; sleep 0.1; done
+check "a bad config on SIGHUP is reported and the running one kept" grep -q "reload failed, keeping the running config" "$DAEMON_LOG"
+write_config
+
+stop_daemon
+
+# Restart on the same state: same tree, same inode numbers.
+start_daemon
+check_eq "after a restart: same tree, same inode numbers" "$tree1" "$(inodes)"
+
+# kill -9: the mount is left dead (ENOTCONN); a new start recovers it.
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+check "after kill -9 the mount answers ENOTCONN" \
+	bash -c "stat -f '$MNT' 2>&1 | grep -q 'Transport endpoint is not connected'"
+start_daemon
+check "the stale mount was detached" grep -q "detached a stale fuse.plugfs mount at $MNT" "$DAEMON_LOG"
+check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /proc/mounts)"
+check_eq "the tree is back, same inode numbers" "$tree1" "$(inodes)"
+stop_daemon
+
+# Readiness: READY=1 on $NOTIFY_SOCKET once the mount answers (path and
+# abstract socket).
+notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION
+	local rpid
+	"$FS_HARNESS" notify-recv "$1" 10 >"$T/notify.out" 2>&1 &
+	rpid=$!
+	_PIDS+=("$rpid")
+	for _ in $(seq 50); do grep -q listening "$T/notify.out" && break; sleep 0.1; done
+	NOTIFY_SOCKET=$1 start_daemon
+	wait "$rpid"
+	check "$2: READY=1 received" grep -qx "READY=1" "$T/notify.out"
+	check "$2: MAINPID is the daemon" grep -qx "MAINPID=$DAEMON_PID" "$T/notify.out"
+	stop_daemon
+}
+notify_test "$T/notify.sock" "NOTIFY_SOCKET path"
+notify_test "@plugfs-test-$$-notify" "NOTIFY_SOCKET abstract"
+
+# Errors at start: one clear line, exit non-zero, nothing mounted.
+start_error() { # DESCRIPTION REGEX ARGS...
+	local d=$1 re=$2 rc
+	shift 2
+	timeout 20 "$PLUGFS_BIN" "$@" >"$T/err.out" 2>&1
+	rc=$?
+	check "$d: exit non-zero" test "$rc" -ne 0 -a "$rc" -ne 124
+	check "$d: the message says why" grep -Eq "$re" "$T/err.out"
+	check_eq "$d: one line" 1 "$(wc -l <"$T/err.out")"
+	check "$d: nothing mounted" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+}
+touch "$T/afile"
+start_error "mountpoint not a directory" "mountpoint .*afile' is not a directory" \
+	-c "$CFG" mount --mountpoint "$T/afile"
+printf '[mount]\nbogus = 1\n' >"$T/bad.ini"
+start_error "bad config" "bogus" -c "$T/bad.ini" mount
+start_error "missing config file" "nope.ini" -c "$T/nope.ini" mount
+head -c 4096 /dev/urandom >"$T/garbage.db"
+sed "s|^path = .*|path = $T/garbage.db|" "$CFG" >"$T/garbage.ini"
+start_error "unusable state file" "state file .*garbage.db" -c "$T/garbage.ini" mount
+"$PLUGFS_BIN" -c "$CFG" mount --bogus >"$T/err.out" 2>&1
+check_eq "an unknown option is a usage error" 2 $?
+check "it names the option" grep -q -- "--bogus" "$T/err.out"
+
+# --mountpoint overrides the config and missing parents are created.
+"$PLUGFS_BIN" -c "$CFG" mount --mountpoint "$T/deep/er/mnt" >>"$DAEMON_LOG" 2>&1 &
+pid=$!
+_PIDS+=("$pid")
+_MOUNTS+=("$T/deep/er/mnt")
+for _ in $(seq 100); do stat "$T/deep/er/mnt/plugins" >/dev/null 2>&1 && break; sleep 0.1; done
+check_eq "--mountpoint: parents created 0755, tree served" "755 755 ebs" \
+	"$(stat -c %a "$T/deep") $(stat -c %a "$T/deep/er") $(ls "$T/deep/er/mnt/plugins/csi-node")"
+kill -TERM "$pid"
+wait "$pid"
+check_eq "--mountpoint daemon exits 0" 0 $?
+finish
