@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugfs mount: the daemon.  Wires config, registry, filesystem (and the
- * control server) together, announces readiness to systemd once the mount
+ * plugfs mount: the daemon.  Wires config, registry, filesystem and the
+ * control server together, announces readiness to systemd once the mount
  * answers, reloads on SIGHUP, expires tombstones hourly, and on SIGTERM or
  * SIGINT unmounts and exits 0.
  *
@@ -23,6 +23,7 @@
 #include "cliutil.h"
 #include "commands.h"
 #include "config.h"
+#include "control.h"
 #include "fs.h"
 #include "log.h"
 #include "registry.h"
@@ -38,6 +39,7 @@ struct daemon {
 	struct plugfs_config cfg;   /* the running config */
 	struct registry *reg;
 	struct plugfs_fs *fs;
+	struct control_server *ctl;
 	pthread_t house;
 	bool house_started;
 	bool stopping;              /* atomic */
@@ -55,10 +57,11 @@ static void usage(FILE *f)
 		"Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the mount\n"
 		"answers.\n"
 		"\n"
-		"  -c, --config FILE   config file (else $PLUGFS_CONFIG, else %s)\n"
-		"  --mountpoint DIR    mount here instead of [mount] mountpoint\n"
-		"  --debug             debug logging and libfuse request tracing\n"
-		"  -h, --help          this help\n",
+		"  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
+		"  --debug            debug logging and libfuse request tracing\n"
+		"  -c FILE            config file (else $PLUGFS_CONFIG, else %s)\n"
+		"\n"
+		"Exit codes: 0 clean stop, 1 failed to start or to serve, 2 usage error.\n",
 		CONFIG_DEFAULT_PATH);
 }
 
@@ -303,8 +306,20 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 
-	/* The control server starts here (after the mount, so that an `ok'
-	 * is only ever given with the tree in place). */
+	/* The control server after the mount: an `ok' is only ever given with
+	 * the tree in place. */
+	struct control_options co = {
+		.socket_path = d.cfg.control_socket,
+		.group = d.cfg.control_group,
+		.max_clients = d.cfg.max_clients,
+		.idle_timeout = d.cfg.idle_timeout,
+		.mountpoint = d.cfg.mountpoint,
+		.state_path = d.cfg.state_path,
+	};
+	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
+		cli_error(CMD, "%s", err);
+		goto out;
+	}
 
 	if (house_start(&d) != 0) {
 		cli_error(CMD, "cannot start the housekeeping thread");
@@ -320,7 +335,9 @@ int mount_main(int argc, char *argv[])
 out:
 	sd_notify_send("STOPPING=1");
 	house_stop(&d);
-	/* The control server stops here, before the filesystem. */
+	/* No more mutations, then the filesystem goes. */
+	if (d.ctl)
+		control_server_stop(d.ctl);
 	fs_destroy(d.fs);
 	if (d.reg)
 		registry_close(d.reg);
