@@ -34,8 +34,8 @@ int wait_main(int argc, char *argv[])
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL;
 	json_t *req = NULL, *resp = NULL, *plugin, *active;
-	bool have_cfg = false;
-	double timeout = -1;
+	bool have_cfg = false, have_timeout = false;
+	double timeout = 0;
 	int opt, rc = EXIT_USAGE, recv_ms = -1;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -56,6 +56,7 @@ int wait_main(int argc, char *argv[])
 					optarg);
 				goto out;
 			}
+			have_timeout = true;
 			break;
 		}
 		case 'h':
@@ -80,7 +81,7 @@ int wait_main(int argc, char *argv[])
 		goto out;
 	}
 	/* The daemon checks the range; it answers when the timeout passes. */
-	if (timeout != -1) {
+	if (have_timeout) {
 		json_object_set_new(req, "timeout", json_real(timeout));
 		if (timeout >= 0 && timeout < 1e6)
 			recv_ms = (int)(timeout * 1000) + 10000;

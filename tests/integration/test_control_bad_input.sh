@@ -35,7 +35,7 @@ cli 1 "invalid_argument: register:" register --type csi-foo --name ok --alloc a0
 cli 1 "csi-foo" register --type csi-foo --name ok --alloc a0 --socket "$S"
 cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket alloc/a0/csi.sock
 cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket /elsewhere/csi.sock
-cli 1 "socket_roots" "${R[@]}" --name ok --socket /elsewhere/csi.sock
+cli 1 "must be under one of the socket roots" "${R[@]}" --name ok --socket /elsewhere/csi.sock
 cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket "$T/alloc/../alloc/a0/csi.sock"
 cli 1 "invalid_argument: register: field \`kind' must be controller, node or monolith, got \`sideways'" "${R[@]}" --name ok --socket "$S" --kind sideways
 cli 1 "invalid_argument: register: option" "${R[@]}" --name ok --socket "$S" --option 'bad key=1'
@@ -45,7 +45,7 @@ cli 2 "--option \`k' is given twice" "${R[@]}" --name ok --socket "$S" --option 
 cli 2 "--name is required" "${R[@]}" --socket "$S"
 cli 2 "--socket is required" "${R[@]}" --name ok
 cli 2 "unknown option \`--frobnicate'" register --frobnicate
-cli 2 "option \`--name' needs a value" register --name
+cli 2 "option \`--name' needs an argument" register --name
 cli 2 "--type and --name go together" deregister --type csi-node --alloc a0
 cli 2 "--alloc is required" deregister --type csi-node --name ok
 cli 2 "expected TYPE and NAME, got 1 argument" show csi-node

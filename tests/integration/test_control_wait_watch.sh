@@ -75,6 +75,8 @@ reg $N ev a0 --version 2.0
 dereg $N ev a1
 dereg $N ev a0
 plugfs register --type csi-controller --name evc --alloc a0 --socket "$(sock_of a0)" >/dev/null
+# One transaction removing evc, late and w1 (a0 was their only alloc): the
+# registry emits its events by (type, name).
 plugfs deregister --alloc a0 >/dev/null
 plugfs register --type $N --name sentinel --alloc a1 --socket "$(sock_of a1)" >/dev/null
 for _ in $(seq 50); do
@@ -96,16 +98,14 @@ deregistered csi-node ev a0
 active csi-node ev a0>-
 registered csi-controller evc a0
 active csi-controller evc ->a0
+deregistered csi-controller evc a0
+active csi-controller evc a0>-
 deregistered csi-node late a0
 active csi-node late a0>-
 deregistered csi-node w1 a0
 active csi-node w1 a0>-
-deregistered csi-controller evc a0
-active csi-controller evc a0>-
 registered csi-node sentinel a1
 active csi-node sentinel ->a1"
-# deregister --alloc a0 removes late (where a0 was the only one), w1 and evc;
-# sort those of one transaction by commit order as the registry emits them.
 if [ "$got" = "$expected" ]; then
 	pass "watch --json saw every event in commit order"
 else
