@@ -13,6 +13,11 @@ start_daemon
 
 plugfs watch --json >"$T/storm-events.json" 2>&1 &
 watch_pid=$!
+for _ in $(seq 50); do
+	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
+	sleep 0.1
+done
+check_eq "the watcher is connected before the storm" 1 "$(plugfs status --json | jq .watchers)"
 
 start=$(date +%s)
 "$STORM" "$CTL" "$T/storm" 8 500 "${STORM_SEED:-$$}" >"$T/storm.out" 2>&1
