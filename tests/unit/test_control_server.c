@@ -396,6 +396,43 @@ static void test_watch(void **state)
 	close(fd);
 }
 
+/* A client that floods requests and never reads its answers, and one that
+ * stops in the middle of a line, hold up nobody else. */
+static void test_stuck_clients(void **state)
+{
+	struct fixture *f = *state;
+	static const char req[] = "{\"op\":\"list\"}\n";
+	int flood = raw_connect(f), partial = raw_connect(f);
+	size_t sent = 0;
+	json_t *r;
+
+	raw_send(partial, "{\"op\":", 6);
+	assert_int_equal(fcntl(flood, F_SETFL, O_NONBLOCK), 0);
+	/* Until the kernel buffers are full: the daemon stopped reading. */
+	for (int idle_rounds = 0; idle_rounds < 20 && sent < 64u * 1024 * 1024;) {
+		ssize_t n = send(flood, req, sizeof(req) - 1, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			assert_true(errno == EAGAIN || errno == EWOULDBLOCK);
+			idle_rounds++;
+			usleep(10000);
+			continue;
+		}
+		sent += (size_t)n;
+	}
+	assert_true(sent < 64u * 1024 * 1024);
+	/* Others are served at once. */
+	r = call(f, "{s:s}", "op", "status");
+	assert_ok(r);
+	assert_int_equal(json_integer_value(json_object_get(r, "clients")), 3);
+	json_decref(r);
+	r = reg_req(f, "csi-node", "busy", "a0");
+	assert_ok(r);
+	json_decref(r);
+	close(flood);
+	close(partial);
+}
+
 static void test_socket_mode(void **state)
 {
 	struct fixture *f = *state;
@@ -515,6 +552,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_overlong_line, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stuck_clients, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refuses_live_and_non_socket, setup,
 						teardown),
