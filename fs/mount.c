@@ -317,6 +317,9 @@ static void abort_conn(void *arg)
 		return;
 	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", fs->conn_minor);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT &&
+	    mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0)
+		fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		log_warn("fs: cannot abort the FUSE connection: %s: %s", path, strerror(errno));
 		return;
