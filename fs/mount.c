@@ -523,6 +523,10 @@ int fs_run(struct plugfs_fs *fs)
 		rc = 0;
 out:
 	__atomic_store_n(&fs->loop_running, false, __ATOMIC_SEQ_CST);
+	/* Nobody answers requests any more: a registry event waiting for its
+	 * invalidations (the notifier may block on an outstanding lookup) must
+	 * not hold up the control server's shutdown.  Stop the notifier now. */
+	fs_notifier_stop(&fs->notifier, abort_conn, fs);
 	fuse_loop_cfg_destroy(cfg);
 	return rc;
 }
