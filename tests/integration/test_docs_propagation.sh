@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# README.md, "When plugfs itself restarts": checks both claims with a real
+# daemon and a private mount namespace standing in for a container (made
+# rslave, as container runtimes make it).
+#  - A container that bind-mounted a directory INSIDE the mount keeps the old
+#    mount after plugfs restarts: it fails with ENOTCONN.
+#  - A container that bind-mounted the directory AROUND the mountpoint, with
+#    rslave, sees the new mount: the plugin is reachable again.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
+
+# $H plays /run on a systemd host: a shared mount.  plugfs mounts one level
+# down, at $H/fs, as the README recommends.
+H=$T/host
+MNT=$H/fs
+mkdir -p "$H" "$T/ctr-around" "$T/ctr-inside"
+mount --bind "$H" "$H" && mount --make-shared "$H" || die "cannot make $H a shared mount"
+CPID=
+_propagation_cleanup() {
+	local rc=$? p
+	[ -n "$CPID" ] && kill -KILL "$CPID" 2>/dev/null
+	for p in "${_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${_PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	done
+	is_mounted "$MNT" && fusermount3 -u -z "$MNT"
+	umount -l "$H" 2>/dev/null
+	(exit "$rc")
+	_cleanup
+}
+trap _propagation_cleanup EXIT
+
+write_config
+start_daemon
+start_demo_plugin "$T/alloc/a1/csi.sock" a1
+plugfs register --type csi-node --name p1 --alloc a1 --socket "$T/alloc/a1/csi.sock" >/dev/null ||
+	die "register failed"
+P=plugins/csi-node/p1
+
+# The "container": its own mount namespace, rslave; two bind mounts like
+# `docker run --mount type=bind,...,bind-propagation=rslave'.
+# shellcheck disable=SC2016
+unshare -m --propagation slave bash -c '
+	T=$1 H=$2 P=$3 DEMO=$4
+	mount --rbind "$H" "$T/ctr-around" && mount --make-rslave "$T/ctr-around" || exit 1
+	mount --rbind "$H/fs/$P" "$T/ctr-inside" && mount --make-rslave "$T/ctr-inside" || exit 1
+	"$DEMO" --connect "$T/ctr-around/fs/$P/csi.sock" >"$T/before.around" 2>&1
+	"$DEMO" --connect "$T/ctr-inside/csi.sock" >"$T/before.inside" 2>&1
+	touch "$T/c.ready"
+	for _ in $(seq 300); do [ -e "$T/c.go" ] && break; sleep 0.1; done
+	"$DEMO" --connect "$T/ctr-around/fs/$P/csi.sock" >"$T/after.around" 2>&1
+	ls "$T/ctr-inside/" >"$T/after.inside" 2>&1
+	echo $? >"$T/after.inside.rc"
+	touch "$T/c.done"
+' container "$T" "$H" "$P" "$PLUGFS_DEMO_PLUGIN" &
+CPID=$!
+for _ in $(seq 100); do [ -e "$T/c.ready" ] && break; kill -0 "$CPID" 2>/dev/null || break; sleep 0.1; done
+[ -e "$T/c.ready" ] || die "the container namespace did not come up"
+check_eq "container, bind around the mount: reaches a1" "a1" "$(cat "$T/before.around")"
+check_eq "container, bind of the plugin directory: reaches a1" "a1" "$(cat "$T/before.inside")"
+
+# plugfs restarts: a new mount at the same place.
+stop_daemon
+start_daemon
+check_eq "host: the registration survived the restart" "a1" "$(demo_connect "$MNT/$P/csi.sock")"
+touch "$T/c.go"
+for _ in $(seq 100); do [ -e "$T/c.done" ] && break; kill -0 "$CPID" 2>/dev/null || break; sleep 0.1; done
+[ -e "$T/c.done" ] || die "the container namespace did not finish"
+check_eq "container, bind around the mount, rslave: reaches a1 through the NEW mount" "a1" \
+	"$(cat "$T/after.around")"
+check "container, bind inside the old mount: fails after the restart" \
+	test "$(cat "$T/after.inside.rc")" -ne 0
+check "container, bind inside the old mount: Transport endpoint is not connected" \
+	grep -q 'Transport endpoint is not connected' "$T/after.inside"
+stop_daemon
+finish
