@@ -32,6 +32,7 @@ A1=3f2c9a10 # the first allocation of the demo plugin
 A2=7be41d55 # its replacement
 
 # What the transcript shows: `plugfs' and `plugfs-demo-plugin', as typed.
+# (Background jobs run the programs themselves, so that $! is their pid.)
 plugfs() { "$PLUGFS" "$@"; }
 plugfs-demo-plugin() { "$DEMO" "$@"; }
 
@@ -78,7 +79,7 @@ run ls "$MNT/plugins/"
 step "1. Start allocation $A1 of a demo CSI node plugin, its socket in its own directory"
 mkdir -p "$DIR"
 printf '$ %s\n' "plugfs-demo-plugin --socket $DIR/$A1/csi.sock --alloc $A1 &"
-plugfs-demo-plugin --socket "$DIR/$A1/csi.sock" --alloc "$A1" &
+"$DEMO" --socket "$DIR/$A1/csi.sock" --alloc "$A1" &
 pids+=($!)
 plugfs-demo-plugin --connect "$DIR/$A1/csi.sock" --wait 5 >/dev/null
 
@@ -99,12 +100,12 @@ expect "the connection reached $A1" "$A1" "$(plugfs-demo-plugin --connect "$P/cs
 
 step "5. Roll to a second allocation, $A2, while plugfs watch follows the events"
 printf '$ %s\n' "plugfs watch --type csi-node &"
-plugfs watch --type csi-node >"$DIR/watch.log" 2>&1 &
+"$PLUGFS" watch --type csi-node >"$DIR/watch.log" 2>&1 &
 wpid=$!
 pids+=("$wpid")
 sleep 0.5 # let watch subscribe before the changes
 printf '$ %s\n' "plugfs-demo-plugin --socket $DIR/$A2/csi.sock --alloc $A2 &"
-plugfs-demo-plugin --socket "$DIR/$A2/csi.sock" --alloc "$A2" &
+"$DEMO" --socket "$DIR/$A2/csi.sock" --alloc "$A2" &
 pids+=($!)
 plugfs-demo-plugin --connect "$DIR/$A2/csi.sock" --wait 5 >/dev/null
 run plugfs register --type csi-node --name demo --alloc "$A2" \
@@ -131,7 +132,7 @@ for _ in $(seq 50); do grep -q "deregistered.*$A1" "$DIR/watch.log" && break; sl
 kill -TERM "$wpid" 2>/dev/null || true
 wait "$wpid" 2>/dev/null || true
 run cat "$DIR/watch.log"
-expect "watch saw $A2 registered" 1 "$(grep -c "registered.*$A2" "$DIR/watch.log" | head -n 1)"
+expect "watch saw $A2 registered" 1 "$(grep -c " registered .*$A2" "$DIR/watch.log")"
 expect "watch saw the switch $A1 -> $A2" 1 "$(grep -c "active.*$A1 -> $A2" "$DIR/watch.log")"
 expect "watch saw $A1 deregistered" 1 "$(grep -c "deregistered.*$A1" "$DIR/watch.log")"
 

@@ -3,7 +3,8 @@
 # daemon and a private mount namespace standing in for a container (made
 # rslave, as container runtimes make it).
 #  - A container that bind-mounted a directory INSIDE the mount keeps the old
-#    mount after plugfs restarts: it fails with ENOTCONN.
+#    mount after plugfs restarts: it fails with ENOTCONN (or answers from the
+#    kernel's cache, never with a later registration).
 #  - A container that bind-mounted the directory AROUND the mountpoint, with
 #    rslave, sees the new mount: the plugin is reachable again.
 . "$(dirname "$0")/lib.sh"
@@ -64,10 +65,15 @@ check_eq "container, bind of the plugin directory: reaches a1" "a1" "$(cat "$T/b
 stop_daemon
 start_daemon
 check_eq "host: the registration survived the restart" "a1" "$(demo_connect "$MNT/$P/csi.sock")"
+# A new allocation after the restart: only the new mount knows it (the old
+# one may still answer from the kernel's cache until cache_timeout).
+start_demo_plugin "$T/alloc/a2/csi.sock" a2
+plugfs register --type csi-node --name p1 --alloc a2 --socket "$T/alloc/a2/csi.sock" >/dev/null ||
+	die "register a2 failed"
 touch "$T/c.go"
 for _ in $(seq 100); do [ -e "$T/c.done" ] && break; kill -0 "$CPID" 2>/dev/null || break; sleep 0.1; done
 [ -e "$T/c.done" ] || die "the container namespace did not finish"
-check_eq "container, bind around the mount, rslave: reaches a1 through the NEW mount" "a1" \
+check_eq "container, bind around the mount, rslave: reaches a2 through the NEW mount" "a2" \
 	"$(cat "$T/after.around")"
 check "container, bind inside the old mount: fails after the restart" \
 	test "$(cat "$T/after.inside.rc")" -ne 0
