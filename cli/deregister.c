@@ -33,6 +33,7 @@ int deregister_main(int argc, char *argv[])
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *type = NULL, *name = NULL, *alloc = NULL;
 	json_t *req = NULL, *resp = NULL;
+	json_int_t removed;
 	bool have_cfg = false;
 	int opt, rc = EXIT_USAGE;
 
@@ -88,16 +89,13 @@ int deregister_main(int argc, char *argv[])
 	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
 	if (rc)
 		goto out;
-	{
-		json_int_t removed = json_integer_value(json_object_get(resp, "removed"));
-
-		if (type)
-			printf("%s/%s: %s %s\n", type, name, alloc,
-			       removed ? "deregistered" : "was not registered (nothing changed)");
-		else
-			printf("%s: %lld registration%s removed\n", alloc, (long long)removed,
-			       removed == 1 ? "" : "s");
-	}
+	removed = json_integer_value(json_object_get(resp, "removed"));
+	if (type)
+		printf("%s/%s: %s %s\n", type, name, alloc,
+		       removed ? "deregistered" : "was not registered (nothing changed)");
+	else
+		printf("%s: %lld registration%s removed\n", alloc, (long long)removed,
+		       removed == 1 ? "" : "s");
 out:
 	json_decref(resp);
 	json_decref(req);

@@ -46,7 +46,8 @@ int register_main(int argc, char *argv[])
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *name = NULL, *alloc = NULL, *sock = NULL;
 	const char *version = NULL, *kind = NULL;
-	json_t *req = NULL, *types = json_array(), *options = json_object(), *resp = NULL;
+	json_t *req = NULL, *types = json_array(), *options = json_object(), *resp = NULL, *p;
+	size_t i;
 	bool have_cfg = false;
 	int opt, rc = EXIT_USAGE;
 
@@ -62,7 +63,11 @@ int register_main(int argc, char *argv[])
 			cfgpath = optarg;
 			break;
 		case 't':
-			json_array_append_new(types, json_string(optarg));
+			/* json_string() refuses text that is not UTF-8. */
+			if (json_array_append_new(types, json_string(optarg))) {
+				fprintf(stderr, "plugfs register: --type must be UTF-8 text\n");
+				goto out;
+			}
 			break;
 		case 'n':
 			name = optarg;
@@ -101,7 +106,13 @@ int register_main(int argc, char *argv[])
 				free(key);
 				goto out;
 			}
-			json_object_set_new(options, key, json_string(eq + 1));
+			if (json_object_set_new(options, key, json_string(eq + 1))) {
+				fprintf(stderr,
+					"plugfs register: --option `%s' must be UTF-8 text\n",
+					optarg);
+				free(key);
+				goto out;
+			}
 			free(key);
 			break;
 		}
@@ -126,13 +137,6 @@ int register_main(int argc, char *argv[])
 						    : "--socket");
 		goto out;
 	}
-	/* json_string() fails on text that is not UTF-8: say so rather than
-	 * send a request with a hole in it. */
-	for (size_t i = 0; i < json_array_size(types); i++)
-		if (!json_array_get(types, i)) {
-			fprintf(stderr, "plugfs register: --type must be UTF-8 text\n");
-			goto out;
-		}
 	req = json_pack("{s:s, s:O, s:s?, s:s?, s:s?}", "op", "register", "types", types, "name",
 			name, "alloc", alloc, "socket", sock);
 	if (!req || !json_string_value(json_object_get(req, "name")) ||
@@ -151,16 +155,11 @@ int register_main(int argc, char *argv[])
 	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
 	if (rc)
 		goto out;
-	{
-		size_t i;
-		json_t *p;
-
-		json_array_foreach(json_object_get(resp, "plugins"), i, p)
-			printf("%s/%s: registered %s, active %s\n",
-			       json_string_value(json_object_get(p, "type")),
-			       json_string_value(json_object_get(p, "name")), alloc,
-			       json_string_value(json_object_get(p, "active")));
-	}
+	json_array_foreach(json_object_get(resp, "plugins"), i, p)
+		printf("%s/%s: registered %s, active %s\n",
+		       json_string_value(json_object_get(p, "type")),
+		       json_string_value(json_object_get(p, "name")), alloc,
+		       json_string_value(json_object_get(p, "active")));
 	rc = EXIT_OK;
 out:
 	json_decref(resp);

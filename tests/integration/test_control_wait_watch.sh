@@ -31,7 +31,7 @@ wait $wpid
 rc=$?
 elapsed=$((($(date +%s%N) - start) / 1000000))
 check_eq "wait exits 0 once another process registers" 0 "$rc"
-check "wait returned promptly (${elapsed} ms after register)" test "$elapsed" -lt 3000
+check "wait returned promptly (${elapsed} ms after register)" test "$elapsed" -lt 5000
 check "wait prints the active alloc" grep -q 'csi-node/late: active a0' "$T/wait2.out"
 
 plugfs wait $N late --timeout 0 >/dev/null
@@ -79,8 +79,10 @@ plugfs register --type csi-controller --name evc --alloc a0 --socket "$(sock_of 
 # registry emits its events by (type, name).
 plugfs deregister --alloc a0 >/dev/null
 plugfs register --type $N --name sentinel --alloc a1 --socket "$(sock_of a1)" >/dev/null
-for _ in $(seq 50); do
-	grep -q sentinel "$T/watch.json" && break
+# Each watcher has printed its last event before it is stopped.
+for _ in $(seq 100); do
+	grep -q sentinel "$T/watch.json" && grep -q sentinel "$T/watch.txt" &&
+		[ "$(wc -l <"$T/watch-ctrl.json")" -ge 4 ] && break
 	sleep 0.1
 done
 kill $watch_pid $watch_ctrl_pid $watch_txt_pid
