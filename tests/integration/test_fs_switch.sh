@@ -45,6 +45,12 @@ for i in $(seq 1 40); do
 	prev=a$i
 done
 check_eq "40 switches through the control socket: each visible at once" 0 "$bad"
+# An update in place (same alloc, new socket): csi.sock and allocs/ follow.
+plugfs register --type csi-node --name live --alloc "$prev" --socket /run/live/moved/csi.sock \
+	--version 2.0 >/dev/null
+check_eq "an update in place retargets csi.sock at once" /run/live/moved/csi.sock "$(readlink "$E/csi.sock")"
+check_eq "... and allocs/$prev" /run/live/moved/csi.sock "$(readlink "$E/allocs/$prev")"
+check "... and info" grep -q "^$prev /run/live/moved/csi.sock 2.0 node " "$E/info"
 plugfs deregister --type csi-node --name live --alloc "$prev" >/dev/null
 check "the plugin directory goes with its last registration" test ! -e "$E"
 check_eq "csi-node/ is empty again" "" "$(ls "$MNT/plugins/csi-node")"

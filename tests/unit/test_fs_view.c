@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The in-memory view of fs/ (tree.c) without a mount: inode numbers from
+ * persisted ids, attributes, the invalidations each change queues, nodes
+ * kept while the kernel references them and freed on forget.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs_internal.h"
+#include "registry.h"
+
+#define TYPE_ID 3
+#define PLUGIN_ID 7
+
+struct fixture {
+	struct fs_view v;
+	struct registration regs[4];
+	struct reg_plugin p;
+};
+
+static void set_reg(struct registration *r, int64_t id, const char *alloc, const char *sock,
+		    const char *version, int64_t t)
+{
+	memset(r, 0, sizeof(*r));
+	r->id = id;
+	r->type = (char *)"csi-node";
+	r->name = (char *)"ebs";
+	r->alloc = (char *)alloc;
+	r->socket = (char *)sock;
+	r->version = (char *)version;
+	r->kind = REG_KIND_NODE;
+	r->registered_at = t;
+	r->updated_at = t;
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct timespec t0 = {.tv_sec = 1000};
+
+	assert_non_null(f);
+	assert_int_equal(fs_view_init(&f->v, "csi.sock"), 0);
+	assert_int_equal(fs_view_add_type(&f->v, 2, "csi-controller", &t0), 0);
+	assert_int_equal(fs_view_add_type(&f->v, TYPE_ID, "csi-node", &t0), 0);
+	f->p.id = PLUGIN_ID;
+	f->p.type = (char *)"csi-node";
+	f->p.name = (char *)"ebs";
+	f->p.regs = f->regs;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	fs_view_free(&f->v);
+	free(f);
+	return 0;
+}
+
+static struct fs_node *node(struct fixture *f, uint64_t ino)
+{
+	return fs_view_get(&f->v, ino);
+}
+
+/* The batch as text, one item per line: "inode N" or "entry N name". */
+static char *batch_text(const struct fs_inval_batch *b)
+{
+	static char buf[4096];
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->items[i].kind == FS_INVAL_INODE)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "inode %llu\n",
+					      (unsigned long long)b->items[i].ino);
+		else
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "entry %llu %s\n",
+					      (unsigned long long)b->items[i].ino,
+					      b->items[i].name);
+	}
+	return buf;
+}
+
+/* Loads ebs with a1 (active) and a0 as at start (no batch). */
+static void load_two(struct fixture *f)
+{
+	struct timespec now = {.tv_sec = 5000};
+
+	set_reg(&f->regs[0], 11, "a1", "/run/a1/csi.sock", "1.1", 2000);
+	set_reg(&f->regs[1], 10, "a0", "/run/a0/csi.sock", "", 1500);
+	f->p.n_regs = 2;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now,
+					     NULL),
+			 0);
+}
+
+static void test_root_and_types(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st;
+
+	fs_node_attr(node(f, FS_INO_ROOT), &st);
+	assert_int_equal(st.st_mode, S_IFDIR | 0555);
+	assert_int_equal(st.st_nlink, 3);
+	fs_node_attr(node(f, FS_INO_PLUGINS), &st);
+	assert_int_equal(st.st_nlink, 4); /* 2 + two types */
+	assert_int_equal(st.st_uid, 0);
+	assert_int_equal(st.st_gid, 0);
+	assert_non_null(fs_view_child(node(f, FS_INO_PLUGINS), "csi-node"));
+	assert_int_equal(fs_view_child(node(f, FS_INO_PLUGINS), "csi-node")->ino,
+			 FS_INO(TYPE_ID, FS_TAG_TYPE));
+	assert_null(fs_view_child(node(f, FS_INO_PLUGINS), "nope"));
+}
+
+static void test_load_builds_nodes_from_ids(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_node *pdir, *active, *info, *a0;
+	struct stat st;
+
+	load_two(f);
+	pdir = node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN));
+	active = node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE));
+	info = node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO));
+	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
+	assert_non_null(pdir);
+	assert_ptr_equal(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
+	assert_ptr_equal(fs_view_child(pdir, "csi.sock"), active);
+	assert_string_equal(active->data, "/run/a1/csi.sock");
+	assert_non_null(a0);
+	assert_string_equal(a0->data, "/run/a0/csi.sock");
+	assert_ptr_equal(fs_view_child(node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"), a0);
+
+	fs_node_attr(active, &st);
+	assert_int_equal(st.st_mode, S_IFLNK | 0777);
+	assert_int_equal(st.st_size, strlen("/run/a1/csi.sock"));
+	assert_int_equal(st.st_mtim.tv_sec, 2000); /* newest stored time */
+	fs_node_attr(pdir, &st);
+	assert_int_equal(st.st_nlink, 3); /* allocs/ */
+	fs_node_attr(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), &st);
+	assert_int_equal(st.st_nlink, 3);
+	fs_node_attr(a0, &st);
+	assert_int_equal(st.st_mtim.tv_sec, 1500);
+	fs_node_attr(info, &st);
+	assert_int_equal(st.st_mode, S_IFREG | 0444);
+	assert_int_equal(st.st_size, strlen(info->data));
+	assert_string_equal(info->data, "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z\n"
+					"a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z\n");
+}
+
+static void test_switch_queues_invalidations(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000, .tv_nsec = 5};
+	char want[512];
+
+	load_two(f);
+	/* a2 registers: the new front. */
+	memmove(&f->regs[1], &f->regs[0], 2 * sizeof(f->regs[0]));
+	set_reg(&f->regs[0], 12, "a2", "/run/a2/csi.sock", "1.2", 9000);
+	f->p.n_regs = 3;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	snprintf(want, sizeof(want),
+		 "inode %d\n"       /* csi.sock retargeted */
+		 "entry %d a2\n"    /* allocs/a2 added (clears a negative entry) */
+		 "inode %d\n"       /* allocs/ changed */
+		 "inode %d\n"       /* info changed */
+		 "inode %d\n",      /* the plugin directory changed */
+		 PLUGIN_ID * 8 + FS_TAG_ACTIVE, PLUGIN_ID * 8 + FS_TAG_ALLOCS,
+		 PLUGIN_ID * 8 + FS_TAG_ALLOCS, PLUGIN_ID * 8 + FS_TAG_INFO,
+		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
+	assert_string_equal(batch_text(&b), want);
+	assert_string_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->data, "/run/a2/csi.sock");
+	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_sec, 9000);
+	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_nsec, 5);
+	assert_non_null(node(f, FS_INO(12, FS_TAG_ALLOC)));
+	fs_inval_batch_free(&b);
+
+	/* The same list again: nothing changes, nothing is queued. */
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	assert_int_equal(b.n, 0);
+}
+
+static void test_removed_node_kept_until_forgotten(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000};
+	struct fs_node *a0;
+	char want[128];
+
+	load_two(f);
+	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
+	a0->nlookup = 2; /* the kernel looked it up twice */
+	f->p.n_regs = 1; /* a0 deregistered */
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	snprintf(want, sizeof(want), "entry %d a0\n", PLUGIN_ID * 8 + FS_TAG_ALLOCS);
+	assert_non_null(strstr(batch_text(&b), want));
+	fs_inval_batch_free(&b);
+	assert_null(fs_view_child(node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"));
+	/* Out of the tree, still answerable. */
+	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
+	assert_false(a0->in_tree);
+	assert_string_equal(a0->data, "/run/a0/csi.sock");
+	fs_view_forget(&f->v, FS_INO(10, FS_TAG_ALLOC), 1);
+	assert_non_null(node(f, FS_INO(10, FS_TAG_ALLOC)));
+	fs_view_forget(&f->v, FS_INO(10, FS_TAG_ALLOC), 1);
+	assert_null(node(f, FS_INO(10, FS_TAG_ALLOC)));
+	/* A forget of an unknown inode is harmless. */
+	fs_view_forget(&f->v, 424242, 1);
+}
+
+static void test_plugin_removed_and_back(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000};
+	struct fs_node *active;
+	char want[128];
+
+	load_two(f);
+	active = node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE));
+	active->nlookup = 1;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
+			 0);
+	snprintf(want, sizeof(want), "entry %d ebs\ninode %d\n", TYPE_ID * 8, TYPE_ID * 8);
+	assert_string_equal(batch_text(&b), want);
+	fs_inval_batch_free(&b);
+	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN))); /* unreferenced: freed */
+	assert_null(node(f, FS_INO(11, FS_TAG_ALLOC)));
+	assert_ptr_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE)), active); /* referenced */
+
+	/* Back with a new target: the kept inode is taken back and the kernel
+	 * told to drop what it cached of it. */
+	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
+	f->p.n_regs = 1;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	snprintf(want, sizeof(want), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_ACTIVE);
+	assert_non_null(strstr(batch_text(&b), want));
+	snprintf(want, sizeof(want), "entry %d ebs\n", TYPE_ID * 8);
+	assert_non_null(strstr(batch_text(&b), want));
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE)), active);
+	assert_true(active->in_tree);
+	assert_string_equal(active->data, "/run/a3/csi.sock");
+	assert_int_equal(active->nlookup, 1);
+}
+
+static void test_unknown_type_ignored(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 1};
+
+	set_reg(&f->regs[0], 1, "x", "/run/x.sock", "", 1);
+	f->p.n_regs = 1;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	assert_int_equal(b.n, 0);
+	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN)));
+}
+
+static void test_many_plugins_grow_the_table(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec now = {.tv_sec = 1};
+	char name[32], sock[64];
+	struct stat st;
+
+	for (int i = 0; i < 500; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
+		set_reg(&f->regs[0], 1000 + i, "a", sock, "", 1);
+		f->p.n_regs = 1;
+		assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", name, 100 + i, &f->p, &now,
+						     NULL),
+				 0);
+	}
+	for (int i = 0; i < 500; i++) {
+		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
+		assert_string_equal(node(f, FS_INO(100 + i, FS_TAG_ACTIVE))->data, sock);
+	}
+	fs_node_attr(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), &st);
+	assert_int_equal(st.st_nlink, 502);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_root_and_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_load_builds_nodes_from_ids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
