@@ -101,6 +101,15 @@ start_error "unusable state file" "state file .*garbage.db" -c "$T/garbage.ini" 
 check_eq "an unknown option is a usage error" 2 $?
 check "it names the option" grep -q -- "--bogus" "$T/err.out"
 
+# No /dev/fuse (hidden in a private mount namespace): one clear line.
+: >"$T/nofuse"
+unshare -m bash -c "mount --bind '$T/nofuse' /dev/fuse && exec '$PLUGFS_BIN' -c '$CFG' mount" \
+	>"$T/err.out" 2>&1
+rc=$?
+check "no /dev/fuse: exit non-zero" test "$rc" -ne 0
+check "no /dev/fuse: the message says so" grep -q "/dev/fuse is missing" "$T/err.out"
+check_eq "no /dev/fuse: one line" 1 "$(wc -l <"$T/err.out")"
+
 # --mountpoint overrides the config and missing parents are created.
 "$PLUGFS_BIN" -c "$CFG" mount --mountpoint "$T/deep/er/mnt" >>"$DAEMON_LOG" 2>&1 &
 pid=$!
