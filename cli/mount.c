@@ -117,7 +117,15 @@ static void reload(struct daemon *d)
 	const char *mp;
 	int rc;
 
-	sd_notify_send("RELOADING=1");
+	struct timespec mono;
+	char msg[64];
+
+	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)mono.tv_sec * 1000000ull +
+			 (unsigned long long)mono.tv_nsec / 1000ull);
+	sd_notify_send(msg);
 	rc = config_resolve(d->config_path, &nc, err, sizeof(err));
 	if (rc != 0) {
 		log_error("reload failed, keeping the running config: %s", err);
