@@ -26,9 +26,11 @@ static void usage(FILE *f)
 int deregister_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"type", required_argument, NULL, 't'}, {"name", required_argument, NULL, 'n'},
-		{"alloc", required_argument, NULL, 'a'}, 
-		{"help", no_argument, NULL, 'h'},	 {NULL, 0, NULL, 0},
+	    {"type", required_argument, NULL, 't'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"alloc", required_argument, NULL, 'a'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *type = NULL, *name = NULL, *alloc = NULL;
@@ -72,8 +74,9 @@ int deregister_main(int argc, char *argv[])
 		goto out;
 	}
 	if (!type != !name) {
-		fprintf(stderr, "plugfs deregister: --type and --name go together: give both "
-				"(one registration) or neither (every registration of the alloc)\n");
+		fprintf(stderr,
+			"plugfs deregister: --type and --name go together: give both "
+			"(one registration) or neither (every registration of the alloc)\n");
 		goto out;
 	}
 	req = json_pack("{s:s, s:s}", "op", "deregister", "alloc", alloc);

@@ -31,10 +31,10 @@ static const char *str(json_t *o, const char *key)
 int list_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"type", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"type", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *type = NULL;
@@ -89,7 +89,8 @@ int list_main(int argc, char *argv[])
 		json_decref(snap);
 		goto out;
 	}
-	json_array_foreach(plugins, i, p) {
+	json_array_foreach(plugins, i, p)
+	{
 		int n;
 
 		if ((n = (int)strlen(str(p, "type"))) > wtype)
@@ -101,7 +102,8 @@ int list_main(int argc, char *argv[])
 	}
 	printf("%-*s  %-*s  %-*s  %-6s  %s\n", wtype, "TYPE", wname, "NAME", walloc, "ACTIVE",
 	       "ALLOCS", "SOCKET");
-	json_array_foreach(plugins, i, p) {
+	json_array_foreach(plugins, i, p)
+	{
 		json_t *regs = json_object_get(p, "registrations");
 
 		printf("%-*s  %-*s  %-*s  %-6zu  %s\n", wtype, str(p, "type"), wname,

@@ -12,36 +12,37 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: plugfs register --type T [--type T2] --name N --alloc A --socket PATH\n"
-		"                       [--version V] [--kind controller|node|monolith]\n"
-		"                       [--option KEY=VALUE]... [-c FILE]\n\n"
-		"Registers allocation A of plugin N under each type, in one transaction.\n"
-		"Registering an alloc already in the list updates it in place; a new alloc\n"
-		"becomes the active one.  Prints the plugin(s) as they are afterwards.\n\n"
-		"  -t, --type T        plugin type (repeat for a monolith: csi-controller, csi-node)\n"
-		"  -n, --name N        plugin name\n"
-		"  -a, --alloc A       allocation id\n"
-		"  -s, --socket PATH   absolute path of the allocation's socket\n"
-		"  -V, --version V     plugin version (optional)\n"
-		"  -k, --kind KIND     controller, node or monolith (default: from the type)\n"
-		"  -o, --option K=V    an option, repeatable\n"
-		"  -c FILE             config file (for control.socket)\n\n"
-		"Exit codes: 0 registered, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
+	fprintf(
+	    f,
+	    "Usage: plugfs register --type T [--type T2] --name N --alloc A --socket PATH\n"
+	    "                       [--version V] [--kind controller|node|monolith]\n"
+	    "                       [--option KEY=VALUE]... [-c FILE]\n\n"
+	    "Registers allocation A of plugin N under each type, in one transaction.\n"
+	    "Registering an alloc already in the list updates it in place; a new alloc\n"
+	    "becomes the active one.  Prints the plugin(s) as they are afterwards.\n\n"
+	    "  -t, --type T        plugin type (repeat for a monolith: csi-controller, csi-node)\n"
+	    "  -n, --name N        plugin name\n"
+	    "  -a, --alloc A       allocation id\n"
+	    "  -s, --socket PATH   absolute path of the allocation's socket\n"
+	    "  -V, --version V     plugin version (optional)\n"
+	    "  -k, --kind KIND     controller, node or monolith (default: from the type)\n"
+	    "  -o, --option K=V    an option, repeatable\n"
+	    "  -c FILE             config file (for control.socket)\n\n"
+	    "Exit codes: 0 registered, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
 }
 
 int register_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"type", required_argument, NULL, 't'},
-		{"name", required_argument, NULL, 'n'},
-		{"alloc", required_argument, NULL, 'a'},
-		{"socket", required_argument, NULL, 's'},
-		{"version", required_argument, NULL, 'V'},
-		{"kind", required_argument, NULL, 'k'},
-		{"option", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"type", required_argument, NULL, 't'},
+	    {"name", required_argument, NULL, 'n'},
+	    {"alloc", required_argument, NULL, 'a'},
+	    {"socket", required_argument, NULL, 's'},
+	    {"version", required_argument, NULL, 'V'},
+	    {"kind", required_argument, NULL, 'k'},
+	    {"option", required_argument, NULL, 'o'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL, *name = NULL, *alloc = NULL, *sock = NULL;
@@ -155,11 +156,10 @@ int register_main(int argc, char *argv[])
 	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
 	if (rc)
 		goto out;
-	json_array_foreach(json_object_get(resp, "plugins"), i, p)
-		printf("%s/%s: registered %s, active %s\n",
-		       json_string_value(json_object_get(p, "type")),
-		       json_string_value(json_object_get(p, "name")), alloc,
-		       json_string_value(json_object_get(p, "active")));
+	json_array_foreach(json_object_get(resp, "plugins"), i, p) printf(
+	    "%s/%s: registered %s, active %s\n", json_string_value(json_object_get(p, "type")),
+	    json_string_value(json_object_get(p, "name")), alloc,
+	    json_string_value(json_object_get(p, "active")));
 	rc = EXIT_OK;
 out:
 	json_decref(resp);

@@ -31,9 +31,9 @@ static const char *str(json_t *o, const char *key)
 int show_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL;
@@ -62,8 +62,9 @@ int show_main(int argc, char *argv[])
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "plugfs show: expected TYPE and NAME, got %d argument%s\n"
-				"See `plugfs show --help'.\n",
+		fprintf(stderr,
+			"plugfs show: expected TYPE and NAME, got %d argument%s\n"
+			"See `plugfs show --help'.\n",
 			argc - optind, argc - optind == 1 ? "" : "s");
 		goto out;
 	}
@@ -87,7 +88,8 @@ int show_main(int argc, char *argv[])
 	}
 	printf("%s/%s: active %s\n", str(plugin, "type"), str(plugin, "name"),
 	       str(plugin, "active"));
-	json_array_foreach(json_object_get(plugin, "registrations"), i, r) {
+	json_array_foreach(json_object_get(plugin, "registrations"), i, r)
+	{
 		const char *key;
 		json_t *v;
 
@@ -97,7 +99,7 @@ int show_main(int argc, char *argv[])
 		       str(r, "kind"), str(r, "version"), str(r, "registered_at"),
 		       str(r, "updated_at"));
 		json_object_foreach(json_object_get(r, "options"), key, v)
-			printf("    option %s=%s\n", key, json_string_value(v));
+		    printf("    option %s=%s\n", key, json_string_value(v));
 	}
 out:
 	json_decref(resp);

@@ -27,9 +27,9 @@ static void usage(FILE *f)
 int wait_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"timeout", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL;
@@ -69,8 +69,9 @@ int wait_main(int argc, char *argv[])
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "plugfs wait: expected TYPE and NAME, got %d argument%s\n"
-				"See `plugfs wait --help'.\n",
+		fprintf(stderr,
+			"plugfs wait: expected TYPE and NAME, got %d argument%s\n"
+			"See `plugfs wait --help'.\n",
 			argc - optind, argc - optind == 1 ? "" : "s");
 		goto out;
 	}

@@ -56,10 +56,10 @@ static void print_event(json_t *ev, bool json)
 int watch_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"type", required_argument, NULL, 't'},
-		{"json", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+	    {"type", required_argument, NULL, 't'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct plugfs_config cfg;
 	const char *cfgpath = NULL;

@@ -17,7 +17,7 @@
 #define RESPONSE_MAX (256 * 1024 * 1024)
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -36,8 +36,10 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 
 	*fd_out = -1;
 	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
-		seterr(err, errlen, "cannot reach the plugfs daemon at %s: path too long for a "
-				    "Unix socket", path ? path : "(none)");
+		seterr(err, errlen,
+		       "cannot reach the plugfs daemon at %s: path too long for a "
+		       "Unix socket",
+		       path ? path : "(none)");
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);

@@ -22,8 +22,8 @@
  */
 struct ctl_linebuf {
 	char *buf;
-	size_t start;   /* first unconsumed byte */
-	size_t len;     /* bytes in buf (consumed ones included) */
+	size_t start; /* first unconsumed byte */
+	size_t len;   /* bytes in buf (consumed ones included) */
 	size_t cap;
 	size_t scanned; /* bytes after start already known to hold no '\n' */
 	size_t max;
@@ -31,8 +31,8 @@ struct ctl_linebuf {
 };
 
 enum ctl_line_result {
-	CTL_LINE_NONE,     /* no complete line yet */
-	CTL_LINE_OK,       /* *line (NUL-terminated, no '\n') of *len bytes */
+	CTL_LINE_NONE,	   /* no complete line yet */
+	CTL_LINE_OK,	   /* *line (NUL-terminated, no '\n') of *len bytes */
 	CTL_LINE_OVERLONG, /* a line exceeded max; its bytes are being dropped */
 };
 
@@ -88,19 +88,19 @@ enum ctl_code ctl_code_from_errno(int neg_errno);
  */
 struct ctl_request {
 	json_t *root;
-	json_t *id;                  /* borrowed from root, NULL when absent */
+	json_t *id; /* borrowed from root, NULL when absent */
 	enum ctl_op op;
 	const char *types[CTL_MAX_TYPES];
-	size_t n_types;              /* register, watch (0 = all), list (0 or 1) */
-	const char *type;            /* deregister/show/wait; NULL for deregister --alloc */
+	size_t n_types;	  /* register, watch (0 = all), list (0 or 1) */
+	const char *type; /* deregister/show/wait; NULL for deregister --alloc */
 	const char *name;
 	const char *alloc;
 	const char *socket;
-	const char *version;         /* NULL when absent */
-	const char *kind;            /* NULL when absent */
+	const char *version; /* NULL when absent */
+	const char *kind;    /* NULL when absent */
 	struct reg_option options[CTL_MAX_OPTIONS];
 	size_t n_options;
-	double timeout;              /* wait: seconds; < 0 = none */
+	double timeout; /* wait: seconds; < 0 = none */
 };
 
 /*
@@ -110,8 +110,8 @@ struct ctl_request {
  * *code and writes a message naming the field and the rule; req->id is still
  * set when the line was an object with an "id", so the error can echo it.
  */
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *req,
-		      enum ctl_code *code, char *err, size_t errlen);
+int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enum ctl_code *code,
+		      char *err, size_t errlen);
 void ctl_request_free(struct ctl_request *req);
 /* True for register and deregister. */
 bool ctl_op_mutates(enum ctl_op op);

@@ -70,9 +70,9 @@ enum ctl_line_result ctl_linebuf_next(struct ctl_linebuf *lb, char **line, size_
 	for (;;) {
 		char *base = lb->buf + lb->start;
 		size_t avail = lb->len - lb->start;
-		char *nl = avail > lb->scanned ? memchr(base + lb->scanned, '\n',
-							avail - lb->scanned)
-					       : NULL;
+		char *nl = avail > lb->scanned
+			       ? memchr(base + lb->scanned, '\n', avail - lb->scanned)
+			       : NULL;
 
 		if (lb->discarding) {
 			if (!nl) {

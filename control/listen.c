@@ -26,7 +26,7 @@
 #include "control_server_internal.h"
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -46,8 +46,8 @@ int ctl_resolve_group(const char *group, gid_t *gid, char *err, size_t errlen)
 
 	rc = getgrnam_r(group, &grp, buf, sizeof(buf), &res);
 	if (rc != 0 || !res) {
-		seterr(err, errlen, "control.group: unknown group `%s'%s%s", group,
-		       rc ? ": " : "", rc ? strerror(rc) : "");
+		seterr(err, errlen, "control.group: unknown group `%s'%s%s", group, rc ? ": " : "",
+		       rc ? strerror(rc) : "");
 		return rc ? -rc : -ENOENT;
 	}
 	*gid = res->gr_gid;
@@ -133,8 +133,7 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 		return -ENAMETOOLONG;
 	}
 	if (slash[1] == '\0') {
-		seterr(err, errlen, "control.socket: `%s' names a directory, not a socket",
-		       path);
+		seterr(err, errlen, "control.socket: `%s' names a directory, not a socket", path);
 		return -EINVAL;
 	}
 	rc = check_existing(path, err, errlen);
@@ -142,8 +141,8 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 		return rc;
 
 	dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
-	if (!dir || asprintf(&tmpdir, "%s%s.plugfs-XXXXXX", dir,
-			     strcmp(dir, "/") == 0 ? "" : "/") < 0) {
+	if (!dir ||
+	    asprintf(&tmpdir, "%s%s.plugfs-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") < 0) {
 		tmpdir = NULL;
 		rc = -ENOMEM;
 		seterr(err, errlen, "out of memory");
@@ -172,14 +171,12 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	memcpy(sa.sun_path, tmpsock, strlen(tmpsock) + 1);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
-		seterr(err, errlen, "control.socket: cannot bind %s: %s", tmpsock,
-		       strerror(errno));
+		seterr(err, errlen, "control.socket: cannot bind %s: %s", tmpsock, strerror(errno));
 		goto out;
 	}
 	if (chmod(tmpsock, 0660) < 0) {
 		rc = -errno;
-		seterr(err, errlen, "control.socket: chmod 0660 %s: %s", tmpsock,
-		       strerror(errno));
+		seterr(err, errlen, "control.socket: chmod 0660 %s: %s", tmpsock, strerror(errno));
 		goto out;
 	}
 	if (set_group && lchown(tmpsock, (uid_t)-1, gid) < 0) {
@@ -232,8 +229,7 @@ void ctl_unlink_if_ours(const char *path, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
-	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev &&
-	    st.st_ino == ino)
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == dev && st.st_ino == ino)
 		unlink(path);
 }
 

@@ -14,11 +14,11 @@
 #include "control_internal.h"
 
 static const char *const code_names[] = {
-	[CTL_E_INVALID_ARGUMENT] = "invalid_argument",
-	[CTL_E_PERMISSION_DENIED] = "permission_denied",
-	[CTL_E_NOT_FOUND] = "not_found",
-	[CTL_E_UNAVAILABLE] = "unavailable",
-	[CTL_E_INTERNAL] = "internal",
+    [CTL_E_INVALID_ARGUMENT] = "invalid_argument",
+    [CTL_E_PERMISSION_DENIED] = "permission_denied",
+    [CTL_E_NOT_FOUND] = "not_found",
+    [CTL_E_UNAVAILABLE] = "unavailable",
+    [CTL_E_INTERNAL] = "internal",
 };
 
 const char *ctl_code_name(enum ctl_code c)
@@ -58,14 +58,15 @@ struct op_desc {
 };
 
 static const struct op_desc ops[] = {
-	{"register", CTL_OP_REGISTER,
-	 {"types", "name", "alloc", "socket", "version", "kind", "options", NULL}},
-	{"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
-	{"list", CTL_OP_LIST, {"type", NULL}},
-	{"show", CTL_OP_SHOW, {"type", "name", NULL}},
-	{"wait", CTL_OP_WAIT, {"type", "name", "timeout", NULL}},
-	{"watch", CTL_OP_WATCH, {"types", NULL}},
-	{"status", CTL_OP_STATUS, {NULL}},
+    {"register",
+     CTL_OP_REGISTER,
+     {"types", "name", "alloc", "socket", "version", "kind", "options", NULL}},
+    {"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
+    {"list", CTL_OP_LIST, {"type", NULL}},
+    {"show", CTL_OP_SHOW, {"type", "name", NULL}},
+    {"wait", CTL_OP_WAIT, {"type", "name", "timeout", NULL}},
+    {"watch", CTL_OP_WATCH, {"types", NULL}},
+    {"status", CTL_OP_STATUS, {NULL}},
 };
 
 const char *ctl_op_name(enum ctl_op op)
@@ -81,10 +82,10 @@ bool ctl_op_mutates(enum ctl_op op)
 	return op == CTL_OP_REGISTER || op == CTL_OP_DEREGISTER;
 }
 
-static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen,
-		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen,
-		const char *fmt, ...)
+static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen, const char *fmt,
+		...) __attribute__((format(printf, 5, 6)));
+static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen, const char *fmt,
+		...)
 {
 	va_list ap;
 
@@ -133,8 +134,7 @@ static int get_string(json_t *root, const char *op, const char *key, bool requir
 	}
 	if (!json_is_string(v))
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
-			    "%s: field `%s' must be a string, got %s", op, key,
-			    json_type_name(v));
+			    "%s: field `%s' must be a string, got %s", op, key, json_type_name(v));
 	*out = json_string_value(v);
 	return 0;
 }
@@ -152,8 +152,7 @@ static int get_string_array(json_t *root, const char *op, const char *key, bool 
 	if (!v) {
 		if (required)
 			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
-				    "%s: field `%s' is required (an array of type names)", op,
-				    key);
+				    "%s: field `%s' is required (an array of type names)", op, key);
 		return 0;
 	}
 	if (!json_is_array(v))
@@ -165,9 +164,10 @@ static int get_string_array(json_t *root, const char *op, const char *key, bool 
 			    "%s: field `%s' must hold at least one type", op, key);
 	if (json_array_size(v) > CTL_MAX_TYPES)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
-			    "%s: field `%s' holds %zu entries; at most %d are accepted", op,
-			    key, json_array_size(v), CTL_MAX_TYPES);
-	json_array_foreach(v, i, e) {
+			    "%s: field `%s' holds %zu entries; at most %d are accepted", op, key,
+			    json_array_size(v), CTL_MAX_TYPES);
+	json_array_foreach(v, i, e)
+	{
 		if (!json_is_string(e))
 			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 				    "%s: field `%s'[%zu] must be a string, got %s", op, key, i,
@@ -199,7 +199,8 @@ static int get_options(struct ctl_request *req, enum ctl_code *code, char *err, 
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "register: field `options' holds %zu entries; at most %d are accepted",
 			    json_object_size(v), CTL_MAX_OPTIONS);
-	json_object_foreach(v, key, val) {
+	json_object_foreach(v, key, val)
+	{
 		if (!json_is_string(val))
 			return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 				    "register: option `%.128s' must be a string, got %s", key,
@@ -238,7 +239,8 @@ static int check_fields(json_t *root, const struct op_desc *d, enum ctl_code *co
 	const char *key;
 	json_t *val;
 
-	json_object_foreach(root, key, val) {
+	json_object_foreach(root, key, val)
+	{
 		bool known = strcmp(key, "op") == 0 || strcmp(key, "id") == 0;
 
 		for (size_t i = 0; !known && d->fields[i]; i++)
@@ -258,8 +260,8 @@ static int check_fields(json_t *root, const struct op_desc *d, enum ctl_code *co
 	return 0;
 }
 
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *req,
-		      enum ctl_code *code, char *err, size_t errlen)
+int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enum ctl_code *code,
+		      char *err, size_t errlen)
 {
 	const struct op_desc *d = NULL;
 	json_error_t jerr;
@@ -318,10 +320,10 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req,
 				     errlen)) ||
 		    (rc = get_string(req->root, d->name, "alloc", true, &req->alloc, code, err,
 				     errlen)) ||
-		    (rc = get_string(req->root, d->name, "socket", true, &req->socket, code,
-				     err, errlen)) ||
-		    (rc = get_string(req->root, d->name, "version", false, &req->version, code,
-				     err, errlen)) ||
+		    (rc = get_string(req->root, d->name, "socket", true, &req->socket, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "version", false, &req->version, code, err,
+				     errlen)) ||
 		    (rc = get_string(req->root, d->name, "kind", false, &req->kind, code, err,
 				     errlen)) ||
 		    (rc = get_options(req, code, err, errlen)))
@@ -426,8 +428,8 @@ static json_t *message_string(const char *msg)
 
 json_t *ctl_error_response(json_t *id, enum ctl_code code, const char *message)
 {
-	json_t *o = json_pack("{s:b, s:{s:s, s:o}}", "ok", 0, "error", "code",
-			      ctl_code_name(code), "message", message_string(message));
+	json_t *o = json_pack("{s:b, s:{s:s, s:o}}", "ok", 0, "error", "code", ctl_code_name(code),
+			      "message", message_string(message));
 
 	if (o && id)
 		json_object_set(o, "id", id);

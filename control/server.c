@@ -48,7 +48,7 @@ struct client {
 	char **watch_types; /* NULL with watching: every type */
 	size_t n_watch_types;
 	bool waiting;
-	bool resume;  /* a wait ended: serve the lines held back */
+	bool resume; /* a wait ended: serve the lines held back */
 	char *wait_type, *wait_name;
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
@@ -58,7 +58,7 @@ struct client {
 struct ev_item {
 	struct ev_item *next;
 	char *type, *name;
-	json_t *event;  /* the line watchers get */
+	json_t *event;	/* the line watchers get */
 	json_t *plugin; /* the plugin after the change, when it has registrations */
 };
 
@@ -97,7 +97,7 @@ static int64_t now_ms(void)
 }
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -197,8 +197,8 @@ static void client_kill(struct client *c, const char *why)
 static void client_flush(struct client *c)
 {
 	while (!c->dead && out_pending(c) > 0) {
-		ssize_t n = send(c->fd, c->out + c->out_off, out_pending(c),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n =
+		    send(c->fd, c->out + c->out_off, out_pending(c), MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n < 0) {
 			if (errno == EINTR)
@@ -267,7 +267,7 @@ static void client_send(struct client *c, json_t *obj)
 }
 
 static void send_error(struct client *c, json_t *id, enum ctl_code code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void send_error(struct client *c, json_t *id, enum ctl_code code, const char *fmt, ...)
 {
 	char msg[1024];
@@ -338,8 +338,7 @@ static int check_name(struct client *c, struct ctl_request *req)
 	return -EINVAL;
 }
 
-static void send_registry_error(struct client *c, struct ctl_request *req, int rc,
-				const char *err)
+static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
 {
 	send_error(c, req->id, ctl_code_from_errno(rc), "%s: %s", ctl_op_name(req->op),
 		   err[0] ? err : strerror(-rc));
@@ -349,13 +348,13 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 {
 	char err[REG_ERR_MAX] = "";
 	struct reg_spec spec = {
-		.name = req->name,
-		.alloc = req->alloc,
-		.socket = req->socket,
-		.version = req->version,
-		.kind = REG_KIND_UNSET,
-		.options = req->options,
-		.n_options = req->n_options,
+	    .name = req->name,
+	    .alloc = req->alloc,
+	    .socket = req->socket,
+	    .version = req->version,
+	    .kind = REG_KIND_UNSET,
+	    .options = req->options,
+	    .n_options = req->n_options,
 	};
 	json_t *plugins = NULL;
 	int rc;
@@ -495,8 +494,8 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	}
 	if (req->timeout == 0) {
 		send_error(c, req->id, CTL_E_NOT_FOUND,
-			   "wait: plugin %s/%s has no active registration (timeout 0 s)",
-			   req->type, req->name);
+			   "wait: plugin %s/%s has no active registration (timeout 0 s)", req->type,
+			   req->name);
 		return;
 	}
 	c->wait_type = strdup(req->type);
@@ -589,8 +588,8 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	control_format_time(srv->started_wall, started, sizeof(started));
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
 		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
-		      srv->state_path, "socket", srv->socket_path, "started_at", started,
-		      "uptime", (json_int_t)((now_ms() - srv->started_mono) / 1000), "plugins",
+		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",
+		      (json_int_t)((now_ms() - srv->started_mono) / 1000), "plugins",
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
 		      (json_int_t)getpid());
@@ -599,8 +598,7 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	client_send(c, o);
 }
 
-static void handle_line(struct control_server *srv, struct client *c, const char *line,
-			size_t len)
+static void handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
 {
 	struct ctl_request req;
 	enum ctl_code code = CTL_E_INTERNAL;
@@ -1102,8 +1100,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	srv->thread_started = true;
 	log_info("control: listening on %s (mode 0660%s%s, max_clients %u, idle_timeout %u s)",
-		 srv->socket_path, srv->have_group ? ", group " : "", srv->group,
-		 srv->max_clients, srv->idle_timeout);
+		 srv->socket_path, srv->have_group ? ", group " : "", srv->group, srv->max_clients,
+		 srv->idle_timeout);
 	*out = srv;
 	srv = NULL;
 	rc = 0;

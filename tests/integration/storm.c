@@ -43,8 +43,8 @@ static json_t *make_request(unsigned *rs, int client)
 		/* Shared allocs get a socket that differs by client: updates. */
 		snprintf(path, sizeof(path), "%s/%s-%d.sock", sock_dir, alloc,
 			 shared ? client % 2 : 0);
-		return json_pack("{s:s, s:o, s:s, s:s, s:s}", "op", "register", "types", t,
-				 "name", name, "alloc", alloc, "socket", path);
+		return json_pack("{s:s, s:o, s:s, s:s, s:s}", "op", "register", "types", t, "name",
+				 name, "alloc", alloc, "socket", path);
 	}
 	if (r < 85)
 		return json_pack("{s:s, s:s, s:s, s:s}", "op", "deregister", "type",

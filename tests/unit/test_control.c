@@ -52,8 +52,8 @@ static void test_lines_byte_by_byte(void **state)
 	for (size_t i = 0; in[i]; i++) {
 		assert_int_equal(ctl_linebuf_append(&lb, in + i, 1), 0);
 		while (ctl_linebuf_next(&lb, &line, &len) == CTL_LINE_OK) {
-			assert_string_equal(line, got == 0 ? "{\"op\":\"list\"}"
-							   : "{\"op\":\"status\"}");
+			assert_string_equal(line,
+					    got == 0 ? "{\"op\":\"list\"}" : "{\"op\":\"status\"}");
 			got++;
 		}
 	}
@@ -130,54 +130,54 @@ struct bad {
 static void test_parse_bad(void **state)
 {
 	static const struct bad cases[] = {
-		{"{", "malformed JSON"},
-		{"not json", "malformed JSON"},
-		{"[1,2]", "must be a JSON object, got an array"},
-		{"{\"op\":\"list\",\"op\":\"list\"}", "malformed JSON"}, /* duplicate key */
-		{"{}", "field `op' is required"},
-		{"{\"op\":3}", "field `op' must be a string, got a number"},
-		{"{\"op\":\"frobnicate\"}", "unknown op `frobnicate'"},
-		{"{\"op\":\"list\",\"colour\":\"red\"}", "list: unknown field `colour'"},
-		{"{\"op\":\"status\",\"type\":\"csi-node\"}", "status: unknown field `type'"},
-		{"{\"op\":\"list\",\"type\":1}", "list: field `type' must be a string, got a number"},
-		{"{\"op\":\"register\",\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
-		 "register: field `types' is required"},
-		{"{\"op\":\"register\",\"types\":\"csi-node\",\"name\":\"n\",\"alloc\":\"a\","
-		 "\"socket\":\"/s\"}",
-		 "field `types' must be an array of strings, got a string"},
-		{"{\"op\":\"register\",\"types\":[],\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
-		 "field `types' must hold at least one type"},
-		{"{\"op\":\"register\",\"types\":[1],\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
-		 "field `types'[0] must be a string, got a number"},
-		{"{\"op\":\"register\",\"types\":[\"t\",\"t\"],\"name\":\"n\",\"alloc\":\"a\","
-		 "\"socket\":\"/s\"}",
-		 "lists `t' twice"},
-		{"{\"op\":\"register\",\"types\":[\"t\"],\"alloc\":\"a\",\"socket\":\"/s\"}",
-		 "register: field `name' is required"},
-		{"{\"op\":\"register\",\"types\":[\"t\"],\"name\":null,\"alloc\":\"a\","
-		 "\"socket\":\"/s\"}",
-		 "field `name' must be a string, got null"},
-		{"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
-		 "\"socket\":\"/s\",\"options\":[]}",
-		 "field `options' must be an object of strings, got an array"},
-		{"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
-		 "\"socket\":\"/s\",\"options\":{\"k\":1}}",
-		 "option `k' must be a string, got a number"},
-		{"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
-		 "\"socket\":\"/s\",\"version\":true}",
-		 "field `version' must be a string, got a boolean"},
-		{"{\"op\":\"deregister\",\"type\":\"t\",\"name\":\"n\"}",
-		 "deregister: field `alloc' is required"},
-		{"{\"op\":\"deregister\",\"type\":\"t\",\"alloc\":\"a\"}",
-		 "fields `type' and `name' go together"},
-		{"{\"op\":\"show\",\"type\":\"t\"}", "show: field `name' is required"},
-		{"{\"op\":\"wait\",\"type\":\"t\",\"name\":\"n\",\"timeout\":\"5\"}",
-		 "field `timeout' must be a number of seconds, got a string"},
-		{"{\"op\":\"wait\",\"type\":\"t\",\"name\":\"n\",\"timeout\":-1}",
-		 "field `timeout' must be between 0 and 86400 seconds"},
-		{"{\"op\":\"watch\",\"types\":{}}", "field `types' must be an array of strings"},
-		{"{\"op\":\"list\",\"id\":[1]}", "field `id' must be a string or an integer"},
-		{"{\"op\":\"list\",\"type\":\"a\\u0000b\"}", "malformed JSON"},
+	    {"{", "malformed JSON"},
+	    {"not json", "malformed JSON"},
+	    {"[1,2]", "must be a JSON object, got an array"},
+	    {"{\"op\":\"list\",\"op\":\"list\"}", "malformed JSON"}, /* duplicate key */
+	    {"{}", "field `op' is required"},
+	    {"{\"op\":3}", "field `op' must be a string, got a number"},
+	    {"{\"op\":\"frobnicate\"}", "unknown op `frobnicate'"},
+	    {"{\"op\":\"list\",\"colour\":\"red\"}", "list: unknown field `colour'"},
+	    {"{\"op\":\"status\",\"type\":\"csi-node\"}", "status: unknown field `type'"},
+	    {"{\"op\":\"list\",\"type\":1}", "list: field `type' must be a string, got a number"},
+	    {"{\"op\":\"register\",\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
+	     "register: field `types' is required"},
+	    {"{\"op\":\"register\",\"types\":\"csi-node\",\"name\":\"n\",\"alloc\":\"a\","
+	     "\"socket\":\"/s\"}",
+	     "field `types' must be an array of strings, got a string"},
+	    {"{\"op\":\"register\",\"types\":[],\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
+	     "field `types' must hold at least one type"},
+	    {"{\"op\":\"register\",\"types\":[1],\"name\":\"n\",\"alloc\":\"a\",\"socket\":\"/s\"}",
+	     "field `types'[0] must be a string, got a number"},
+	    {"{\"op\":\"register\",\"types\":[\"t\",\"t\"],\"name\":\"n\",\"alloc\":\"a\","
+	     "\"socket\":\"/s\"}",
+	     "lists `t' twice"},
+	    {"{\"op\":\"register\",\"types\":[\"t\"],\"alloc\":\"a\",\"socket\":\"/s\"}",
+	     "register: field `name' is required"},
+	    {"{\"op\":\"register\",\"types\":[\"t\"],\"name\":null,\"alloc\":\"a\","
+	     "\"socket\":\"/s\"}",
+	     "field `name' must be a string, got null"},
+	    {"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
+	     "\"socket\":\"/s\",\"options\":[]}",
+	     "field `options' must be an object of strings, got an array"},
+	    {"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
+	     "\"socket\":\"/s\",\"options\":{\"k\":1}}",
+	     "option `k' must be a string, got a number"},
+	    {"{\"op\":\"register\",\"types\":[\"t\"],\"name\":\"n\",\"alloc\":\"a\","
+	     "\"socket\":\"/s\",\"version\":true}",
+	     "field `version' must be a string, got a boolean"},
+	    {"{\"op\":\"deregister\",\"type\":\"t\",\"name\":\"n\"}",
+	     "deregister: field `alloc' is required"},
+	    {"{\"op\":\"deregister\",\"type\":\"t\",\"alloc\":\"a\"}",
+	     "fields `type' and `name' go together"},
+	    {"{\"op\":\"show\",\"type\":\"t\"}", "show: field `name' is required"},
+	    {"{\"op\":\"wait\",\"type\":\"t\",\"name\":\"n\",\"timeout\":\"5\"}",
+	     "field `timeout' must be a number of seconds, got a string"},
+	    {"{\"op\":\"wait\",\"type\":\"t\",\"name\":\"n\",\"timeout\":-1}",
+	     "field `timeout' must be between 0 and 86400 seconds"},
+	    {"{\"op\":\"watch\",\"types\":{}}", "field `types' must be an array of strings"},
+	    {"{\"op\":\"list\",\"id\":[1]}", "field `id' must be a string or an integer"},
+	    {"{\"op\":\"list\",\"type\":\"a\\u0000b\"}", "malformed JSON"},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -297,8 +297,8 @@ static void test_error_message_not_utf8(void **state)
 	msg = json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
 	assert_string_equal(msg, "bad ?? name");
 	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(resp, "error"), "code")),
-		"not_found");
+	    json_string_value(json_object_get(json_object_get(resp, "error"), "code")),
+	    "not_found");
 	json_decref(resp);
 }
 
@@ -315,16 +315,16 @@ static void test_codes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_lines_split),
-		cmocka_unit_test(test_lines_byte_by_byte),
-		cmocka_unit_test(test_lines_limit),
-		cmocka_unit_test(test_lines_flush),
-		cmocka_unit_test(test_parse_bad),
-		cmocka_unit_test(test_parse_register),
-		cmocka_unit_test(test_parse_others),
-		cmocka_unit_test(test_error_echoes_id),
-		cmocka_unit_test(test_error_message_not_utf8),
-		cmocka_unit_test(test_codes),
+	    cmocka_unit_test(test_lines_split),
+	    cmocka_unit_test(test_lines_byte_by_byte),
+	    cmocka_unit_test(test_lines_limit),
+	    cmocka_unit_test(test_lines_flush),
+	    cmocka_unit_test(test_parse_bad),
+	    cmocka_unit_test(test_parse_register),
+	    cmocka_unit_test(test_parse_others),
+	    cmocka_unit_test(test_error_echoes_id),
+	    cmocka_unit_test(test_error_message_not_utf8),
+	    cmocka_unit_test(test_codes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -35,10 +35,10 @@ static const char *const types[] = {"csi-controller", "csi-node"};
 static int open_registry(struct fixture *f)
 {
 	struct registry_options ro = {
-		.types = types,
-		.n_types = 2,
-		.tombstone_ttl = 86400,
-		.synchronous = "off",
+	    .types = types,
+	    .n_types = 2,
+	    .tombstone_ttl = 86400,
+	    .synchronous = "off",
 	};
 	char err[512] = "";
 	int rc = registry_open(":memory:", &ro, &f->reg, err, sizeof(err));
@@ -51,12 +51,12 @@ static int open_registry(struct fixture *f)
 static int start(struct fixture *f, unsigned max_clients, unsigned idle)
 {
 	struct control_options o = {
-		.socket_path = f->sock,
-		.group = "",
-		.max_clients = max_clients,
-		.idle_timeout = idle,
-		.mountpoint = "/mnt/test",
-		.state_path = ":memory:",
+	    .socket_path = f->sock,
+	    .group = "",
+	    .max_clients = max_clients,
+	    .idle_timeout = idle,
+	    .mountpoint = "/mnt/test",
+	    .state_path = ":memory:",
 	};
 	char err[512] = "";
 	int rc = control_server_start(f->reg, &o, &f->srv, err, sizeof(err));
@@ -135,8 +135,8 @@ static json_t *reg_req(struct fixture *f, const char *type, const char *name, co
 	char path[256];
 
 	snprintf(path, sizeof(path), "/run/alloc/%s/csi.sock", alloc);
-	return call(f, "{s:s, s:[s], s:s, s:s, s:s}", "op", "register", "types", type, "name",
-		    name, "alloc", alloc, "socket", path);
+	return call(f, "{s:s, s:[s], s:s, s:s, s:s}", "op", "register", "types", type, "name", name,
+		    "alloc", alloc, "socket", path);
 }
 
 static const char *active_of(json_t *plugin)
@@ -160,9 +160,8 @@ static void test_register_show_list_deregister(void **state)
 	r = call(f, "{s:s, s:s, s:s}", "op", "show", "type", "csi-node", "name", "ebs");
 	assert_ok(r);
 	assert_string_equal(active_of(json_object_get(r, "plugin")), "a1");
-	assert_int_equal(json_array_size(json_object_get(json_object_get(r, "plugin"),
-							 "registrations")),
-			 2);
+	assert_int_equal(
+	    json_array_size(json_object_get(json_object_get(r, "plugin"), "registrations")), 2);
 	json_decref(r);
 
 	r = call(f, "{s:s}", "op", "list");
@@ -452,8 +451,7 @@ static void test_refuses_live_and_non_socket(void **state)
 	int fd;
 
 	/* A live daemon answers on the path. */
-	assert_int_equal(control_server_start(f->reg, &o, &other, err, sizeof(err)),
-			 -EADDRINUSE);
+	assert_int_equal(control_server_start(f->reg, &o, &other, err, sizeof(err)), -EADDRINUSE);
 	assert_non_null(strstr(err, "a daemon is answering"));
 	/* A regular file is never replaced. */
 	snprintf(path, sizeof(path), "%s/file", f->dir);
@@ -546,19 +544,17 @@ static void test_idle_timeout(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_register_show_list_deregister, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_overlong_line, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stuck_clients, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_refuses_live_and_non_socket, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_replaces_stale_socket, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_register_show_list_deregister, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_overlong_line, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stuck_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refuses_live_and_non_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replaces_stale_socket, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_max_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
