@@ -290,6 +290,10 @@ unlock:
 		return;
 	}
 	fi->fh = (uintptr_t)d;
+	/* No kernel readdir cache (cache_readdir): a READDIR answered just
+	 * before a change can land in that cache after the change's
+	 * invalidation, and a listing after the acknowledgement would miss it.
+	 * Measured: it would save 2 of the 4 requests of a listing. */
 	if (fuse_reply_open(req, fi) != 0)
 		dirhandle_free(d);
 }

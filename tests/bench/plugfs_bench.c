@@ -24,6 +24,7 @@
  * except under CI=true where that is a failure.  Exit 1 on an error or a
  * stale read; timings never fail the run.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -447,6 +448,29 @@ static int run_switches(struct bench *b, double *median_us, double *p99_us, doub
 	return rc;
 }
 
+/* FUSE requests per listing of the plugin directory (opendir, readdir to the
+ * end, closedir), after warm-up. */
+static double requests_per_listing(struct bench *b, int n)
+{
+	char dir[PATH_MAX];
+	unsigned long long r0 = 0;
+
+	snprintf(dir, sizeof(dir), "%s/plugins/" TYPE "/" NAME, b->mnt);
+	for (int i = -10; i < n; i++) {
+		DIR *d;
+
+		if (i == 0)
+			r0 = fs_requests_served(b->fs);
+		d = opendir(dir);
+		if (!d)
+			die("opendir");
+		while (readdir(d) != NULL)
+			;
+		closedir(d);
+	}
+	return (double)(fs_requests_served(b->fs) - r0) / n;
+}
+
 int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
@@ -509,6 +533,7 @@ int main(int argc, char *argv[])
 	measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
 	req1 = fs_requests_served(b.fs);
 	measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
+	double per_listing = requests_per_listing(&b, 1000);
 	if (run_switches(&b, &med, &p99, &ack_med, &ack_stale) != 0)
 		rc = 1;
 
@@ -532,6 +557,8 @@ int main(int argc, char *argv[])
 	printf("\nFUSE requests served during %llu cached readlink+stat ops (after warm-up): "
 	       "%llu (%.2f per million; target 0) %s\n",
 	       cached_ops, req1 - req0, per_million, req1 == req0 ? "met" : "MISSED");
+	printf("FUSE requests per listing of a plugin directory (opendir, readdir, closedir; "
+	       "warm): %.2f\n", per_listing);
 	printf("switch of the active allocation -> first readlink with the new target, over %ld "
 	       "switches:\n  median %.1f us, p99 %.1f us (target p99 <= 1000 us) %s\n",
 	       b.switches, med, p99, p99 <= 1000.0 ? "met" : "MISSED");

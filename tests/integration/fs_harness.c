@@ -236,6 +236,22 @@ static int expect_exists(const char *dir, const char *name, bool want)
 	return 0;
 }
 
+/* Whether a listing (readdir, which the kernel may cache) of dir has name. */
+static bool listed(const char *dir, const char *name)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, name) == 0)
+			found = true;
+	closedir(d);
+	return found;
+}
+
 static int first_info_line(const char *plugin_dir, char *line, size_t len)
 {
 	char p[PATH_MAX + 16];
@@ -311,6 +327,11 @@ static int cmd_switch(const struct args *a)
 		}
 		if (expect_exists(s.allocs, alloc, true) != 0)
 			failures++;
+		if (!listed(s.allocs, alloc) || !listed(s.allocs, prev)) {
+			fprintf(stderr, "FAIL: listing allocs/ after switch %ld misses %s or %s\n", i,
+				alloc, prev);
+			failures++;
+		}
 		if (first_info_line(plugin_dir, line, sizeof(line)) != 0 ||
 		    strncmp(line, alloc, strlen(alloc)) != 0 || line[strlen(alloc)] != ' ') {
 			fprintf(stderr, "FAIL: info does not start with %s: [%s]\n", alloc, line);
@@ -323,6 +344,11 @@ static int cmd_switch(const struct args *a)
 		}
 		if (expect_exists(s.allocs, prev, false) != 0)
 			failures++;
+		if (listed(s.allocs, prev)) {
+			fprintf(stderr, "FAIL: listing allocs/ still shows %s after its "
+					"deregistration was acknowledged\n", prev);
+			failures++;
+		}
 		snprintf(prev, sizeof(prev), "%s", alloc);
 		__atomic_store_n(&s.progress, i, __ATOMIC_SEQ_CST);
 	}
@@ -345,6 +371,11 @@ static int cmd_switch(const struct args *a)
 		if (do_deregister(reg, "csi-node", "sw", prev) != 0 ||
 		    expect_exists(plugin_dir, "", false) != 0)
 			failures++;
+		snprintf(buf, sizeof(buf), "%s/plugins/csi-node", a->mnt);
+		if (listed(buf, "sw")) {
+			fprintf(stderr, "FAIL: listing csi-node/ still shows the removed plugin\n");
+			failures++;
+		}
 		if (fd >= 0) {
 			if (fstat(fd, &after) != 0 || after.st_ino != before.st_ino ||
 			    after.st_size != before.st_size) {
@@ -364,6 +395,11 @@ static int cmd_switch(const struct args *a)
 		if (do_register(reg, "csi-node", "sw", alloc, sock, NULL) != 0)
 			failures++;
 		__atomic_store_n(&s.acked, a->switches + 1, __ATOMIC_SEQ_CST);
+		snprintf(buf, sizeof(buf), "%s/plugins/csi-node", a->mnt);
+		if (!listed(buf, "sw")) {
+			fprintf(stderr, "FAIL: listing csi-node/ misses the re-created plugin\n");
+			failures++;
+		}
 		n = readlink(s.link, buf, sizeof(buf) - 1);
 		buf[n < 0 ? 0 : n] = '\0';
 		if (strcmp(buf, sock) != 0) {
