@@ -32,6 +32,7 @@
 #define OUT_STALL (256 * 1024)
 #define OUT_MAX (8 * 1024 * 1024)
 #define READ_CHUNK (64 * 1024)
+#define READ_ROUNDS 4
 
 struct client {
 	struct client *next;
@@ -680,7 +681,9 @@ static void serve_lines(struct control_server *srv, struct client *c)
 
 static void client_read(struct control_server *srv, struct client *c)
 {
-	for (;;) {
+	/* A bounded number of reads per poll round: one busy client cannot
+	 * keep the loop from the others. */
+	for (int round = 0; round < READ_ROUNDS; round++) {
 		size_t avail = 0;
 		char *p = ctl_linebuf_space(&c->in, READ_CHUNK, &avail);
 		ssize_t n;
