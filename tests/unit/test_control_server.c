@@ -432,6 +432,42 @@ static void test_stuck_clients(void **state)
 	close(partial);
 }
 
+/* A watcher that stops reading is dropped once its backlog passes the cap
+ * (8 MiB); everyone else goes on. */
+static void test_stuck_watcher_dropped(void **state)
+{
+	struct fixture *f = *state;
+	int w = raw_connect(f);
+	char big[1001], key[8];
+	json_t *r, *opts = json_object();
+
+	raw_send(w, "{\"op\":\"watch\"}\n", 15);
+	r = recv_one(w, 5000);
+	assert_ok(r);
+	json_decref(r);
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		json_object_set_new(opts, key, json_string(big));
+	}
+	/* About 8.5 KB per `updated' event: 1500 of them pass the cap. */
+	for (int i = 0; i < 1500; i++) {
+		r = call(f, "{s:s, s:[s], s:s, s:s, s:s, s:s, s:O}", "op", "register", "types",
+			 "csi-node", "name", "flood", "alloc", "a0", "socket", "/run/a0.sock",
+			 "version", i % 2 ? "v1" : "v2", "options", opts);
+		assert_ok(r);
+		json_decref(r);
+	}
+	json_decref(opts);
+	r = call(f, "{s:s}", "op", "status");
+	assert_ok(r);
+	assert_int_equal(json_integer_value(json_object_get(r, "watchers")), 0);
+	assert_int_equal(json_integer_value(json_object_get(r, "clients")), 1);
+	json_decref(r);
+	close(w);
+}
+
 static void test_socket_mode(void **state)
 {
 	struct fixture *f = *state;
@@ -550,6 +586,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_wait, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_watch, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_stuck_clients, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stuck_watcher_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_socket_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refuses_live_and_non_socket, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replaces_stale_socket, setup, teardown),
