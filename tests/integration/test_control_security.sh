@@ -19,8 +19,11 @@ chmod 0644 "$CFG"
 st=$(stat -c '%a %U %G %F' "$CTL")
 check_eq "the control socket is 0660 root:daemon" "660 root daemon socket" "$st"
 
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$PLUGFS_BIN" -c "$CFG" "$@"; }
-as_member() { setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$PLUGFS_BIN" -c "$CFG" "$@"; }
+# Copies of the binaries where nobody can run them, wherever the build is.
+install -m 0755 "$PLUGFS_BIN" "$T/plugfs"
+install -m 0755 "$CTLRAW" "$T/ctlraw"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$T/plugfs" -c "$CFG" "$@"; }
+as_member() { setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$T/plugfs" -c "$CFG" "$@"; }
 
 reg csi-node kept a0
 before=$(plugfs list --json)
@@ -51,7 +54,7 @@ as_nobody deregister --alloc a0 2>"$T/err"
 check_eq "deregister --alloc by nobody exits 1" 1 $?
 # Through the raw socket as well.
 out=$(printf '{"op":"register","types":["csi-node"],"name":"evil","alloc":"x","socket":"/x"}\n' |
-	setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CTLRAW" "$CTL" | jq -r .error.code)
+	setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$T/ctlraw" "$CTL" | jq -r .error.code)
 check_eq "raw register by nobody: permission_denied" permission_denied "$out"
 check_eq "nothing changed" "$before" "$(plugfs list --json)"
 check "no directory for the rejected plugin" test ! -e "$MNT/plugins/csi-node/evil"
