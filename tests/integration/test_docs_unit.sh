@@ -62,7 +62,9 @@ syscalls() { # TRACE...: the system calls made
 	cat "$@" | sed -n 's/^[0-9]\+ \+\([a-z_0-9]\+\)(.*/\1/p' | sort -u
 }
 
+# control.group makes the daemon chown its socket: CAP_CHOWN is exercised.
 write_config "[log]" "level = debug"
+sed -i "s/^socket = .*/&\ngroup = daemon/" "$CFG"
 (confined daemon "$REL" -c "$CFG" mount) >>"$DAEMON_LOG" 2>&1 &
 SPID=$! # strace
 _PIDS+=("$SPID")
@@ -79,6 +81,7 @@ _PIDS+=("$DPID")
 check_eq "the daemon's bounding set is the unit's" \
 	"$(setpriv --bounding-set "$bset" --inh-caps -all sh -c 'grep CapBnd /proc/self/status')" \
 	"$(grep CapBnd "/proc/$DPID/status")"
+check_eq "the control socket belongs to control.group" "daemon 660" "$(stat -c '%G %a' "$CTL")"
 check_eq "the daemon runs with no_new_privs" 1 "$(awk '/^NoNewPrivs/ {print $2}' "/proc/$DPID/status")"
 
 PLUGFS_CONFIG=$CFG PLUGFS=$REL PLUGFS_DEMO_PLUGIN=$PLUGFS_DEMO_PLUGIN WALKTHROUGH_DIR=$T/walk \
