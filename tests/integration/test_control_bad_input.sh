@@ -105,6 +105,13 @@ check_eq "no plugin directory appeared" "" "$(ls "$MNT/plugins/csi-node")"
 plugfs status >/dev/null
 check_eq "the daemon still serves" 0 $?
 check "the daemon process is alive" kill -0 "$DAEMON_PID"
-reg csi-node fine a0
+reg csi-node fine a0 --version 1.2.3 --kind monolith --option zone=eu-1 --option fs=ext4
 check_eq "and a good request still works" a0 "$(demo_connect "$MNT/plugins/csi-node/fine/csi.sock")"
+got=$(plugfs show csi-node fine --json | jq -c '.registrations[0] | [.version, .kind, .options]')
+check_eq "version, kind and options are stored as given" '["1.2.3","monolith",{"fs":"ext4","zone":"eu-1"}]' "$got"
+# Registering the same data again changes nothing; new data updates in place.
+seq_before=$(plugfs show csi-node fine --json | jq '.registrations[0].seq')
+reg csi-node fine a0 --version 1.2.4 --kind monolith --option zone=eu-1 --option fs=ext4
+got=$(plugfs show csi-node fine --json | jq -c '.registrations[0] | [.version, .seq]')
+check_eq "a re-registration updates in place" "[\"1.2.4\",$seq_before]" "$got"
 finish
