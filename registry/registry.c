@@ -343,11 +343,15 @@ static bool same_data(const struct registration *a, const struct registration *b
 
 static void emit(struct registry *r, const struct reg_event *ev, size_t n)
 {
-	size_t w = 0;
+	/* Only those subscribed before: one that subscribes from a callback
+	 * can already read this mutation's state, so none of its events may
+	 * reach it.  Subscribing appends and unsubscribing only marks the slot
+	 * while emitting, so these indexes stay valid (r->subs may move). */
+	size_t n_subs = r->n_subs, w = 0;
 
 	r->emitting++;
 	for (size_t e = 0; e < n; e++)
-		for (size_t i = 0; i < r->n_subs; i++) /* n_subs may grow meanwhile */
+		for (size_t i = 0; i < n_subs; i++)
 			if (r->subs[i].cb)
 				r->subs[i].cb(&ev[e], r->subs[i].arg);
 	r->emitting--;

@@ -227,7 +227,9 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 				char *err, size_t errlen);
 
 /* Subscribes cb; returns a positive subscription id or -errno.  Events are
- * delivered in commit order. */
+ * delivered in commit order.  Safe from a callback: cb then gets the events
+ * of the next mutation on, none of the one being delivered (whose changes
+ * are already in what cb's owner can read). */
 int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg);
 /* Unknown ids are ignored.  Safe from a callback (also its own): cb gets no
  * further event. */

@@ -479,6 +479,52 @@ static void test_subscribe_unsubscribe(void **state)
 	assert_non_null(strstr(f->events, "active csi-node/p a0->a1;"));
 }
 
+/* A subscriber added from a callback starts with the next mutation: the
+ * state it can read then already holds this one's changes. */
+struct late {
+	struct fixture *f;
+	int id;
+	size_t plugins_seen; /* by the snapshot taken when subscribing */
+	int n_events;
+};
+
+static void late_count(const struct reg_event *ev, void *arg)
+{
+	(void)ev;
+	((struct late *)arg)->n_events++;
+}
+
+static void subscribe_late(const struct reg_event *ev, void *arg)
+{
+	struct late *l = arg;
+	struct reg_snapshot s;
+
+	(void)ev;
+	if (l->id)
+		return;
+	assert_int_equal(registry_snapshot(l->f->r, NULL, &s), 0);
+	l->plugins_seen = s.n_plugins;
+	reg_snapshot_free(&s);
+	l->id = registry_subscribe(l->f->r, late_count, l);
+}
+
+static void test_subscribe_from_callback(void **state)
+{
+	struct fixture *f = *state;
+	struct late l = {.f = f};
+	int id = registry_subscribe(f->r, subscribe_late, &l);
+
+	assert_true(id > 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0); /* registered + active */
+	assert_true(l.id > 0);
+	assert_int_equal(l.plugins_seen, 1); /* p is in what it read... */
+	assert_int_equal(l.n_events, 0);     /* ...so no event of p may follow */
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(l.n_events, 2);
+	registry_unsubscribe(f->r, id);
+	registry_unsubscribe(f->r, l.id);
+}
+
 static void test_snapshot_sorted_and_filtered(void **state)
 {
 	struct fixture *f = *state;
@@ -653,6 +699,7 @@ int main(void)
 	    T(test_tombstoned_newest_returns_to_front),
 	    T(test_callback_cannot_mutate),
 	    T(test_subscribe_unsubscribe),
+	    T(test_subscribe_from_callback),
 	    T(test_snapshot_sorted_and_filtered),
 	    T(test_register_several_types),
 	    T(test_many_plugins),
