@@ -633,7 +633,7 @@ out:
 int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id, char *err,
 			size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_INSERT_PLUGIN, &st, err, errlen);
 
 	if (rc < 0)
@@ -648,7 +648,7 @@ int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int6
 
 int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_DELETE_PLUGIN, &st, err, errlen);
 
 	if (rc < 0)
@@ -667,7 +667,7 @@ static void bind_tomb_key(sqlite3_stmt *st, const char *type, const char *name, 
 int store_take_tombstone(struct store *s, const char *type, const char *name, const char *alloc,
 			 int64_t cutoff, int64_t *seq, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_GET_TOMBSTONE, &st, err, errlen);
 	bool found = false;
 
@@ -698,7 +698,7 @@ int store_take_tombstone(struct store *s, const char *type, const char *name, co
 
 static int insert_options(struct store *s, const struct registration *r, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc;
 
 	for (size_t i = 0; i < r->n_options; i++) {
@@ -716,7 +716,7 @@ static int insert_options(struct store *s, const struct registration *r, char *e
 int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r, char *err,
 		     size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_INSERT_REG, &st, err, errlen);
 
 	if (rc < 0)
@@ -737,7 +737,7 @@ int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r,
 
 int store_update_reg(struct store *s, const struct registration *r, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_UPDATE_REG, &st, err, errlen);
 
 	if (rc < 0)
@@ -760,7 +760,7 @@ int store_update_reg(struct store *s, const struct registration *r, char *err, s
 int store_delete_reg(struct store *s, const struct registration *r, int64_t now, char *err,
 		     size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen);
 
 	if (rc < 0)
@@ -783,7 +783,7 @@ int store_delete_reg(struct store *s, const struct registration *r, int64_t now,
 
 int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_SET_SEQ, &st, err, errlen);
 
 	if (rc < 0)
@@ -794,7 +794,7 @@ int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen)
 
 int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen)
 {
-	sqlite3_stmt *st;
+	sqlite3_stmt *st = NULL;
 	int rc = stmt(s, ST_EXPIRE_TOMBSTONES, &st, err, errlen);
 
 	if (rc < 0)
