@@ -36,13 +36,13 @@ struct daemon {
 	const char *config_path;    /* -c FILE or NULL */
 	const char *mountpoint_arg; /* --mountpoint DIR or NULL */
 	bool debug;
-	struct plugfs_config cfg;   /* the running config */
+	struct plugfs_config cfg; /* the running config */
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
 	pthread_t house;
 	bool house_started;
-	bool stopping;              /* atomic */
+	bool stopping; /* atomic */
 };
 
 static void usage(FILE *f)
@@ -124,7 +124,7 @@ static void reload(struct daemon *d)
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)mono.tv_sec * 1000000ull +
-			 (unsigned long long)mono.tv_nsec / 1000ull);
+		     (unsigned long long)mono.tv_nsec / 1000ull);
 	sd_notify_send(msg);
 	rc = config_resolve(d->config_path, &nc, err, sizeof(err));
 	if (rc != 0) {
@@ -132,11 +132,10 @@ static void reload(struct daemon *d)
 		goto out;
 	}
 	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
-#define NEEDS_RESTART(changed, what)                                                           \
-	do {                                                                                   \
-		if (changed)                                                                   \
-			log_warn("reload: %s changed; restart `plugfs mount' to apply it",    \
-				 what);                                                        \
+#define NEEDS_RESTART(changed, what)                                                               \
+	do {                                                                                       \
+		if (changed)                                                                       \
+			log_warn("reload: %s changed; restart `plugfs mount' to apply it", what);  \
 	} while (0)
 	NEEDS_RESTART(!str_eq(mp, d->cfg.mountpoint), "[mount] mountpoint");
 	NEEDS_RESTART(!str_eq(nc.socket_name, d->cfg.socket_name), "[mount] socket_name");
@@ -239,10 +238,10 @@ static void house_stop(struct daemon *d)
 int mount_main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		CLI_COMMON_LONGOPTS,
-		{"mountpoint", required_argument, NULL, 'm'},
-		{"debug", no_argument, NULL, 'd'},
-		{0},
+	    CLI_COMMON_LONGOPTS,
+	    {"mountpoint", required_argument, NULL, 'm'},
+	    {"debug", no_argument, NULL, 'd'},
+	    {0},
 	};
 	struct daemon d = {0};
 	struct registry_options ropts;
@@ -301,13 +300,13 @@ int mount_main(int argc, char *argv[])
 	}
 
 	fo = (struct fs_options){
-		.mountpoint = d.cfg.mountpoint,
-		.socket_name = d.cfg.socket_name,
-		.allow_other = d.cfg.allow_other,
-		.cache_timeout = d.cfg.cache_timeout,
-		.debug = d.debug,
-		.on_ready = on_ready,
-		.on_ready_arg = &d,
+	    .mountpoint = d.cfg.mountpoint,
+	    .socket_name = d.cfg.socket_name,
+	    .allow_other = d.cfg.allow_other,
+	    .cache_timeout = d.cfg.cache_timeout,
+	    .debug = d.debug,
+	    .on_ready = on_ready,
+	    .on_ready_arg = &d,
 	};
 	if (fs_mount(d.reg, &fo, &d.fs, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
@@ -317,12 +316,12 @@ int mount_main(int argc, char *argv[])
 	/* The control server after the mount: an `ok' is only ever given with
 	 * the tree in place. */
 	struct control_options co = {
-		.socket_path = d.cfg.control_socket,
-		.group = d.cfg.control_group,
-		.max_clients = d.cfg.max_clients,
-		.idle_timeout = d.cfg.idle_timeout,
-		.mountpoint = d.cfg.mountpoint,
-		.state_path = d.cfg.state_path,
+	    .socket_path = d.cfg.control_socket,
+	    .group = d.cfg.control_group,
+	    .max_clients = d.cfg.max_clients,
+	    .idle_timeout = d.cfg.idle_timeout,
+	    .mountpoint = d.cfg.mountpoint,
+	    .state_path = d.cfg.state_path,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);

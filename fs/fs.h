@@ -29,11 +29,11 @@ struct registry;
 struct plugfs_fs;
 
 struct fs_options {
-	const char *mountpoint;   /* created (0755, with parents) when missing */
-	const char *socket_name;  /* name of the active symlink, e.g. csi.sock */
+	const char *mountpoint;	 /* created (0755, with parents) when missing */
+	const char *socket_name; /* name of the active symlink, e.g. csi.sock */
 	bool allow_other;
-	double cache_timeout;     /* seconds, for entries and attributes */
-	bool debug;               /* libfuse debug output */
+	double cache_timeout; /* seconds, for entries and attributes */
+	bool debug;	      /* libfuse debug output */
 	/* Called once, from a helper thread, when the mount answers (a stat of
 	 * <mountpoint>/plugins succeeded).  May be NULL. */
 	void (*on_ready)(void *arg);
@@ -45,8 +45,8 @@ struct fs_options {
  * stale mount (ENOTCONN) at the mountpoint, refuses a live plugfs mount there,
  * and mounts.  0 or -errno with a message in err.
  */
-int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out,
-	     char *err, size_t errlen);
+int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out, char *err,
+	     size_t errlen);
 
 /*
  * Serves requests until fs_exit() is called or a SIGTERM/SIGINT arrives

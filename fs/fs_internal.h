@@ -34,44 +34,44 @@ struct reg_plugin;
 #define FS_INO_ROOT 1
 #define FS_INO_PLUGINS 2
 enum fs_ino_tag {
-	FS_TAG_TYPE = 0,    /* types.id */
-	FS_TAG_PLUGIN = 1,  /* plugins.id: <type>/<name>/ */
-	FS_TAG_ACTIVE = 2,  /* plugins.id: <type>/<name>/<socket_name> */
-	FS_TAG_ALLOCS = 3,  /* plugins.id: <type>/<name>/allocs/ */
-	FS_TAG_INFO = 4,    /* plugins.id: <type>/<name>/info */
-	FS_TAG_ALLOC = 5,   /* registrations.id: <type>/<name>/allocs/<alloc> */
+	FS_TAG_TYPE = 0,   /* types.id */
+	FS_TAG_PLUGIN = 1, /* plugins.id: <type>/<name>/ */
+	FS_TAG_ACTIVE = 2, /* plugins.id: <type>/<name>/<socket_name> */
+	FS_TAG_ALLOCS = 3, /* plugins.id: <type>/<name>/allocs/ */
+	FS_TAG_INFO = 4,   /* plugins.id: <type>/<name>/info */
+	FS_TAG_ALLOC = 5,  /* registrations.id: <type>/<name>/allocs/<alloc> */
 };
-#define FS_INO(id, tag) ((uint64_t)(id) * 8 + (uint64_t)(tag))
+#define FS_INO(id, tag) ((uint64_t)(id)*8 + (uint64_t)(tag))
 
 enum fs_node_kind { FS_DIR, FS_LINK, FS_FILE };
 
 struct fs_node {
 	uint64_t ino;
 	enum fs_node_kind kind;
-	uint64_t parent;         /* ino of the parent (itself for the root) */
+	uint64_t parent; /* ino of the parent (itself for the root) */
 	char *name;
-	char *data;              /* symlink target or file contents, NUL-terminated */
-	size_t size;             /* strlen(data) */
-	struct timespec mtime;   /* when this node last changed */
-	uint64_t nlookup;        /* kernel references; atomic */
-	bool in_tree;            /* false: removed, kept until forgotten */
-	unsigned n_subdirs;      /* for st_nlink */
+	char *data;	       /* symlink target or file contents, NUL-terminated */
+	size_t size;	       /* strlen(data) */
+	struct timespec mtime; /* when this node last changed */
+	uint64_t nlookup;      /* kernel references; atomic */
+	bool in_tree;	       /* false: removed, kept until forgotten */
+	unsigned n_subdirs;    /* for st_nlink */
 	struct fs_node **children;
 	size_t n_children, cap_children;
-	struct fs_node *hnext;   /* hash chain */
+	struct fs_node *hnext; /* hash chain */
 };
 
 /* One kernel invalidation, queued by a view change. */
 enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };
 struct fs_inval {
 	enum fs_inval_kind kind;
-	uint64_t ino;            /* INODE: the inode; ENTRY: the parent */
-	char *name;              /* ENTRY only */
+	uint64_t ino; /* INODE: the inode; ENTRY: the parent */
+	char *name;   /* ENTRY only */
 };
 struct fs_inval_batch {
 	struct fs_inval *items;
 	size_t n, cap;
-	bool oom;                /* an item could not be queued */
+	bool oom; /* an item could not be queued */
 };
 
 struct fs_view {
@@ -82,12 +82,12 @@ struct fs_view {
 
 struct fs_notifier {
 	pthread_mutex_t mu;
-	pthread_cond_t cond;     /* work queued, stop, or progress */
+	pthread_cond_t cond; /* work queued, stop, or progress */
 	struct fs_inval_batch queue;
-	uint64_t queued_seq;     /* batches handed in */
-	uint64_t done_seq;       /* batches delivered */
-	bool stop;               /* drop work, release waiters, exit */
-	bool busy;               /* inside a fuse_lowlevel_notify_* call */
+	uint64_t queued_seq; /* batches handed in */
+	uint64_t done_seq;   /* batches delivered */
+	bool stop;	     /* drop work, release waiters, exit */
+	bool busy;	     /* inside a fuse_lowlevel_notify_* call */
 	bool started;
 	pthread_t thread;
 	struct fuse_session *se;
@@ -95,20 +95,20 @@ struct fs_notifier {
 };
 
 struct plugfs_fs {
-	pthread_rwlock_t lock;   /* guards view and cache_timeout */
+	pthread_rwlock_t lock; /* guards view and cache_timeout */
 	struct fs_view view;
 	double cache_timeout;
 	struct registry *reg;
-	int sub_id;              /* registry subscription, 0 when none */
+	int sub_id; /* registry subscription, 0 when none */
 	struct fs_notifier notifier;
 
 	struct fuse_session *se;
-	char *mountpoint;        /* canonical */
+	char *mountpoint; /* canonical */
 	bool mounted;
 	bool debug;
 	pthread_t loop_thread;
 	bool loop_running;
-	unsigned conn_minor;     /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
+	unsigned conn_minor; /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
 	pthread_t ready_thread;
@@ -130,9 +130,9 @@ int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
  * kernel invalidations the change needs in b (may be NULL at start).  now is
  * the mtime of what changes.  0 or -ENOMEM (the view is then still usable).
  */
-int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
-			int64_t plugin_id, const struct reg_plugin *p,
-			const struct timespec *now, struct fs_inval_batch *b);
+int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, int64_t plugin_id,
+			const struct reg_plugin *p, const struct timespec *now,
+			struct fs_inval_batch *b);
 /* Drops n kernel references; frees nodes out of the tree that reach 0.
  * Needs the write lock. */
 void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);

@@ -29,7 +29,7 @@ static struct plugfs_fs *volatile signal_fs;
 static struct sigaction old_term, old_int, old_pipe;
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
@@ -102,8 +102,7 @@ static void load_locked(struct registry *r, void *arg)
 	}
 	rc = registry_subscribe(r, on_event, fs);
 	if (rc < 0) {
-		seterr(c->err, c->errlen, "cannot subscribe to registry events: %s",
-		       strerror(-rc));
+		seterr(c->err, c->errlen, "cannot subscribe to registry events: %s", strerror(-rc));
 		goto out;
 	}
 	fs->sub_id = rc;
@@ -298,9 +297,11 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 		return -ENOTDIR;
 	}
 	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
-		seterr(err, errlen,
-		       "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
-		       "not stacking a second one", canon);
+		seterr(
+		    err, errlen,
+		    "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
+		    "not stacking a second one",
+		    canon);
 		return -EBUSY;
 	}
 	return 0;
@@ -375,8 +376,8 @@ static void restore_signals(void)
 
 /* ---- life cycle --------------------------------------------------------- */
 
-int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out,
-	     char *err, size_t errlen)
+int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out, char *err,
+	     size_t errlen)
 {
 	struct plugfs_fs *fs = NULL;
 	struct load_ctx lc = {0};

@@ -40,8 +40,7 @@ static void send_one(struct fs_notifier *nt, const struct fs_inval *it)
 	if (it->kind == FS_INVAL_INODE)
 		rc = fuse_lowlevel_notify_inval_inode(nt->se, it->ino, 0, 0);
 	else
-		rc = fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name,
-						      strlen(it->name));
+		rc = fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name, strlen(it->name));
 	/* -ENOENT: the kernel does not know that inode or name; nothing cached. */
 	if (rc == 0 || rc == -ENOENT) {
 		nt->sent++;
@@ -176,9 +175,11 @@ void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *
 		deadline.tv_nsec -= 1000000000L;
 	}
 	while (nt->busy) {
-		if (!aborted && pthread_cond_timedwait(&nt->cond, &nt->mu, &deadline) == ETIMEDOUT) {
+		if (!aborted &&
+		    pthread_cond_timedwait(&nt->cond, &nt->mu, &deadline) == ETIMEDOUT) {
 			pthread_mutex_unlock(&nt->mu);
-			log_warn("fs: a kernel invalidation is blocked; aborting the FUSE connection");
+			log_warn(
+			    "fs: a kernel invalidation is blocked; aborting the FUSE connection");
 			if (abort_conn)
 				abort_conn(arg);
 			aborted = true;

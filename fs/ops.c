@@ -33,8 +33,8 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
 	/* No locks, no writes, no mmap'ed writes to negotiate. */
-	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS |
-				  FUSE_CAP_FLOCK_LOCKS);
+	conn->want &=
+	    ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 	conn->time_gran = 1;
 }
 
@@ -280,7 +280,9 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		const struct fs_node *c = n->children[i];
 
 		err = dirhandle_add(d, c->name, c->ino,
-				    c->kind == FS_DIR ? S_IFDIR : c->kind == FS_LINK ? S_IFLNK : S_IFREG);
+				    c->kind == FS_DIR	 ? S_IFDIR
+				    : c->kind == FS_LINK ? S_IFLNK
+							 : S_IFREG);
 	}
 unlock:
 	pthread_rwlock_unlock(&fs->lock);
@@ -386,8 +388,7 @@ static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	erofs(req);
 }
 
-static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-		     dev_t rdev)
+static void fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	erofs(req);
 }
@@ -460,33 +461,33 @@ static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 }
 
 const struct fuse_lowlevel_ops fs_ops = {
-	.init = fs_init,
-	.lookup = fs_lookup,
-	.forget = fs_forget,
-	.forget_multi = fs_forget_multi,
-	.getattr = fs_getattr,
-	.setattr = fs_setattr,
-	.readlink = fs_readlink,
-	.mknod = fs_mknod,
-	.mkdir = fs_mkdir,
-	.unlink = fs_unlink,
-	.rmdir = fs_rmdir,
-	.symlink = fs_symlink,
-	.rename = fs_rename,
-	.link = fs_link,
-	.open = fs_open,
-	.read = fs_read,
-	.write = fs_write,
-	.release = fs_release,
-	.opendir = fs_opendir,
-	.readdir = fs_readdir,
-	.releasedir = fs_releasedir,
-	.statfs = fs_statfs,
-	.setxattr = fs_setxattr,
-	.getxattr = fs_getxattr,
-	.listxattr = fs_listxattr,
-	.removexattr = fs_removexattr,
-	.create = fs_create,
-	.fallocate = fs_fallocate,
-	.copy_file_range = fs_copy_file_range,
+    .init = fs_init,
+    .lookup = fs_lookup,
+    .forget = fs_forget,
+    .forget_multi = fs_forget_multi,
+    .getattr = fs_getattr,
+    .setattr = fs_setattr,
+    .readlink = fs_readlink,
+    .mknod = fs_mknod,
+    .mkdir = fs_mkdir,
+    .unlink = fs_unlink,
+    .rmdir = fs_rmdir,
+    .symlink = fs_symlink,
+    .rename = fs_rename,
+    .link = fs_link,
+    .open = fs_open,
+    .read = fs_read,
+    .write = fs_write,
+    .release = fs_release,
+    .opendir = fs_opendir,
+    .readdir = fs_readdir,
+    .releasedir = fs_releasedir,
+    .statfs = fs_statfs,
+    .setxattr = fs_setxattr,
+    .getxattr = fs_getxattr,
+    .listxattr = fs_listxattr,
+    .removexattr = fs_removexattr,
+    .create = fs_create,
+    .fallocate = fs_fallocate,
+    .copy_file_range = fs_copy_file_range,
 };

@@ -378,9 +378,9 @@ static bool has_alloc(const struct reg_plugin *p, const char *alloc)
 	return false;
 }
 
-int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
-			int64_t plugin_id, const struct reg_plugin *p,
-			const struct timespec *now, struct fs_inval_batch *b)
+int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, int64_t plugin_id,
+			const struct reg_plugin *p, const struct timespec *now,
+			struct fs_inval_batch *b)
 {
 	struct fs_node *tdir = find_type_dir(v, type);
 	struct fs_node *pdir, *active, *allocs, *info;
@@ -409,7 +409,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
 	if (!text)
 		return -ENOMEM;
 	if (!pdir) {
-		pdir = node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
+		pdir =
+		    node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
@@ -422,7 +423,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
 	}
 	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
 			  p->regs[0].socket, &mt, b);
-	allocs = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
+	allocs =
+	    node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
 	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", text, &mt, b);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
@@ -456,8 +458,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name,
 		}
 		if (!l) {
 			if (!b) {
-				lt.tv_sec = (time_t)(r->updated_at > r->registered_at ? r->updated_at
-										: r->registered_at);
+				lt.tv_sec =
+				    (time_t)(r->updated_at > r->registered_at ? r->updated_at
+									      : r->registered_at);
 				lt.tv_nsec = 0;
 			}
 			l = node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,

@@ -53,22 +53,22 @@
 
 struct bench {
 	long iterations, connects, switches;
-	char tmp[256];              /* state and sockets (tmpfs) */
+	char tmp[256]; /* state and sockets (tmpfs) */
 	char mnt[512];
-	char fuse_link[PATH_MAX];   /* <mnt>/plugins/csi-node/bench/csi.sock */
-	char shm_link[PATH_MAX];    /* same shape on tmpfs */
-	char sock[PATH_MAX];        /* the listening socket */
+	char fuse_link[PATH_MAX]; /* <mnt>/plugins/csi-node/bench/csi.sock */
+	char shm_link[PATH_MAX];  /* same shape on tmpfs */
+	char sock[PATH_MAX];	  /* the listening socket */
 	int listen_fd;
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	pthread_t loop, server;
-	bool stop;                  /* atomic */
+	bool stop; /* atomic */
 	/* switch phase */
-	long acked;                 /* atomic: last acknowledged switch */
-	long seen;                  /* atomic: newest index a reader saw */
-	uint64_t seen_ns;           /* atomic: when it was first seen */
+	long acked;	  /* atomic: last acknowledged switch */
+	long seen;	  /* atomic: newest index a reader saw */
+	uint64_t seen_ns; /* atomic: when it was first seen */
 	unsigned long long reads, stale;
-	double register_alone_us;   /* registry_register without a mount */
+	double register_alone_us; /* registry_register without a mount */
 };
 
 static double register_baseline(struct bench *b, long n);
@@ -151,8 +151,8 @@ static int do_register(struct bench *b, const char *alloc, const char *sock)
 static void setup(struct bench *b)
 {
 	static const char *const types[] = {"csi-controller", TYPE};
-	struct registry_options ro = {.types = types, .n_types = 2, .tombstone_ttl = 86400,
-				      .synchronous = "full"};
+	struct registry_options ro = {
+	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "full"};
 	struct fs_options fo = {.socket_name = "csi.sock", .cache_timeout = 60};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char err[REG_ERR_MAX], path[PATH_MAX + 32], dir[PATH_MAX + 32];
@@ -249,7 +249,6 @@ static int cmp_u64(const void *a, const void *b)
 
 	return x < y ? -1 : x > y;
 }
-
 
 enum op { OP_READLINK, OP_STAT, OP_CONNECT };
 static const char *const op_names[] = {"readlink csi.sock", "stat csi.sock (follows)",
@@ -439,8 +438,8 @@ static int run_switches(struct bench *b, double *median_us, double *p99_us, doub
 	qsort(ack, (size_t)b->switches, sizeof(*ack), cmp_u64);
 	*median_us = (double)lat[b->switches / 2] / 1000.0;
 	*p99_us = (double)lat[(size_t)((double)b->switches * 0.99) < (size_t)b->switches
-				      ? (size_t)((double)b->switches * 0.99)
-				      : (size_t)b->switches - 1] /
+				  ? (size_t)((double)b->switches * 0.99)
+				  : (size_t)b->switches - 1] /
 		  1000.0;
 	*ack_med_us = (double)ack[b->switches / 2] / 1000.0;
 	free(lat);
@@ -474,12 +473,12 @@ static double requests_per_listing(struct bench *b, int n)
 int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
-		{"iterations", required_argument, NULL, 'i'},
-		{"connects", required_argument, NULL, 'c'},
-		{"switches", required_argument, NULL, 's'},
-		{"quick", no_argument, NULL, 'q'},
-		{"help", no_argument, NULL, 'h'},
-		{0},
+	    {"iterations", required_argument, NULL, 'i'},
+	    {"connects", required_argument, NULL, 'c'},
+	    {"switches", required_argument, NULL, 's'},
+	    {"quick", no_argument, NULL, 'q'},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	struct bench b = {.iterations = 1000000, .connects = 200000, .switches = 1000};
 	static const double targets[] = {1.3, 1.3, 1.15};
@@ -514,8 +513,10 @@ int main(int argc, char *argv[])
 		}
 	}
 	if (b.iterations < ROUNDS || b.connects < ROUNDS || b.switches < 1) {
-		fprintf(stderr, "plugfs-bench: --iterations and --connects must be >= %d, "
-				"--switches >= 1\n", ROUNDS);
+		fprintf(stderr,
+			"plugfs-bench: --iterations and --connects must be >= %d, "
+			"--switches >= 1\n",
+			ROUNDS);
 		return 2;
 	}
 	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
@@ -542,14 +543,14 @@ int main(int argc, char *argv[])
 	       sysconf(_SC_NPROCESSORS_ONLN), b.tmp);
 	printf("paths: %s\n       %s (tmpfs symlink, same depth)\n\n", b.fuse_link, b.shm_link);
 	printf("best of %d interleaved rounds per operation\n", ROUNDS);
-	printf("%-26s %10s %12s %12s %8s %8s\n", "operation", "ops", "tmpfs ns/op",
-	       "plugfs ns/op", "ratio", "target");
+	printf("%-26s %10s %12s %12s %8s %8s\n", "operation", "ops", "tmpfs ns/op", "plugfs ns/op",
+	       "ratio", "target");
 	for (int i = 0; i < 3; i++) {
 		double ratio = fuse_ns[i] / shm_ns[i];
 
 		printf("%-26s %10ld %12.0f %12.0f %7.2fx %7s%.2fx %s\n", op_names[i],
-		       i == 2 ? b.connects : b.iterations, shm_ns[i], fuse_ns[i], ratio, "<=",
-		       targets[i], ratio <= targets[i] ? "met" : "MISSED");
+		       i == 2 ? b.connects : b.iterations, shm_ns[i], fuse_ns[i], ratio,
+		       "<=", targets[i], ratio <= targets[i] ? "met" : "MISSED");
 	}
 	unsigned long long cached_ops = 2ull * (unsigned long long)b.iterations;
 	double per_million = (double)(req1 - req0) * 1e6 / (double)cached_ops;
@@ -558,13 +559,15 @@ int main(int argc, char *argv[])
 	       "%llu (%.2f per million; target 0) %s\n",
 	       cached_ops, req1 - req0, per_million, req1 == req0 ? "met" : "MISSED");
 	printf("FUSE requests per listing of a plugin directory (opendir, readdir, closedir; "
-	       "warm): %.2f\n", per_listing);
+	       "warm): %.2f\n",
+	       per_listing);
 	printf("switch of the active allocation -> first readlink with the new target, over %ld "
 	       "switches:\n  median %.1f us, p99 %.1f us (target p99 <= 1000 us) %s\n",
 	       b.switches, med, p99, p99 <= 1000.0 ? "met" : "MISSED");
 	printf("  registry_register (persist with synchronous=full on tmpfs, apply, "
 	       "invalidations delivered): median %.1f us;\n  the same without a mount: median "
-	       "%.1f us\n", ack_med, b.register_alone_us);
+	       "%.1f us\n",
+	       ack_med, b.register_alone_us);
 	printf("stale reads after acknowledgement: %llu by the reader thread (%llu reads), %llu "
 	       "by the first readlink after each ack (target 0) %s\n",
 	       b.stale, b.reads, ack_stale, b.stale + ack_stale == 0 ? "met" : "MISSED");

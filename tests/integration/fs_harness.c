@@ -62,10 +62,10 @@ static void usage(void)
 static int open_registry(const struct args *a, struct registry **reg)
 {
 	struct registry_options o = {
-		.types = a->types,
-		.n_types = a->n_types,
-		.tombstone_ttl = 86400,
-		.synchronous = "off",
+	    .types = a->types,
+	    .n_types = a->n_types,
+	    .tombstone_ttl = 86400,
+	    .synchronous = "off",
 	};
 	char err[REG_ERR_MAX];
 
@@ -80,8 +80,8 @@ static int open_registry(const struct args *a, struct registry **reg)
 	return rc;
 }
 
-static int do_register(struct registry *reg, const char *type, const char *name,
-		       const char *alloc, const char *sock, const char *version)
+static int do_register(struct registry *reg, const char *type, const char *name, const char *alloc,
+		       const char *sock, const char *version)
 {
 	struct reg_spec spec = {.name = name, .alloc = alloc, .socket = sock, .version = version};
 	char err[REG_ERR_MAX];
@@ -107,12 +107,12 @@ static int do_deregister(struct registry *reg, const char *type, const char *nam
 
 struct sw {
 	const struct args *a;
-	char link[PATH_MAX];     /* <mnt>/plugins/csi-node/sw/csi.sock */
-	char allocs[PATH_MAX];   /* <mnt>/plugins/csi-node/sw/allocs */
-	long acked;              /* atomic: last acknowledged switch */
-	bool done;               /* atomic */
+	char link[PATH_MAX];   /* <mnt>/plugins/csi-node/sw/csi.sock */
+	char allocs[PATH_MAX]; /* <mnt>/plugins/csi-node/sw/allocs */
+	long acked;	       /* atomic: last acknowledged switch */
+	bool done;	       /* atomic */
 	unsigned long long reads, stale, errors, lists;
-	long progress;           /* atomic: switches done, for the watchdog */
+	long progress; /* atomic: switches done, for the watchdog */
 	struct plugfs_fs *fs;
 };
 
@@ -146,7 +146,8 @@ static void *reader_main(void *arg)
 		k = target_index(buf);
 		if (k < g) {
 			if (stale < 5)
-				fprintf(stderr, "stale read: acked a%ld, readlink gave %s\n", g, buf);
+				fprintf(stderr, "stale read: acked a%ld, readlink gave %s\n", g,
+					buf);
 			stale++;
 		}
 		reads++;
@@ -193,8 +194,10 @@ static void *watchdog_main(void *arg)
 		sleep(1);
 		if (p == last) {
 			if (++idle >= s->a->watchdog_s) {
-				fprintf(stderr, "FAIL: no progress for %d s after switch %ld: "
-						"deadlock\n", idle, p);
+				fprintf(stderr,
+					"FAIL: no progress for %d s after switch %ld: "
+					"deadlock\n",
+					idle, p);
 				_exit(1);
 			}
 		} else {
@@ -229,8 +232,10 @@ static int expect_exists(const char *dir, const char *name, bool want)
 		return -1;
 	}
 	if (!want && !(rc != 0 && errno == ENOENT)) {
-		fprintf(stderr, "FAIL: %s still there after the deregistration was "
-				"acknowledged\n", p);
+		fprintf(stderr,
+			"FAIL: %s still there after the deregistration was "
+			"acknowledged\n",
+			p);
 		return -1;
 	}
 	return 0;
@@ -273,8 +278,10 @@ static int cmd_switch(const struct args *a)
 	struct sw s = {.a = a};
 	pthread_t readers[MAX_READERS], lister, loop, dog;
 	char plugin_dir[2048], sock[PATH_MAX], alloc[32], prev[32], buf[PATH_MAX], line[512];
-	struct fs_options fo = {.mountpoint = a->mnt, .socket_name = "csi.sock",
-				.allow_other = false, .cache_timeout = 60};
+	struct fs_options fo = {.mountpoint = a->mnt,
+				.socket_name = "csi.sock",
+				.allow_other = false,
+				.cache_timeout = 60};
 	char err[REG_ERR_MAX];
 	int failures = 0, rc;
 	ssize_t n;
@@ -321,15 +328,17 @@ static int cmd_switch(const struct args *a)
 		n = readlink(s.link, buf, sizeof(buf) - 1);
 		buf[n < 0 ? 0 : n] = '\0';
 		if (strcmp(buf, sock) != 0) {
-			fprintf(stderr, "FAIL: switch %ld acknowledged, readlink gave [%s], want "
-					"[%s]\n", i, buf, sock);
+			fprintf(stderr,
+				"FAIL: switch %ld acknowledged, readlink gave [%s], want "
+				"[%s]\n",
+				i, buf, sock);
 			failures++;
 		}
 		if (expect_exists(s.allocs, alloc, true) != 0)
 			failures++;
 		if (!listed(s.allocs, alloc) || !listed(s.allocs, prev)) {
-			fprintf(stderr, "FAIL: listing allocs/ after switch %ld misses %s or %s\n", i,
-				alloc, prev);
+			fprintf(stderr, "FAIL: listing allocs/ after switch %ld misses %s or %s\n",
+				i, alloc, prev);
 			failures++;
 		}
 		if (first_info_line(plugin_dir, line, sizeof(line)) != 0 ||
@@ -345,8 +354,10 @@ static int cmd_switch(const struct args *a)
 		if (expect_exists(s.allocs, prev, false) != 0)
 			failures++;
 		if (listed(s.allocs, prev)) {
-			fprintf(stderr, "FAIL: listing allocs/ still shows %s after its "
-					"deregistration was acknowledged\n", prev);
+			fprintf(stderr,
+				"FAIL: listing allocs/ still shows %s after its "
+				"deregistration was acknowledged\n",
+				prev);
 			failures++;
 		}
 		snprintf(prev, sizeof(prev), "%s", alloc);
@@ -379,12 +390,15 @@ static int cmd_switch(const struct args *a)
 		if (fd >= 0) {
 			if (fstat(fd, &after) != 0 || after.st_ino != before.st_ino ||
 			    after.st_size != before.st_size) {
-				fprintf(stderr, "FAIL: a removed, still open info does not answer "
-						"getattr: %s\n", strerror(errno));
+				fprintf(stderr,
+					"FAIL: a removed, still open info does not answer "
+					"getattr: %s\n",
+					strerror(errno));
 				failures++;
 			}
 			if (read(fd, line, sizeof(line)) <= 0) {
-				fprintf(stderr, "FAIL: a removed, still open info cannot be read\n");
+				fprintf(stderr,
+					"FAIL: a removed, still open info cannot be read\n");
 				failures++;
 			}
 			close(fd);

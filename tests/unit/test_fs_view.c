@@ -85,9 +85,9 @@ static char *batch_text(const struct fs_inval_batch *b)
 			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "inode %llu\n",
 					      (unsigned long long)b->items[i].ino);
 		else
-			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "entry %llu %s\n",
-					      (unsigned long long)b->items[i].ino,
-					      b->items[i].name);
+			n +=
+			    (size_t)snprintf(buf + n, sizeof(buf) - n, "entry %llu %s\n",
+					     (unsigned long long)b->items[i].ino, b->items[i].name);
 	}
 	return buf;
 }
@@ -100,9 +100,8 @@ static void load_two(struct fixture *f)
 	set_reg(&f->regs[0], 11, "a1", "/run/a1/csi.sock", "1.1", 2000);
 	set_reg(&f->regs[1], 10, "a0", "/run/a0/csi.sock", "", 1500);
 	f->p.n_regs = 2;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now,
-					     NULL),
-			 0);
+	assert_int_equal(
+	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
 }
 
 static void test_root_and_types(void **state)
@@ -174,11 +173,11 @@ static void test_switch_queues_invalidations(void **state)
 	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	snprintf(want, sizeof(want),
-		 "inode %d\n"       /* csi.sock retargeted */
-		 "entry %d a2\n"    /* allocs/a2 added (clears a negative entry) */
-		 "inode %d\n"       /* allocs/ changed */
-		 "inode %d\n"       /* info changed */
-		 "inode %d\n",      /* the plugin directory changed */
+		 "inode %d\n"	 /* csi.sock retargeted */
+		 "entry %d a2\n" /* allocs/a2 added (clears a negative entry) */
+		 "inode %d\n"	 /* allocs/ changed */
+		 "inode %d\n"	 /* info changed */
+		 "inode %d\n",	 /* the plugin directory changed */
 		 PLUGIN_ID * 8 + FS_TAG_ACTIVE, PLUGIN_ID * 8 + FS_TAG_ALLOCS,
 		 PLUGIN_ID * 8 + FS_TAG_ALLOCS, PLUGIN_ID * 8 + FS_TAG_INFO,
 		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
@@ -289,9 +288,8 @@ static void test_many_plugins_grow_the_table(void **state)
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
 		set_reg(&f->regs[0], 1000 + i, "a", sock, "", 1);
 		f->p.n_regs = 1;
-		assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", name, 100 + i, &f->p, &now,
-						     NULL),
-				 0);
+		assert_int_equal(
+		    fs_view_sync_plugin(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL), 0);
 	}
 	for (int i = 0; i < 500; i++) {
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
@@ -304,14 +302,14 @@ static void test_many_plugins_grow_the_table(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_root_and_types, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_load_builds_nodes_from_ids, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_root_and_types, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_load_builds_nodes_from_ids, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
