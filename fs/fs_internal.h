@@ -94,6 +94,14 @@ struct fs_notifier {
 	unsigned long long sent, failed;
 };
 
+/* An open file or directory handle (fi->fh).  Each is on fs->open_list
+ * until released; fs_destroy frees those the kernel never released (a stop
+ * while files were open). */
+struct fs_open {
+	struct fs_open *prev, *next;
+	bool is_dir;
+};
+
 struct plugfs_fs {
 	pthread_rwlock_t lock; /* guards view and cache_timeout */
 	struct fs_view view;
@@ -115,6 +123,8 @@ struct plugfs_fs {
 	bool ready_started;
 
 	unsigned long long requests; /* atomic */
+	pthread_mutex_t open_mu;     /* guards open_list */
+	struct fs_open open_list;    /* sentinel */
 };
 
 /* tree.c */
@@ -155,6 +165,8 @@ void fs_notifier_destroy(struct fs_notifier *nt);
 
 /* ops.c */
 extern const struct fuse_lowlevel_ops fs_ops;
+/* Frees the handles still open (at destroy, with the request loop stopped). */
+void fs_free_open_handles(struct plugfs_fs *fs);
 
 /* Spawns a thread with SIGTERM, SIGINT, SIGHUP and SIGQUIT blocked. */
 int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);

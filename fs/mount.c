@@ -409,6 +409,8 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		return -ENOMEM;
 	}
 	pthread_rwlock_init(&fs->lock, NULL);
+	pthread_mutex_init(&fs->open_mu, NULL);
+	fs->open_list.next = fs->open_list.prev = &fs->open_list;
 	fs_notifier_init(&fs->notifier);
 	fs->reg = reg;
 	fs->cache_timeout = opts->cache_timeout;
@@ -553,6 +555,8 @@ void fs_destroy(struct plugfs_fs *fs)
 		if (fs->ready_started)
 			pthread_join(fs->ready_thread, NULL);
 	}
+	fs_free_open_handles(fs);
+	pthread_mutex_destroy(&fs->open_mu);
 	fs_view_free(&fs->view);
 	fs_notifier_destroy(&fs->notifier);
 	pthread_rwlock_destroy(&fs->lock);
