@@ -12,10 +12,11 @@ set +u
 # shellcheck disable=SC1091
 . "$PLUGFS_SOURCE_DIR/contrib/plugfs.bash-completion"
 check_eq "completion is registered for plugfs" "complete -F _plugfs plugfs" "$(complete -p plugfs)"
-# The completion asks the daemon for plugin names: make `plugfs' the build's
-# binary with this test's (unreachable) config, so it answers nothing.
-plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
+# The completion asks the daemon for plugin names: `plugfs' is the build's
+# binary, with this test's config (no daemon yet: it answers nothing).
+plugfs() { "$PLUGFS_BIN" "$@"; }
 write_config
+export PLUGFS_CONFIG=$CFG
 
 # comp WORDS...: the completions of the last word (may be empty), sorted.
 comp() {
@@ -59,4 +60,23 @@ for c in $(sed -n '/^Commands:/,/^$/p' "$T/help" | awk '/^  [a-z]/ {print $1}');
 		has "plugfs $c --<TAB> offers $o" "$o" "$opts"
 	done
 done
+
+# With a daemon, show/wait complete the registered plugins of the type.
+require_fuse
+start_daemon
+for n in alpha beta; do
+	"$PLUGFS_BIN" -c "$CFG" register --type csi-node --name "$n" --alloc a1 \
+		--socket "$T/$n/csi.sock" >/dev/null || die "register $n failed"
+done
+"$PLUGFS_BIN" -c "$CFG" register --type csi-controller --name gamma --alloc a1 \
+	--socket "$T/gamma/csi.sock" >/dev/null || die "register gamma failed"
+check_eq "plugfs show csi-node <TAB> offers its plugins" "alpha beta" "$(comp plugfs show csi-node '')"
+check_eq "plugfs wait csi-controller <TAB> offers its plugins" "gamma" "$(comp plugfs wait csi-controller '')"
+# -c FILE on the command line is passed on (PLUGFS_CONFIG points elsewhere).
+sed "s|^socket = .*|socket = $T/nobody.sock|" "$CFG" >"$T/other.ini"
+check_eq "plugfs show csi-node <TAB> with a config that reaches no daemon" "" \
+	"$(PLUGFS_CONFIG=$T/other.ini comp plugfs show csi-node '')"
+check_eq "plugfs -c FILE show csi-node b<TAB>" "beta" \
+	"$(PLUGFS_CONFIG=$T/other.ini comp plugfs -c "$CFG" show csi-node b)"
+stop_daemon
 finish
