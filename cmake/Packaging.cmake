@@ -3,7 +3,7 @@
 #   cmake --install build [--prefix /usr]     # default prefix: /usr/local
 #   (cd build && cpack -G DEB)                # build/plugfs_<version>_<arch>.deb
 #
-# Installed (paths relative to the prefix):
+# Installed (paths relative to the prefix, and /var/lib/plugfs):
 #   bin/plugfs, bin/plugfs-demo-plugin
 #   share/man/man8/plugfs.8.gz, share/man/man5/plugfs.ini.5.gz
 #   lib/systemd/system/plugfs.service      (ExecStart= points at bin/plugfs)
@@ -46,6 +46,11 @@ install(FILES contrib/plugfs.ini contrib/nomad/csi-node-plugin.nomad.hcl
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(PROGRAMS contrib/docker-consumer.sh DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The default [state] path is /var/lib/plugfs/state.db: its directory comes
+# with the package (the unit's StateDirectory= also makes it), so that
+# `plugfs mount' works by hand too.  postrm removes it on purge.
+install(DIRECTORY DESTINATION /var/lib/plugfs
+  DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE)
 if(EXISTS ${PROJECT_SOURCE_DIR}/docs/protocol.md)
   install(FILES docs/protocol.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 endif()

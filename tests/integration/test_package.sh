@@ -69,6 +69,9 @@ for f in /usr/bin/plugfs /usr/bin/plugfs-demo-plugin \
 	/usr/share/doc/plugfs/examples/plugfs.ini /usr/share/doc/plugfs/README.md; do
 	check "package contains $f" grep -qx "$f" "$T/contents"
 done
+check "package contains the state directory /var/lib/plugfs/" grep -qx /var/lib/plugfs/ "$T/contents"
+check_eq "the state directory is root's, 0700" "drwx------ root/root" \
+	"$(dpkg-deb -c "$DEB" | awk '$NF == "./var/lib/plugfs/" {print $1, $2}')"
 check "package installs nothing into /etc (no conffile to merge)" bash -c "! grep -q '^/etc/' '$T/contents'"
 
 # --- unpack into a scratch root and run from there ---
