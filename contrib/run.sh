@@ -8,5 +8,5 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF
 cmake --build build -j"$(nproc)"
 # The default state directory (the systemd unit's StateDirectory= and the
 # package create it elsewhere).
-mkdir -p -m 0700 /var/lib/plugfs
+[ -d /var/lib/plugfs ] || mkdir -m 0700 /var/lib/plugfs
 exec ./build/cli/plugfs mount "$@"
