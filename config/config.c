@@ -139,13 +139,18 @@ __attribute__((format(printf, 4, 5))) static void fail(struct parse_ctx *c, unsi
 	va_end(ap);
 }
 
-/* The value as messages quote it: cut after VALUE_QUOTE_MAX bytes. */
+/* Text of the file as messages show it: cut after VALUE_QUOTE_MAX bytes,
+ * and through reg_quote, so that control characters, stray bytes and `\'
+ * come out as \xNN and a message cannot drive the terminal. */
+#define QUOTE_BUF (4 * (VALUE_QUOTE_MAX + 3) + 1)
+
 static const char *quote(const char *v, char *buf, size_t len)
 {
-	if (strlen(v) <= VALUE_QUOTE_MAX)
-		return v;
-	snprintf(buf, len, "%.*s...", VALUE_QUOTE_MAX, v);
-	return buf;
+	char cut[VALUE_QUOTE_MAX + 4];
+
+	snprintf(cut, sizeof(cut), "%.*s%s", VALUE_QUOTE_MAX, v,
+		 strlen(v) > VALUE_QUOTE_MAX ? "..." : "");
+	return reg_quote(buf, len, cut);
 }
 
 static bool has_control_char(const char *s)
@@ -244,7 +249,7 @@ static void set_list(struct parse_ctx *c, const struct key_def *def, const char 
 	size_t *np = field(c->cfg, def->count_off);
 	char *copy = NULL, *save = NULL, *tok;
 	char msg[REG_ERR_MAX];
-	char qbuf[VALUE_QUOTE_MAX + 4];
+	char qbuf[QUOTE_BUF];
 
 	if (replace) {
 		free_list(*listp, *np);
@@ -312,7 +317,7 @@ static void set_string(struct parse_ctx *c, const struct key_def *def, const cha
 /* Applies `key = value' of a known key. */
 static void set_value(struct parse_ctx *c, const struct key_def *def, const char *value)
 {
-	char qbuf[VALUE_QUOTE_MAX + 4];
+	char qbuf[QUOTE_BUF];
 	const char *q = quote(value, qbuf, sizeof(qbuf));
 	char msg[REG_ERR_MAX];
 	uint64_t n;
@@ -436,7 +441,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	struct parse_ctx *c = user;
 	bool continuation = c->line_indented && c->have_prev;
 	const struct key_def *def = NULL;
-	char known[128];
+	char known[128], qbuf[QUOTE_BUF];
 
 	if (!continuation) {
 		c->have_prev = true;
@@ -462,7 +467,7 @@ static int handler(void *user, const char *section, const char *name, const char
 		fail(c, c->lineno, -EINVAL,
 		     "key `%s' is outside of any section; expected it under [mount], [state], "
 		     "[control], [registry] or [log]",
-		     name);
+		     quote(name, qbuf, sizeof(qbuf)));
 		return 0;
 	}
 	if (!section_known(section))
@@ -475,8 +480,8 @@ static int handler(void *user, const char *section, const char *name, const char
 	}
 	if (!def) {
 		list_keys(section, known, sizeof(known));
-		fail(c, c->lineno, -EINVAL, "unknown key `%s' in [%s]; known keys: %s", name,
-		     section, known);
+		fail(c, c->lineno, -EINVAL, "unknown key `%s' in [%s]; known keys: %s",
+		     quote(name, qbuf, sizeof(qbuf)), section, known);
 		return 0;
 	}
 	c->prev_def = def;
@@ -496,7 +501,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 {
 	const char *end = line + n;
 	const char *s = line, *close, *rest;
-	char name[68];
+	char name[68], qbuf[QUOTE_BUF];
 	size_t len;
 
 	if (c->lineno == 1 && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
@@ -515,9 +520,10 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 	for (rest = close + 1; rest < end && isspace((unsigned char)*rest); rest++)
 		;
 	if (rest < end && *rest != ';' && *rest != '#') {
+		snprintf(name, sizeof(name), "%.*s", (int)(close + 1 - s), s);
 		fail(c, c->lineno, -EINVAL,
-		     "unexpected text after `%.*s'; a section line holds only `[section]'",
-		     (int)(close + 1 - s), s);
+		     "unexpected text after `%s'; a section line holds only `[section]'",
+		     quote(name, qbuf, sizeof(qbuf)));
 		return;
 	}
 	len = (size_t)(close - s - 1);
@@ -527,7 +533,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		fail(c, c->lineno, -EINVAL,
 		     "unknown section [%s]; expected [mount], [state], [control], [registry] or "
 		     "[log]",
-		     name);
+		     reg_quote(qbuf, sizeof(qbuf), name));
 }
 
 /* inih's reader: hands out one line of the text at a time and counts it. */
@@ -581,6 +587,7 @@ static void line_text(const char *text, size_t len, unsigned line, const char **
 
 static void syntax_error(struct parse_ctx *c, unsigned line)
 {
+	char text[VALUE_QUOTE_MAX + 1], qbuf[QUOTE_BUF];
 	const char *s;
 	size_t n;
 
@@ -588,12 +595,14 @@ static void syntax_error(struct parse_ctx *c, unsigned line)
 	line_text(c->text, c->len, line, &s, &n);
 	if (n > VALUE_QUOTE_MAX)
 		n = VALUE_QUOTE_MAX;
+	snprintf(text, sizeof(text), "%.*s", (int)n, s);
 	if (n > 0 && s[0] == '[')
-		fail(c, line, -EINVAL, "section line `%.*s' has no closing `]'", (int)n, s);
+		fail(c, line, -EINVAL, "section line `%s' has no closing `]'",
+		     quote(text, qbuf, sizeof(qbuf)));
 	else
 		fail(c, line, -EINVAL,
-		     "expected `key = value', `[section]' or a comment (`#' or `;'), got `%.*s'",
-		     (int)n, s);
+		     "expected `key = value', `[section]' or a comment (`#' or `;'), got `%s'",
+		     quote(text, qbuf, sizeof(qbuf)));
 }
 
 /* Checks that need the whole file; line = where the later key was set. */
@@ -601,6 +610,7 @@ static void check_whole(struct parse_ctx *c)
 {
 	struct plugfs_config *cfg = c->cfg;
 	unsigned l_types = 0, l_mnt = 0, l_sock = 0, l_state = 0;
+	char q1[QUOTE_BUF], q2[QUOTE_BUF];
 
 	for (size_t i = 0; i < N_KEYS; i++) {
 		if (keys[i].off == F(types))
@@ -620,12 +630,14 @@ static void check_whole(struct parse_ctx *c)
 		fail(c, l_sock > l_mnt ? l_sock : l_mnt, -EINVAL,
 		     "[control] socket `%s' is inside [mount] mountpoint `%s'; expected a path "
 		     "outside the mount",
-		     cfg->control_socket, cfg->mountpoint);
+		     quote(cfg->control_socket, q1, sizeof(q1)),
+		     quote(cfg->mountpoint, q2, sizeof(q2)));
 	else if (path_under(cfg->state_path, cfg->mountpoint))
 		fail(c, l_state > l_mnt ? l_state : l_mnt, -EINVAL,
 		     "[state] path `%s' is inside [mount] mountpoint `%s'; expected a path "
 		     "outside the mount",
-		     cfg->state_path, cfg->mountpoint);
+		     quote(cfg->state_path, q1, sizeof(q1)),
+		     quote(cfg->mountpoint, q2, sizeof(q2)));
 }
 
 /* The one parse path of config_load and config_parse_string. */

@@ -19,10 +19,6 @@
 int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Writes s into buf for a message: non-printable bytes as \xNN, at most
- * about 80 characters (then "...").  Returns buf. */
-const char *reg_quote(char *buf, size_t len, const char *s);
-
 /* Socket path rules plus, when n_roots > 0, "under one of roots". */
 int reg_validate_socket(const char *field, const char *s, const char *const *roots, size_t n_roots,
 			char *err, size_t errlen);

@@ -244,5 +244,10 @@ void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *ar
 int reg_validate_name(const char *field, const char *s, char *err, size_t errlen);
 int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen);
 int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen);
+/* Writes s into buf (len bytes, always NUL-terminated) for a message:
+ * valid, printable UTF-8 as it is; control characters, stray bytes and `\'
+ * as \xNN; cut with "..." after 80 bytes of s.  A buffer of 4 * 80 + 4
+ * bytes holds any answer.  Returns buf. */
+const char *reg_quote(char *buf, size_t len, const char *s);
 
 #endif

@@ -305,6 +305,22 @@ static void test_long_value_is_cut_in_message(void **state)
 	    "expected error, warn, info or debug");
 }
 
+/* What the file holds is quoted in messages: control characters, stray
+ * bytes and `\' as \xNN, so a message cannot drive the terminal. */
+static void test_messages_escape_file_text(void **state)
+{
+	expect_error("[log]\nlevel = \x1b[31mred\n", 2,
+		     "[log] level = `\\x1b[31mred': expected error, warn, info or debug");
+	expect_error("[log]\nle\x1bvel = info\n", 2, "unknown key `le\\x1bvel' in [log]");
+	expect_error("le\x1bvel = info\n", 1, "key `le\\x1bvel' is outside of any section");
+	expect_error("[mo\x1bunt]\n", 1, "unknown section [mo\\x1bunt]");
+	expect_error("[mount]\njust \x9b words\n", 2, "got `just \\x9b words'");
+	expect_error("[registry]\nsocket_roots = /a rel\x07\n", 2,
+		     "[registry] socket_roots: `rel\\x07': expected absolute");
+	expect_error("[mount]\nmountpoint = /run/\xc3\xa9t\xc3\xa9\\x\x01\n", 2,
+		     "[mount] mountpoint = `/run/\xc3\xa9t\xc3\xa9\\x5cx\\x01': expected");
+}
+
 static void test_unknown_names(void **state)
 {
 	expect_error("[mount]\nmountpoint = /x\nalow_other = true\n", 3,
@@ -537,6 +553,7 @@ int main(void)
 	    cmocka_unit_test(test_lists),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_long_value_is_cut_in_message),
+	    cmocka_unit_test(test_messages_escape_file_text),
 	    cmocka_unit_test(test_unknown_names),
 	    cmocka_unit_test(test_syntax_errors),
 	    cmocka_unit_test(test_cross_checks),
