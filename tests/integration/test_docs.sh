@@ -117,6 +117,9 @@ done
 for sec in mount state control registry log; do
 	check "plugfs.ini.5 has section [$sec]" grep -q "^\[$sec\]$" "$T5"
 done
+for k in "${keys[@]}"; do
+	check "README's configuration table has ${k#*.}" grep -q "| \`${k#*.}\` |" "$SRC/README.md"
+done
 
 # --- the example config is accepted by plugfs ---
 if "$PLUGFS_BIN" --help | grep -q '^  state '; then
