@@ -153,7 +153,8 @@ static void setup(struct bench *b)
 	static const char *const types[] = {"csi-controller", TYPE};
 	struct registry_options ro = {
 	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "full"};
-	struct fs_options fo = {.socket_name = "csi.sock", .cache_timeout = 60};
+	struct fs_options fo = {
+	    .socket_name = "csi.sock", .allow_other = true, .cache_timeout = 60};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char err[REG_ERR_MAX], path[PATH_MAX + 32], dir[PATH_MAX + 32];
 	const char *shm = tmpfs_dir();
