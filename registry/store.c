@@ -103,6 +103,15 @@ static void bind_text(sqlite3_stmt *st, int i, const char *v)
 
 int store_begin(struct store *s, char *err, size_t errlen)
 {
+	/* A transaction still open here is one whose ROLLBACK failed (after
+	 * a failed statement or COMMIT): nothing of it was applied to memory,
+	 * so end it now rather than fail every mutation from here on. */
+	store_rollback(s);
+	if (!sqlite3_get_autocommit(s->db))
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': starting a transaction: the previous one cannot "
+				"be rolled back: %s",
+				s->path, sqlite3_errmsg(s->db));
 	return exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
 }
 

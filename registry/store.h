@@ -62,6 +62,9 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
 
+/* BEGIN IMMEDIATE; first rolls back a transaction left open by a ROLLBACK
+ * that failed, so that one bad moment of the disk does not fail every later
+ * mutation. */
 int store_begin(struct store *s, char *err, size_t errlen);
 int store_commit(struct store *s, char *err, size_t errlen);
 void store_rollback(struct store *s);

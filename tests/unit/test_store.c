@@ -92,6 +92,29 @@ static void test_failed_commit_changes_nothing(void **state)
 	assert_null(active(f, "csi-node", "q"));
 }
 
+/* A transaction left open (a ROLLBACK that failed after a failed COMMIT, on
+ * a disk that came back) is ended by the next mutation instead of making
+ * every later BEGIN fail. */
+static void test_transaction_left_open_is_ended(void **state)
+{
+	struct fixture *f = *state;
+	sqlite3 *db = registry_db(f->r);
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(sqlite3_exec(db, "BEGIN; INSERT INTO meta(key, value) VALUES('junk', 1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_get_autocommit(db), 0);
+	events_clear(f);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(sqlite3_get_autocommit(db), 1);
+	assert_string_equal(f->events, "registered csi-node/p a1;active csi-node/p a0->a1;");
+	assert_int_equal(count_rows(f, "registrations"), 2);
+	assert_int_equal(count_rows(f, "meta WHERE key = 'junk'"), 0); /* rolled back */
+	restart(f);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+}
+
 static void test_full_database_is_enospc(void **state)
 {
 	struct fixture *f = *state;
@@ -710,6 +733,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_failed_commit_changes_nothing),
+	    T(test_transaction_left_open_is_ended),
 	    T(test_full_database_is_enospc),
 	    T(test_read_only_database_is_erofs),
 	    T(test_busy_database_is_ebusy),
