@@ -103,7 +103,11 @@ printf '$ %s\n' "plugfs watch --type csi-node &"
 "$PLUGFS" watch --type csi-node >"$DIR/watch.log" 2>&1 &
 wpid=$!
 pids+=("$wpid")
-sleep 0.5 # let watch subscribe before the changes
+# Let watch subscribe before the changes (status counts the watchers).
+for _ in $(seq 100); do
+	plugfs status --json | grep -Eq '"watchers": *[1-9]' && break
+	sleep 0.1
+done
 printf '$ %s\n' "plugfs-demo-plugin --socket $DIR/$A2/csi.sock --alloc $A2 &"
 "$DEMO" --socket "$DIR/$A2/csi.sock" --alloc "$A2" &
 pids+=($!)
