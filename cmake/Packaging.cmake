@@ -5,7 +5,8 @@
 #
 # Installed (paths relative to the prefix, and /var/lib/plugfs):
 #   bin/plugfs, bin/plugfs-demo-plugin
-#   share/man/man8/plugfs.8.gz, share/man/man5/plugfs.ini.5.gz
+#   share/man/man8/plugfs.8.gz, share/man/man5/plugfs.ini.5.gz,
+#   share/man/man1/plugfs-demo-plugin.1.gz
 #   lib/systemd/system/plugfs.service      (ExecStart= points at bin/plugfs)
 #   share/bash-completion/completions/plugfs
 #   share/doc/plugfs/examples/plugfs.ini   (every key at its default, explained;
@@ -16,7 +17,7 @@
 
 # --- man pages, compressed as Debian wants them ---
 find_program(GZIP_EXECUTABLE gzip REQUIRED)
-set(PLUGFS_MAN_PAGES plugfs.8 plugfs.ini.5)
+set(PLUGFS_MAN_PAGES plugfs.8 plugfs.ini.5 plugfs-demo-plugin.1)
 set(_man_gz)
 foreach(page IN LISTS PLUGFS_MAN_PAGES)
   add_custom_command(OUTPUT ${PROJECT_BINARY_DIR}/docs/${page}.gz

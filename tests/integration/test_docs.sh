@@ -7,6 +7,7 @@
 SRC=$PLUGFS_SOURCE_DIR
 MAN8=$SRC/docs/plugfs.8
 MAN5=$SRC/docs/plugfs.ini.5
+MAN1=$SRC/docs/plugfs-demo-plugin.1
 
 for tool in man groff systemd-analyze shellcheck; do
 	command -v "$tool" >/dev/null || die "$tool is not installed (bash contrib/install-deps.sh)"
@@ -18,7 +19,7 @@ render() { # PAGE -> $T/PAGE.txt, warnings in $T/PAGE.warn
 	b=$(basename "$1")
 	LC_ALL=C MANWIDTH=80 man --warnings=w -l "$1" >"$T/$b.txt" 2>"$T/$b.warn"
 }
-for page in "$MAN8" "$MAN5"; do
+for page in "$MAN8" "$MAN5" "$MAN1"; do
 	b=$(basename "$page")
 	render "$page"
 	check_eq "$b: man exits 0" 0 $?
@@ -36,6 +37,14 @@ T5=$T/plugfs.ini.5.txt
 ver=$("$PLUGFS_BIN" version | awk '{print $2}')
 check "plugfs.8 carries version $ver" grep -q "^\.TH PLUGFS 8 .*\"plugfs $ver\"" "$MAN8"
 check "plugfs.ini.5 carries version $ver" grep -q "^\.TH PLUGFS.INI 5 .*\"plugfs $ver\"" "$MAN5"
+check "plugfs-demo-plugin.1 carries version $ver" grep -q "^\.TH PLUGFS-DEMO-PLUGIN 1 .*\"plugfs $ver\"" "$MAN1"
+
+# --- every option of plugfs-demo-plugin is in its page ---
+"$PLUGFS_DEMO_PLUGIN" --help >"$T/demo-help" || die "plugfs-demo-plugin --help failed"
+T1=$T/plugfs-demo-plugin.1.txt
+for o in $(grep -Eo -- '(^|[^A-Za-z0-9-])--?[A-Za-z][a-z-]*' "$T/demo-help" | grep -Eo -- '--?[A-Za-z][a-z-]*' | sort -u); do
+	check "plugfs-demo-plugin.1 documents $o" grep -Eq -- "(^|[^A-Za-z0-9-])$o([^a-z-]|$)" "$T1"
+done
 
 # --- every subcommand and option of the program is in plugfs(8) ---
 "$PLUGFS_BIN" --help >"$T/help" || die "plugfs --help failed"

@@ -64,6 +64,7 @@ done
 dpkg-deb -c "$DEB" | awk '{print $NF}' | sed 's|^\./|/|' >"$T/contents"
 for f in /usr/bin/plugfs /usr/bin/plugfs-demo-plugin \
 	/usr/share/man/man8/plugfs.8.gz /usr/share/man/man5/plugfs.ini.5.gz \
+	/usr/share/man/man1/plugfs-demo-plugin.1.gz \
 	/usr/lib/systemd/system/plugfs.service \
 	/usr/share/bash-completion/completions/plugfs \
 	/usr/share/doc/plugfs/examples/plugfs.ini /usr/share/doc/plugfs/README.md; do
