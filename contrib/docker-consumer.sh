@@ -2,12 +2,18 @@
 # Runs a container that uses a CSI plugin through plugfs (an example of how a
 # consumer is started; adapt the image and the command).
 #
-#   contrib/docker-consumer.sh [--dry-run] TYPE NAME [IMAGE [COMMAND...]]
+#   contrib/docker-consumer.sh [--dry-run] [--around] TYPE NAME [IMAGE [COMMAND...]]
 #
 # e.g. contrib/docker-consumer.sh csi-node hostpath
 #
 # Inside the container the plugin is at /csi/csi.sock, whatever allocation
-# serves it.  The rules (see README.md, "Using plugfs from containers"):
+# serves it.  With --around, the directory that holds the plugfs mountpoint
+# is mounted instead (at the same path), so that a restarted plugfs reaches
+# the running container; the plugin is then at
+# <mountpoint>/plugins/TYPE/NAME/csi.sock.  That needs plugfs mounted one
+# level down in a directory of its own (mountpoint = /run/plugfs/fs), never
+# directly in /run.  The rules (see README.md, "Using plugfs from
+# containers"):
 #
 #  1. Bind-mount the plugin DIRECTORY, never the csi.sock symlink itself: a
 #     bind mount of a symlink is resolved once, when the container starts,
@@ -28,25 +34,42 @@
 set -euo pipefail
 
 dry_run=false
-if [ "${1-}" = "--dry-run" ]; then
-  dry_run=true
+around=false
+while [ $# -gt 0 ]; do
+  case $1 in
+  --dry-run) dry_run=true ;;
+  --around) around=true ;;
+  *) break ;;
+  esac
   shift
-fi
+done
 if [ $# -lt 2 ]; then
-  echo "usage: $0 [--dry-run] TYPE NAME [IMAGE [COMMAND...]]" >&2
+  echo "usage: $0 [--dry-run] [--around] TYPE NAME [IMAGE [COMMAND...]]" >&2
   exit 2
 fi
 type=$1 name=$2
 shift 2
 image=${1:-debian:12-slim}
 [ $# -gt 0 ] && shift
-if [ $# -eq 0 ]; then
-  set -- sh -c 'ls -l /csi/ && cat /csi/info'
-fi
-
 mnt=${PLUGFS_MOUNTPOINT:-/run/plugfs}
 plugin_dir=$mnt/plugins/$type/$name
 roots=${PLUGFS_SOCKET_ROOTS:-/var/lib/nomad/alloc}
+if $around; then
+  parent=$(dirname "$mnt")
+  case $parent in
+  / | /run | /var | /var/run | /tmp)
+    echo "$0: --around would give the container all of $parent; mount plugfs in a" \
+      "directory of its own (e.g. mountpoint = /run/plugfs/fs) and set PLUGFS_MOUNTPOINT" >&2
+    exit 2
+    ;;
+  esac
+  endpoint=$plugin_dir/csi.sock
+else
+  endpoint=/csi/csi.sock
+fi
+if [ $# -eq 0 ]; then
+  set -- sh -c "ls -l $(dirname "$endpoint")/ && cat $(dirname "$endpoint")/info"
+fi
 
 if ! $dry_run && [ ! -d "$plugin_dir" ]; then
   echo "$0: $plugin_dir does not exist: is plugfs running and $type/$name registered?" \
@@ -54,14 +77,19 @@ if ! $dry_run && [ ! -d "$plugin_dir" ]; then
   exit 1
 fi
 
-args=(run --rm
+args=(run --rm)
+if $around; then
+  # 1. the directory around the mount: a new mount there propagates in
+  args+=(--mount "type=bind,source=$parent,target=$parent,readonly,bind-propagation=rslave")
+else
   # 1. the plugin directory (read-only: consumers only connect)
-  --mount "type=bind,source=$plugin_dir,target=/csi,readonly,bind-propagation=rslave")
+  args+=(--mount "type=bind,source=$plugin_dir,target=/csi,readonly,bind-propagation=rslave")
+fi
 # 2. + 3. the socket directories, at the same paths
 for r in $roots; do
   args+=(--mount "type=bind,source=$r,target=$r,bind-propagation=rslave")
 done
-args+=(--env CSI_ENDPOINT=unix:///csi/csi.sock "$image" "$@")
+args+=(--env "CSI_ENDPOINT=unix://$endpoint" "$image" "$@")
 
 if $dry_run; then
   printf '%q ' docker "${args[@]}"

@@ -165,12 +165,23 @@ check_eq "unit: no mount-namespace setting (the mount must reach the host)" "" "
 # --- scripts ---
 shellcheck -s bash "$SRC"/contrib/*.sh "$SRC/contrib/plugfs.bash-completion" >"$T/sc" 2>&1
 check_eq "shellcheck of contrib/ is clean" "" "$(cat "$T/sc")"
+shellcheck -s sh "$SRC"/cmake/debian/* >"$T/sc" 2>&1
+check_eq "shellcheck of the package's maintainer scripts is clean" "" "$(cat "$T/sc")"
 out=$(bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
 check "docker-consumer binds the plugin directory, rslave" \
 	grep -q 'source=/run/plugfs/plugins/csi-node/p1\\,target=/csi\\,readonly\\,bind-propagation=rslave' <<<"$out"
 check "docker-consumer binds the socket root at the same path" \
 	grep -q 'source=/var/lib/nomad/alloc\\,target=/var/lib/nomad/alloc\\,bind-propagation=rslave' <<<"$out"
 check "docker-consumer never binds csi.sock itself" bash -c "! grep -q 'source=[^ ]*csi.sock' <<<'$out'"
+check "docker-consumer sets CSI_ENDPOINT to /csi/csi.sock" grep -q 'CSI_ENDPOINT=unix:///csi/csi.sock' <<<"$out"
+out=$(PLUGFS_MOUNTPOINT=/run/plugfs/fs bash "$SRC/contrib/docker-consumer.sh" --dry-run --around csi-node p1)
+check "docker-consumer --around binds the directory around the mountpoint, rslave" \
+	grep -q 'source=/run/plugfs\\,target=/run/plugfs\\,readonly\\,bind-propagation=rslave' <<<"$out"
+check "docker-consumer --around points CSI_ENDPOINT into the mount" \
+	grep -q 'CSI_ENDPOINT=unix:///run/plugfs/fs/plugins/csi-node/p1/csi.sock' <<<"$out"
+bash "$SRC/contrib/docker-consumer.sh" --dry-run --around csi-node p1 >/dev/null 2>"$T/err"
+check_eq "docker-consumer --around with the mount right in /run: exit 2" 2 $?
+check "docker-consumer --around says why" grep -q 'would give the container all of /run' "$T/err"
 bash "$SRC/contrib/docker-consumer.sh" 2>/dev/null
 check_eq "docker-consumer without arguments: exit 2" 2 $?
 finish
