@@ -7,7 +7,10 @@
  *
  * Threads: the main thread runs the FUSE loop (fs_run) and takes SIGTERM and
  * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
- * with sigtimedwait, which also runs the tombstone expiry.
+ * with sigtimedwait, which also runs the tombstone expiry.  SIGTERM and SIGINT
+ * are blocked while the daemon starts (one that arrives then stops it as soon
+ * as the loop runs) and again once the loop has returned (more of them while
+ * it unmounts change nothing): a stop signal always ends in a clean exit 0.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -247,7 +250,7 @@ int mount_main(int argc, char *argv[])
 	struct registry_options ropts;
 	struct fs_options fo;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
-	sigset_t hup;
+	sigset_t hup, stop;
 	int c, rc = EXIT_FAILED;
 
 	cli_getopt_reset();
@@ -273,10 +276,15 @@ int mount_main(int argc, char *argv[])
 		return cli_usage_error(CMD, "unexpected argument `%s'", argv[optind]);
 
 	/* SIGHUP is taken by the housekeeping thread only; every thread
-	 * started from here on inherits the block. */
+	 * started from here on inherits the block.  SIGTERM and SIGINT wait
+	 * until the loop runs (see the top of this file). */
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	if (cli_load_config(CMD, d.config_path, &d.cfg) != EXIT_OK)
 		return EXIT_FAILED;
@@ -295,7 +303,7 @@ int mount_main(int argc, char *argv[])
 
 	cli_registry_options(&d.cfg, &ropts);
 	if (registry_open(d.cfg.state_path, &ropts, &d.reg, err, sizeof(err)) != 0) {
-		cli_error(CMD, "state file `%s': %s", d.cfg.state_path, err);
+		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
 
@@ -333,7 +341,13 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 
-	if (fs_run(d.fs) != 0) {
+	/* A stop signal that came while starting is taken now: fs_run
+	 * returns at once. */
+	pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+	rc = fs_run(d.fs);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	if (rc != 0) {
+		rc = EXIT_FAILED;
 		log_error("the FUSE request loop failed");
 		goto out;
 	}

@@ -60,6 +60,27 @@ check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /
 check_eq "the tree is back, same inode numbers" "$tree1" "$(inodes)"
 stop_daemon
 
+# SIGINT stops as cleanly as SIGTERM.
+start_daemon
+kill -INT "$DAEMON_PID"
+wait "$DAEMON_PID"
+check_eq "SIGINT: the daemon exits 0" 0 $?
+check "SIGINT: the mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+check "SIGINT: the control socket is gone" test ! -e "$CTL"
+
+# Stop signals that keep coming while the daemon shuts down (an impatient
+# admin, a supervisor that repeats itself) still end in a clean stop.
+start_daemon
+pid=$DAEMON_PID
+kill -TERM "$pid"
+n=1
+while kill -TERM "$pid" 2>/dev/null && [ "$n" -lt 100000 ]; do n=$((n + 1)); done
+wait "$pid"
+check_eq "SIGTERM x $n during shutdown: the daemon exits 0" 0 $?
+check "... the mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+check "... the control socket is gone" test ! -e "$CTL"
+DAEMON_PID=
+
 # Readiness: READY=1 on $NOTIFY_SOCKET once the mount answers (path and
 # abstract socket).
 notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION
@@ -97,6 +118,7 @@ start_error "missing config file" "nope.ini" -c "$T/nope.ini" mount
 head -c 4096 /dev/urandom >"$T/garbage.db"
 sed "s|^path = .*|path = $T/garbage.db|" "$CFG" >"$T/garbage.ini"
 start_error "unusable state file" "state file .*garbage.db" -c "$T/garbage.ini" mount
+check_eq "unusable state file: the file is named once" 1 "$(grep -o 'garbage.db' "$T/err.out" | wc -l)"
 "$PLUGFS_BIN" -c "$CFG" mount --bogus >"$T/err.out" 2>&1
 check_eq "an unknown option is a usage error" 2 $?
 check "it names the option" grep -q -- "--bogus" "$T/err.out"
