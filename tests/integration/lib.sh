@@ -132,13 +132,13 @@ INI
 
 is_mounted() { grep -qs " $1 fuse" /proc/mounts; }
 
-# start_daemon [ARGS...]: starts `plugfs -c $CFG mount ARGS` and waits (10 s)
+# start_daemon [ARGS...]: starts `plugfs -c $CFG mount ARGS` and waits (60 s)
 # until the mount answers.  Sets DAEMON_PID.
 start_daemon() {
 	"$PLUGFS_BIN" -c "$CFG" mount "$@" >>"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	_PIDS+=("$DAEMON_PID")
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do
 		# statfs is never answered from a cache: a dead mount left by a
 		# killed daemon fails it until the new daemon replaced it.
 		if is_mounted "$MNT" && stat -f "$MNT" >/dev/null 2>&1 &&
@@ -164,7 +164,7 @@ stop_daemon() {
 
 # Fails on sanitizer reports or runtime errors in the daemon log.
 check_daemon_log() {
-	if grep -Eq 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$DAEMON_LOG" 2>/dev/null; then
+	if grep -Eq 'AddressSanitizer|LeakSanitizer|ThreadSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$DAEMON_LOG" 2>/dev/null; then
 		fail "sanitizer report in the daemon log"
 		grep -E -A20 'Sanitizer|runtime error:' "$DAEMON_LOG" | head -60
 	else
@@ -173,13 +173,13 @@ check_daemon_log() {
 }
 
 # start_demo_plugin SOCKET ALLOC: runs plugfs-demo-plugin in the background
-# (killed by the EXIT trap) and waits (5 s) until it answers on SOCKET.
+# (killed by the EXIT trap) and waits (30 s) until it answers on SOCKET.
 # Sets DEMO_PID.  `demo_connect PATH` prints the alloc id that answers there.
 start_demo_plugin() {
 	"$PLUGFS_DEMO_PLUGIN" --socket "$1" --alloc "$2" >>"$T/demo-plugin.log" 2>&1 &
 	DEMO_PID=$!
 	_PIDS+=("$DEMO_PID")
-	"$PLUGFS_DEMO_PLUGIN" --connect "$1" --wait 5 >/dev/null ||
+	"$PLUGFS_DEMO_PLUGIN" --connect "$1" --wait 30 >/dev/null ||
 		die "demo plugin $2 did not come up on $1"
 }
 demo_connect() { "$PLUGFS_DEMO_PLUGIN" --connect "$1"; }

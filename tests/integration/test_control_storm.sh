@@ -13,7 +13,7 @@ start_daemon
 
 plugfs watch --json >"$T/storm-events.json" 2>&1 &
 watch_pid=$!
-for _ in $(seq 50); do
+for _ in $(seq 600); do
 	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
 	sleep 0.1
 done

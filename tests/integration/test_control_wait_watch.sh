@@ -12,6 +12,16 @@ demo a0 a1
 
 N=csi-node
 
+# until_clients N: waits (60 s) until the daemon counts N clients, the
+# status request that asks included.
+until_clients() {
+	for _ in $(seq 600); do
+		[ "$(plugfs status --json | jq .clients)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "the daemon never counted $1 clients"
+}
+
 # --- wait ---
 start=$(date +%s%N)
 plugfs wait $N late --timeout 1 >"$T/wait1.out" 2>"$T/wait1.err"
@@ -23,7 +33,8 @@ check "the timeout message says not_found and timed out" grep -q 'not_found: wai
 
 plugfs wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
 wpid=$!
-sleep 0.5
+# Until the daemon has the waiter (status counts itself and the waiter).
+until_clients 2
 check "wait is still waiting before the registration" kill -0 $wpid
 start=$(date +%s%N)
 reg $N late a0
@@ -44,7 +55,7 @@ plugfs wait $N w1 --timeout 30 >/dev/null 2>&1 &
 p1=$!
 plugfs wait $N w2 --timeout 30 >/dev/null 2>&1 &
 p2=$!
-sleep 0.3
+until_clients 3
 plugfs status >/dev/null
 check_eq "status is answered while waits are pending" 0 $?
 reg $N w2 a1
@@ -63,7 +74,7 @@ watch_ctrl_pid=$!
 plugfs watch >"$T/watch.txt" 2>&1 &
 watch_txt_pid=$!
 # Until the watchers are connected, status counts them.
-for _ in $(seq 50); do
+for _ in $(seq 600); do
 	[ "$(plugfs status --json | jq .watchers)" = 3 ] && break
 	sleep 0.1
 done
@@ -80,7 +91,7 @@ plugfs register --type csi-controller --name evc --alloc a0 --socket "$(sock_of 
 plugfs deregister --alloc a0 >/dev/null
 plugfs register --type $N --name sentinel --alloc a1 --socket "$(sock_of a1)" >/dev/null
 # Each watcher has printed its last event before it is stopped.
-for _ in $(seq 100); do
+for _ in $(seq 600); do
 	grep -q sentinel "$T/watch.json" && grep -q sentinel "$T/watch.txt" &&
 		[ "$(wc -l <"$T/watch-ctrl.json")" -ge 4 ] && break
 	sleep 0.1
@@ -125,7 +136,11 @@ check_eq "human watch has one line per event" "$(wc -l <"$T/watch.json")" "$(wc 
 # A watcher stops with exit 3 when the daemon goes away.
 plugfs watch >/dev/null 2>"$T/watch-gone.err" &
 wpid=$!
-sleep 0.3
+for _ in $(seq 600); do
+	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
+	sleep 0.1
+done
+check_eq "the last watcher is connected" 1 "$(plugfs status --json | jq .watchers)"
 stop_daemon
 wait $wpid
 check_eq "watch exits 3 when the daemon stops" 3 $?

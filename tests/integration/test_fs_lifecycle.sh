@@ -32,14 +32,14 @@ check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /
 sed -i -e 's/^cache_timeout = 60/cache_timeout = 5/' -e 's/^allow_other = true/allow_other = false/' "$CFG"
 printf '[log]\nlevel = debug\n' >>"$CFG"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 50); do grep -q "reloaded" "$DAEMON_LOG" && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q "reloaded" "$DAEMON_LOG" && break; sleep 0.1; done
 check "SIGHUP applies the log level" grep -q "log level is now debug" "$DAEMON_LOG"
 check "SIGHUP applies cache_timeout" grep -q "cache_timeout is now 5s" "$DAEMON_LOG"
 check "SIGHUP names what needs a restart" grep -q "\[mount\] allow_other changed; restart" "$DAEMON_LOG"
 check "the daemon survives SIGHUP" kill -0 "$DAEMON_PID"
 printf '[bogus]\n' >>"$CFG"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 50); do grep -q "reload failed" "$DAEMON_LOG" && break; sleep 0.1; done
+for _ in $(seq 600); do grep -q "reload failed" "$DAEMON_LOG" && break; sleep 0.1; done
 check "a bad config on SIGHUP is reported and the running one kept" grep -q "reload failed, keeping the running config" "$DAEMON_LOG"
 write_config
 
@@ -85,10 +85,10 @@ DAEMON_PID=
 # abstract socket).
 notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION
 	local rpid
-	"$FS_HARNESS" notify-recv "$1" 10 >"$T/notify.out" 2>&1 &
+	"$FS_HARNESS" notify-recv "$1" 90 >"$T/notify.out" 2>&1 &
 	rpid=$!
 	_PIDS+=("$rpid")
-	for _ in $(seq 50); do grep -q listening "$T/notify.out" && break; sleep 0.1; done
+	for _ in $(seq 600); do grep -q listening "$T/notify.out" && break; sleep 0.1; done
 	NOTIFY_SOCKET=$1 start_daemon
 	wait "$rpid"
 	check "$2: READY=1 received" grep -qx "READY=1" "$T/notify.out"
@@ -137,7 +137,7 @@ check_eq "no /dev/fuse: one line" 1 "$(wc -l <"$T/err.out")"
 pid=$!
 _PIDS+=("$pid")
 _MOUNTS+=("$T/deep/er/mnt")
-for _ in $(seq 100); do stat "$T/deep/er/mnt/plugins" >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 600); do stat "$T/deep/er/mnt/plugins" >/dev/null 2>&1 && break; sleep 0.1; done
 check_eq "--mountpoint: parents created 0755, tree served" "755 755 ebs" \
 	"$(stat -c %a "$T/deep") $(stat -c %a "$T/deep/er") $(ls "$T/deep/er/mnt/plugins/csi-node")"
 kill -TERM "$pid"

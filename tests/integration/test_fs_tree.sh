@@ -12,6 +12,13 @@ reg csi-node ebs a0 "$S/a0/csi.sock" 1.0.0
 reg csi-node ebs a1 "$S/a1/csi.sock" 1.1.0
 reg csi-controller ebs a1 "$S/a1/csi.sock" 1.1.0
 reg csi-node nfs n0 "$S/n0/csi.sock"
+# The longest target a registration may have (PATH_MAX - 1 = 4095 bytes, in
+# 255-byte components): readlink must hand it over whole, never more.
+comp=$(printf 'c%.0s' $(seq 254))
+long=""
+while [ $((${#long} + 255)) -le 4095 ]; do long+="/$comp"; done
+long+=/$(printf 'x%.0s' $(seq $((4095 - ${#long} - 1))))
+reg csi-node big b0 "$long"
 start_demo_plugin "$S/a0/csi.sock" a0
 start_demo_plugin "$S/a1/csi.sock" a1
 start_demo_plugin "$S/n0/csi.sock" n0
@@ -21,7 +28,7 @@ P=$MNT/plugins
 E=$P/csi-node/ebs
 check_eq "the root holds only plugins" "plugins" "$(ls -A "$MNT" | xargs)"
 check_eq "one directory per configured type" "csi-controller csi-node" "$(ls "$P" | xargs)"
-check_eq "plugins of csi-node" "ebs nfs" "$(ls "$P/csi-node" | xargs)"
+check_eq "plugins of csi-node" "big ebs nfs" "$(ls "$P/csi-node" | xargs)"
 check_eq "plugins of csi-controller" "ebs" "$(ls "$P/csi-controller" | xargs)"
 check_eq "readdir lists . and .." ". .. allocs csi.sock info" "$(ls -a "$E" | xargs)"
 check_eq "allocs/ lists every registration" ". .. a0 a1" "$(ls -a "$E/allocs" | xargs)"
@@ -37,7 +44,7 @@ check_eq "controller csi.sock" "$S/a1/csi.sock" "$(readlink "$P/csi-controller/e
 st() { stat -c '%a %F %U:%G %h %s' "$1"; }
 check_eq "root" "555 directory root:root 3 0" "$(st "$MNT")"
 check_eq "plugins/: 0555, 2 + 2 types" "555 directory root:root 4 0" "$(st "$P")"
-check_eq "a type with two plugins" "555 directory root:root 4 0" "$(st "$P/csi-node")"
+check_eq "a type with three plugins" "555 directory root:root 5 0" "$(st "$P/csi-node")"
 check_eq "a type with one plugin" "555 directory root:root 3 0" "$(st "$P/csi-controller")"
 check_eq "a plugin directory" "555 directory root:root 3 0" "$(st "$E")"
 check_eq "allocs/" "555 directory root:root 2 0" "$(st "$E/allocs")"
@@ -51,6 +58,22 @@ check "stat follows csi.sock to the socket" test -S "$E/csi.sock"
 now=$(date +%s)
 m=$(stat -c %Y "$E/info")
 check "info mtime is the last change, not in the future" test "$m" -le "$now" -a "$m" -gt $((now - 600))
+
+# A 4095-byte target: whole through readlink(1), its length as st_size,
+# and a readlink(2) with a smaller buffer gets a truncated copy (no overflow).
+B=$P/csi-node/big
+check_eq "a 4095-byte target is read whole" "$long" "$(readlink "$B/csi.sock")"
+check_eq "... and through allocs/b0" "$long" "$(readlink "$B/allocs/b0")"
+check_eq "... st_size is 4095" 4095 "$(stat -c %s "$B/csi.sock")"
+check_eq "... a 100-byte readlink(2) gets its first 100 bytes" "${long:0:100}" \
+	"$(python3 -c '
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(b"#" * 101)
+n = libc.readlink(sys.argv[1].encode(), buf, 100)
+assert n == 100 and buf.raw[100:101] == b"#", (n, buf.raw[100:])
+print(buf.raw[:n].decode())' "$B/csi.sock")"
+check_eq "... info carries it" "b0 $long - node" "$(cut -d' ' -f1-4 "$B/info")"
 
 # info: one line per registration, active first.
 re_time='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'

@@ -224,6 +224,48 @@ static void test_removed_node_kept_until_forgotten(void **state)
 	fs_view_forget(&f->v, 424242, 1);
 }
 
+/* forget and forget_multi drop the kernel's count, not one; a node in the
+ * tree is never freed, whatever the count; the root and plugins/ stay. */
+static void test_forget_drops_the_kernels_count(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000};
+	struct fs_node *a0, *a1;
+
+	load_two(f);
+	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
+	a1 = node(f, FS_INO(11, FS_TAG_ALLOC));
+	a0->nlookup = 5;
+	a1->nlookup = 3;
+	/* In the tree: the count drops, the node stays, even at 0. */
+	fs_view_forget(&f->v, FS_INO(11, FS_TAG_ALLOC), 2);
+	assert_int_equal(a1->nlookup, 1);
+	fs_view_forget(&f->v, FS_INO(11, FS_TAG_ALLOC), 1);
+	assert_int_equal(a1->nlookup, 0);
+	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+	assert_true(a1->in_tree);
+	fs_view_forget(&f->v, FS_INO_ROOT, 9);
+	fs_view_forget(&f->v, FS_INO_PLUGINS, 9);
+	assert_non_null(node(f, FS_INO_ROOT));
+	assert_non_null(node(f, FS_INO_PLUGINS));
+
+	/* Out of the tree: freed only when the whole count is forgotten. */
+	f->p.n_regs = 1; /* a0 deregistered: only a1 (regs[0]) left */
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
+	assert_false(a0->in_tree);
+	fs_view_forget(&f->v, FS_INO(10, FS_TAG_ALLOC), 3);
+	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
+	assert_int_equal(a0->nlookup, 2);
+	fs_view_forget(&f->v, FS_INO(10, FS_TAG_ALLOC), 2);
+	assert_null(node(f, FS_INO(10, FS_TAG_ALLOC)));
+	/* a1 still answers. */
+	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+}
+
 static void test_plugin_removed_and_back(void **state)
 {
 	struct fixture *f = *state;
@@ -307,6 +349,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_forget_drops_the_kernels_count, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
