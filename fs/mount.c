@@ -345,8 +345,12 @@ void fs_exit(struct plugfs_fs *fs)
 	int saved = errno;
 
 	fuse_session_exit(fs->se);
-	/* The loop waits in sem_wait in its own thread: a signal wakes it. */
-	if (fs->loop_running && !pthread_equal(pthread_self(), fs->loop_thread))
+	/* The loop waits in sem_wait in its own thread: a signal wakes it.
+	 * fs_run stores loop_thread before it sets loop_running: an atomic
+	 * read of the flag makes the thread id visible here (fs_exit may run
+	 * in another thread, or in a signal handler). */
+	if (__atomic_load_n(&fs->loop_running, __ATOMIC_SEQ_CST) &&
+	    !pthread_equal(pthread_self(), fs->loop_thread))
 		pthread_kill(fs->loop_thread, SIGTERM);
 	errno = saved;
 }
