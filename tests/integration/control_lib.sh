@@ -7,6 +7,11 @@ STORM=$PLUGFS_BUILD_DIR/tests/integration/plugfs-test-storm
 command -v jq >/dev/null || die "jq is missing (contrib/install-deps.sh installs it)"
 [ -x "$CTLRAW" ] || die "$CTLRAW is missing: build the tests first"
 
+# plugfs_bg ARGS... &: the CLI in the background, as the process itself (exec),
+# so that $! is the plugfs process: a kill reaches it, not a subshell that
+# leaves it running.  Add $! to _PIDS for the cleanup.
+plugfs_bg() { exec "$PLUGFS_BIN" -c "$CFG" "$@"; }
+
 # sock_of ALLOC: where the demo plugin of ALLOC listens.
 sock_of() { printf '%s/alloc/%s/csi.sock' "$T" "$1"; }
 

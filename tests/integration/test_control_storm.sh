@@ -11,8 +11,9 @@ write_config
 sed -i "s|^socket = $CTL\$|socket = $CTL\nmax_clients = 32|" "$CFG"
 start_daemon
 
-plugfs watch --json >"$T/storm-events.json" 2>&1 &
+plugfs_bg watch --json >"$T/storm-events.json" 2>&1 &
 watch_pid=$!
+_PIDS+=("$watch_pid")
 for _ in $(seq 600); do
 	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
 	sleep 0.1

@@ -31,8 +31,9 @@ check_eq "wait on a missing plugin exits 1 after its timeout" 1 "$rc"
 check "the timeout took about 1 s (${elapsed} ms)" test "$elapsed" -ge 900
 check "the timeout message says not_found and timed out" grep -q 'not_found: wait: plugin csi-node/late has no active registration: timed out' "$T/wait1.err"
 
-plugfs wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
+plugfs_bg wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
 wpid=$!
+_PIDS+=("$wpid")
 # Until the daemon has the waiter (status counts itself and the waiter).
 until_clients 2
 check "wait is still waiting before the registration" kill -0 $wpid
@@ -51,10 +52,12 @@ out=$(plugfs wait $N late)
 check "wait prints the active alloc at once" grep -q "active a0" <<<"$out"
 
 # Several waiters at once, on different plugins; the daemon keeps serving.
-plugfs wait $N w1 --timeout 30 >/dev/null 2>&1 &
+plugfs_bg wait $N w1 --timeout 30 >/dev/null 2>&1 &
 p1=$!
-plugfs wait $N w2 --timeout 30 >/dev/null 2>&1 &
+_PIDS+=("$p1")
+plugfs_bg wait $N w2 --timeout 30 >/dev/null 2>&1 &
 p2=$!
+_PIDS+=("$p2")
 until_clients 3
 plugfs status >/dev/null
 check_eq "status is answered while waits are pending" 0 $?
@@ -67,12 +70,15 @@ wait $p1
 check_eq "the waiter on w1 returns when w1 is registered" 0 $?
 
 # --- watch ---
-plugfs watch --json >"$T/watch.json" 2>"$T/watch.err" &
+plugfs_bg watch --json >"$T/watch.json" 2>"$T/watch.err" &
 watch_pid=$!
-plugfs watch --type csi-controller --json >"$T/watch-ctrl.json" 2>&1 &
+_PIDS+=("$watch_pid")
+plugfs_bg watch --type csi-controller --json >"$T/watch-ctrl.json" 2>&1 &
 watch_ctrl_pid=$!
-plugfs watch >"$T/watch.txt" 2>&1 &
+_PIDS+=("$watch_ctrl_pid")
+plugfs_bg watch >"$T/watch.txt" 2>&1 &
 watch_txt_pid=$!
+_PIDS+=("$watch_txt_pid")
 # Until the watchers are connected, status counts them.
 for _ in $(seq 600); do
 	[ "$(plugfs status --json | jq .watchers)" = 3 ] && break
@@ -134,8 +140,9 @@ check "watch (human) prints an active line" grep -Eq '^[0-9T:-]+Z active +csi-no
 check_eq "human watch has one line per event" "$(wc -l <"$T/watch.json")" "$(wc -l <"$T/watch.txt")"
 
 # A watcher stops with exit 3 when the daemon goes away.
-plugfs watch >/dev/null 2>"$T/watch-gone.err" &
+plugfs_bg watch >/dev/null 2>"$T/watch-gone.err" &
 wpid=$!
+_PIDS+=("$wpid")
 for _ in $(seq 600); do
 	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
 	sleep 0.1
