@@ -81,6 +81,33 @@ check "... the mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
 check "... the control socket is gone" test ! -e "$CTL"
 DAEMON_PID=
 
+# SIGTERM with work pending: the daemon is stopped (SIGSTOP) while a lookup
+# waits on the mount and a registration waits on the control socket, then
+# gets SIGTERM and SIGCONT.  Whichever runs first (the lookup answered, the
+# registration's invalidation sent, the loop stopped), it must exit 0 with
+# the mount gone, and the waiting lookup and client must come back.
+start_daemon
+pid=$DAEMON_PID
+kill -STOP "$pid"
+timeout 120 stat "$MNT/plugins/csi-node/pending" >/dev/null 2>&1 &
+stat_pid=$!
+timeout 120 "$PLUGFS_BIN" -c "$CFG" register --type csi-node --name pending --alloc p0 \
+	--socket "$S/p0/csi.sock" >/dev/null 2>&1 &
+reg_pid=$!
+_PIDS+=("$stat_pid" "$reg_pid")
+kill -TERM "$pid"
+kill -CONT "$pid"
+timeout 120 tail --pid="$pid" -f /dev/null
+check "SIGTERM with a lookup and a registration pending: the daemon stops" bash -c "! kill -0 $pid 2>/dev/null"
+wait "$pid"
+check_eq "... and exits 0" 0 $?
+check "... the mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+wait "$stat_pid"
+check "... the waiting lookup came back" test $? -ne 124
+wait "$reg_pid"
+check "... the waiting client came back" test $? -ne 124
+DAEMON_PID=
+
 # Readiness: READY=1 on $NOTIFY_SOCKET once the mount answers (path and
 # abstract socket).
 notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION

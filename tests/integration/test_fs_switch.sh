@@ -9,8 +9,8 @@
 require_fuse
 
 DAEMON_LOG=$T/harness.log
-timeout -k 5 120 "$FS_HARNESS" switch -s "$STATE" -t csi-controller -t csi-node -m "$MNT" \
-	-n 300 -r 4 -w 20 >"$T/out" 2>>"$DAEMON_LOG"
+timeout -k 5 180 "$FS_HARNESS" switch -s "$STATE" -t csi-controller -t csi-node -m "$MNT" \
+	-n 300 -r 4 -w 90 >"$T/out" 2>>"$DAEMON_LOG"
 rc=$?
 cat "$T/out"
 check_eq "300 switches under 4 readers and a lister: no stale read, no deadlock" 0 "$rc"
