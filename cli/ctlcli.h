@@ -23,6 +23,13 @@
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms);
 
+/*
+ * The request {"op": cmd, "type": args[0], "name": args[1]} of a subcommand
+ * taking TYPE NAME (show, wait) from its nargs operands.  EXIT_OK with *req
+ * (owned by the caller), else EXIT_USAGE after printing the usage error.
+ */
+int ctlcli_plugin_request(const char *cmd, int nargs, char *const args[], json_t **req);
+
 /* Prints the error of an {"ok":false} answer; returns EXIT_FAILED. */
 int ctlcli_print_error(const char *cmd, json_t *resp);
 

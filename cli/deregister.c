@@ -65,18 +65,17 @@ int deregister_main(int argc, char *argv[])
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "plugfs deregister: unexpected argument `%s'\n", argv[optind]);
+		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
 		goto out;
 	}
 	if (!alloc) {
-		fprintf(stderr, "plugfs deregister: --alloc is required\n"
-				"See `plugfs deregister --help'.\n");
+		rc = cli_usage_error(argv[0], "--alloc is required");
 		goto out;
 	}
 	if (!type != !name) {
-		fprintf(stderr,
-			"plugfs deregister: --type and --name go together: give both "
-			"(one registration) or neither (every registration of the alloc)\n");
+		rc = cli_usage_error(argv[0],
+				     "--type and --name go together: give both (one registration) "
+				     "or neither (every registration of the alloc)");
 		goto out;
 	}
 	req = json_pack("{s:s, s:s}", "op", "deregister", "alloc", alloc);

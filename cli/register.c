@@ -127,15 +127,15 @@ int register_main(int argc, char *argv[])
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "plugfs register: unexpected argument `%s'\n", argv[optind]);
+		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
 		goto out;
 	}
 	if (json_array_size(types) == 0 || !name || !alloc || !sock) {
-		fprintf(stderr, "plugfs register: %s is required\nSee `plugfs register --help'.\n",
-			json_array_size(types) == 0 ? "--type"
-			: !name			    ? "--name"
-			: !alloc		    ? "--alloc"
-						    : "--socket");
+		rc = cli_usage_error(argv[0], "%s is required",
+				     json_array_size(types) == 0 ? "--type"
+				     : !name			 ? "--name"
+				     : !alloc			 ? "--alloc"
+								 : "--socket");
 		goto out;
 	}
 	req = json_pack("{s:s, s:O, s:s?, s:s?, s:s?}", "op", "register", "types", types, "name",

@@ -61,19 +61,9 @@ int show_main(int argc, char *argv[])
 			goto out;
 		}
 	}
-	if (argc - optind != 2) {
-		fprintf(stderr,
-			"plugfs show: expected TYPE and NAME, got %d argument%s\n"
-			"See `plugfs show --help'.\n",
-			argc - optind, argc - optind == 1 ? "" : "s");
+	rc = ctlcli_plugin_request(argv[0], argc - optind, argv + optind, &req);
+	if (rc)
 		goto out;
-	}
-	req = json_pack("{s:s, s:s, s:s}", "op", "show", "type", argv[optind], "name",
-			argv[optind + 1]);
-	if (!req) {
-		fprintf(stderr, "plugfs show: TYPE and NAME must be UTF-8 text\n");
-		goto out;
-	}
 	rc = cli_load_config(argv[0], cfgpath, &cfg);
 	if (rc)
 		goto out;

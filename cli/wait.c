@@ -68,19 +68,9 @@ int wait_main(int argc, char *argv[])
 			goto out;
 		}
 	}
-	if (argc - optind != 2) {
-		fprintf(stderr,
-			"plugfs wait: expected TYPE and NAME, got %d argument%s\n"
-			"See `plugfs wait --help'.\n",
-			argc - optind, argc - optind == 1 ? "" : "s");
+	rc = ctlcli_plugin_request(argv[0], argc - optind, argv + optind, &req);
+	if (rc)
 		goto out;
-	}
-	req = json_pack("{s:s, s:s, s:s}", "op", "wait", "type", argv[optind], "name",
-			argv[optind + 1]);
-	if (!req) {
-		fprintf(stderr, "plugfs wait: TYPE and NAME must be UTF-8 text\n");
-		goto out;
-	}
 	/* The daemon checks the range; it answers when the timeout passes. */
 	if (have_timeout) {
 		json_object_set_new(req, "timeout", json_real(timeout));
