@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 
@@ -90,5 +92,29 @@ int cli_finish_output(const char *cmd, int rc)
 		cli_error(cmd, "cannot write the output: %s", strerror(errno));
 		return EXIT_FAILED;
 	}
+	return rc;
+}
+
+int cli_make_parents(const char *cmd, const char *path)
+{
+	char *dir = strdup(path);
+	int rc = EXIT_FAILED;
+
+	if (!dir) {
+		cli_error(cmd, "out of memory");
+		return EXIT_FAILED;
+	}
+	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+			cli_error(cmd, "cannot create the directory %s for the state file: %s", dir,
+				  strerror(errno));
+			goto out;
+		}
+		*p = '/';
+	}
+	rc = EXIT_OK;
+out:
+	free(dir);
 	return rc;
 }

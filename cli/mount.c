@@ -302,6 +302,8 @@ int mount_main(int argc, char *argv[])
 		plog_set_level(PLOG_DEBUG);
 
 	cli_registry_options(&d.cfg, &ropts);
+	if (cli_make_parents(CMD, d.cfg.state_path) != EXIT_OK)
+		goto out;
 	if (registry_open(d.cfg.state_path, &ropts, &d.reg, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;

@@ -155,31 +155,6 @@ static int open_registry(const char *cmd, const struct plugfs_config *cfg, struc
 	return EXIT_OK;
 }
 
-/* Creates the missing directories above path (0755), like `mkdir -p'. */
-static int make_parents(const char *cmd, const char *path)
-{
-	char *dir = strdup(path);
-	int rc = EXIT_FAILED;
-
-	if (!dir) {
-		cli_error(cmd, "out of memory");
-		return EXIT_FAILED;
-	}
-	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			cli_error(cmd, "cannot create the directory %s for the state file: %s", dir,
-				  strerror(errno));
-			goto out;
-		}
-		*p = '/';
-	}
-	rc = EXIT_OK;
-out:
-	free(dir);
-	return rc;
-}
-
 static int run_import(const struct plugfs_config *cfg, char *operands[], bool json)
 {
 	static const char cmd[] = "state import";
@@ -194,7 +169,7 @@ static int run_import(const struct plugfs_config *cfg, char *operands[], bool js
 		cli_error(cmd, "%s", err);
 		goto out;
 	}
-	if (make_parents(cmd, cfg->state_path) != EXIT_OK ||
+	if (cli_make_parents(cmd, cfg->state_path) != EXIT_OK ||
 	    open_registry(cmd, cfg, &reg) != EXIT_OK)
 		goto out;
 	if (registry_import_legacy_json(reg, text, &imported, err, sizeof(err)) < 0) {
