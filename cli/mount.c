@@ -43,10 +43,34 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
+	int audit_sub; /* registry subscription of log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
 };
+
+/* The daemon's log of committed changes, one line each, in commit order: what
+ * an operator reads to see which allocation a plugin pointed at, and when. */
+static void log_change(const struct reg_event *ev, void *arg)
+{
+	(void)arg;
+	switch (ev->type) {
+	case REG_EV_REGISTERED:
+	case REG_EV_UPDATED:
+		log_info("%s %s/%s alloc %s socket %s", reg_event_name(ev->type), ev->plugin_type,
+			 ev->plugin_name, ev->reg->alloc, ev->reg->socket);
+		break;
+	case REG_EV_DEREGISTERED:
+		log_info("deregistered %s/%s alloc %s", ev->plugin_type, ev->plugin_name,
+			 ev->reg->alloc);
+		break;
+	case REG_EV_ACTIVE:
+		log_info("active %s/%s: %s -> %s", ev->plugin_type, ev->plugin_name,
+			 ev->old_alloc ? ev->old_alloc : "(none)",
+			 ev->new_alloc ? ev->new_alloc : "(none)");
+		break;
+	}
+}
 
 static void usage(FILE *f)
 {
@@ -308,6 +332,12 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
+	d.audit_sub = registry_subscribe(d.reg, log_change, NULL);
+	if (d.audit_sub < 0) {
+		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
+		d.audit_sub = 0;
+		goto out;
+	}
 
 	fo = (struct fs_options){
 	    .mountpoint = d.cfg.mountpoint,
@@ -362,6 +392,8 @@ out:
 	if (d.ctl)
 		control_server_stop(d.ctl);
 	fs_destroy(d.fs);
+	if (d.audit_sub > 0)
+		registry_unsubscribe(d.reg, d.audit_sub);
 	if (d.reg)
 		registry_close(d.reg);
 	config_free(&d.cfg);

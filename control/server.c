@@ -341,6 +341,8 @@ static int check_name(struct client *c, struct ctl_request *req)
 
 static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
 {
+	log_info("control: %s from pid %d uid %u refused: %s", ctl_op_name(req->op),
+		 (int)c->peer.pid, (unsigned)c->peer.uid, err[0] ? err : strerror(-rc));
 	send_error(c, req->id, ctl_code_from_errno(rc), "%s: %s", ctl_op_name(req->op),
 		   err[0] ? err : strerror(-rc));
 }
@@ -613,6 +615,8 @@ static void handle_line(struct control_server *srv, struct client *c, const char
 		goto out;
 	}
 	if (ctl_op_mutates(req.op) && !c->peer.may_mutate) {
+		log_warn("control: %s from pid %d uid %u refused: permission denied",
+			 ctl_op_name(req.op), (int)c->peer.pid, (unsigned)c->peer.uid);
 		send_error(c, req.id, CTL_E_PERMISSION_DENIED,
 			   "%s: changes need uid 0%s%s%s; this client runs as uid %u",
 			   ctl_op_name(req.op), srv->have_group ? " or membership in group `" : "",
