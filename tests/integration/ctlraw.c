@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugfs-test-ctlraw SOCKET [TIMEOUT_S]: a raw control-socket client for the
- * tests.  Sends stdin byte for byte (no framing added), shuts down its
- * sending side and copies everything the daemon answers to stdout until the
- * daemon closes the connection.  Exit 0, or 1 on a connect or I/O error or
- * when the daemon keeps the connection open past TIMEOUT_S (default 10).
+ * plugfs-test-ctlraw [--hold] SOCKET [TIMEOUT_S]: a raw control-socket
+ * client for the tests.  Sends stdin byte for byte (no framing added), shuts
+ * down its sending side and copies everything the daemon answers to stdout
+ * (flushed as it arrives) until the daemon closes the connection.  Exit 0, or
+ * 1 on a connect or I/O error or when the daemon keeps the connection open
+ * past TIMEOUT_S (default 10) without answering.  With --hold the sending side
+ * stays open: an idle client that only the daemon can end.
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +23,20 @@ int main(int argc, char *argv[])
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char buf[65536];
-	int fd, timeout_ms = argc > 2 ? atoi(argv[2]) * 1000 : 10000;
+	bool hold = argc > 1 && strcmp(argv[1], "--hold") == 0;
+	int fd, timeout_ms;
 	size_t off = 0, len = 0, cap = 1 << 20;
 	char *in = malloc(cap);
 	ssize_t n;
 
+	if (hold) {
+		argc--;
+		argv++;
+	}
+	timeout_ms = argc > 2 ? atoi(argv[2]) * 1000 : 10000;
 	if (argc < 2 || strlen(argv[1]) >= sizeof(sa.sun_path) || !in) {
-		fprintf(stderr, "usage: plugfs-test-ctlraw SOCKET [TIMEOUT_S] < request-bytes\n");
+		fprintf(stderr,
+			"usage: plugfs-test-ctlraw [--hold] SOCKET [TIMEOUT_S] < request-bytes\n");
 		return 2;
 	}
 	while ((n = read(0, buf, sizeof(buf))) > 0) {
@@ -45,7 +55,7 @@ int main(int argc, char *argv[])
 		fprintf(stderr, "plugfs-test-ctlraw: connect %s: %s\n", argv[1], strerror(errno));
 		return 1;
 	}
-	if (len == 0)
+	if (len == 0 && !hold)
 		shutdown(fd, SHUT_WR);
 	/* Send and receive together: a large request may only fit once the
 	 * daemon has answered earlier lines. */
@@ -68,7 +78,7 @@ int main(int argc, char *argv[])
 			}
 			if (n > 0)
 				off += (size_t)n;
-			if (off == len)
+			if (off == len && !hold)
 				shutdown(fd, SHUT_WR);
 		}
 		if (p.revents & (POLLIN | POLLHUP)) {
@@ -81,8 +91,10 @@ int main(int argc, char *argv[])
 				fprintf(stderr, "plugfs-test-ctlraw: recv: %s\n", strerror(errno));
 				return 1;
 			}
-			if (n > 0)
+			if (n > 0) {
 				fwrite(buf, 1, (size_t)n, stdout);
+				fflush(stdout);
+			}
 		}
 	}
 	close(fd);
