@@ -142,12 +142,16 @@ static int state_file_exists(const char *cmd, const char *path, bool *exists)
 	return EXIT_OK;
 }
 
-static int open_registry(const char *cmd, const struct plugfs_config *cfg, struct registry **reg)
+/* read_only: dump never writes the file (no migration, no type rows, no
+ * tombstone expiry). */
+static int open_registry(const char *cmd, const struct plugfs_config *cfg, bool read_only,
+			 struct registry **reg)
 {
 	struct registry_options opts;
 	char err[REG_ERR_MAX] = "";
 
 	cli_registry_options(cfg, &opts);
+	opts.read_only = read_only;
 	if (registry_open(cfg->state_path, &opts, reg, err, sizeof(err)) < 0) {
 		cli_error(cmd, "%s", err); /* the registry names the file */
 		return EXIT_FAILED;
@@ -170,7 +174,7 @@ static int run_import(const struct plugfs_config *cfg, char *operands[], bool js
 		goto out;
 	}
 	if (cli_make_parents(cmd, cfg->state_path) != EXIT_OK ||
-	    open_registry(cmd, cfg, &reg) != EXIT_OK)
+	    open_registry(cmd, cfg, false, &reg) != EXIT_OK)
 		goto out;
 	if (registry_import_legacy_json(reg, text, &imported, err, sizeof(err)) < 0) {
 		cli_error(cmd, "%s: %s; nothing was imported", file, err);
@@ -243,7 +247,7 @@ static int run_dump(const struct plugfs_config *cfg, char *operands[], bool json
 	if (state_file_exists(cmd, cfg->state_path, &exists) != EXIT_OK)
 		goto out;
 	if (exists) {
-		if (open_registry(cmd, cfg, &reg) != EXIT_OK)
+		if (open_registry(cmd, cfg, true, &reg) != EXIT_OK)
 			goto out;
 		ret = registry_snapshot(reg, NULL, &snap);
 		if (ret < 0) {
@@ -305,7 +309,9 @@ static const struct sub subs[] = {
      "Prints every plugin with its registrations, active first.  --json prints the\n"
      "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
      "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
-     "empty and is not created.",
+     "empty and is not created.  Never writes the state file: a version-1 file\n"
+     "is shown as `plugfs mount' or `state import' would migrate it, and stays\n"
+     "version 1.",
      true, 0, run_dump},
     {"check", "state check", "",
      "Checks the state file without changing it: SQLite integrity (quick_check),\n"

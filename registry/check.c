@@ -160,12 +160,8 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 	s.path = strdup(db_path);
 	if (!s.path)
 		return reg_errf(err, errlen, -ENOMEM, "out of memory");
-	rc = sqlite3_open_v2(db_path, &s.db, SQLITE_OPEN_READONLY, NULL);
-	if (rc != SQLITE_OK) {
-		rc = store_fail(&s, rc, "cannot open", err, errlen);
-		goto out;
-	}
-	if ((rc = store_quick_check(&s, err, errlen)) < 0 ||
+	if ((rc = store_open_db_read_only(&s, db_path, err, errlen)) < 0 ||
+	    (rc = store_quick_check(&s, err, errlen)) < 0 ||
 	    (rc = store_query_int(&s, "PRAGMA user_version", &version, "reading the schema version",
 				  err, errlen)) < 0 ||
 	    (rc = store_query_int(&s, "SELECT count(*) FROM sqlite_master", &n_tables,

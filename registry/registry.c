@@ -45,6 +45,7 @@ struct registry {
 	char **roots;
 	size_t n_roots;
 	int64_t ttl;
+	bool read_only;
 	int64_t (*now)(void *arg);
 	void *now_arg;
 	int64_t last_seq;
@@ -684,6 +685,17 @@ out:
 	return rc;
 }
 
+/* -EROFS for every mutation of a registry opened read-only. */
+static int refuse_read_only(struct registry *r, const char *what, char *err, size_t errlen)
+{
+	if (!r->read_only)
+		return 0;
+	return reg_errf(err, errlen, -EROFS,
+			"state file `%s': opened read-only (registry_options.read_only); %s "
+			"is refused",
+			r->st.path, what);
+}
+
 static int refuse_in_callback(struct registry *r, char *err, size_t errlen)
 {
 	if (!r->emitting)
@@ -755,6 +767,8 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 	int64_t t;
 	int rc;
 
+	if ((rc = refuse_read_only(r, "registering", err, errlen)) < 0)
+		return rc;
 	if (!spec)
 		return reg_errf(err, errlen, -EINVAL, "registration: missing");
 	if (n_types == 0 || !types)
@@ -803,6 +817,8 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 	ssize_t idx;
 	int rc;
 
+	if ((rc = refuse_read_only(r, "deregistering", err, errlen)) < 0)
+		return rc;
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
@@ -846,6 +862,11 @@ int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *rem
 	size_t n = 0;
 	int rc;
 
+	if ((rc = refuse_read_only(r, "deregistering an alloc", err, errlen)) < 0) {
+		if (removed)
+			*removed = 0;
+		return rc;
+	}
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
 	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
@@ -893,6 +914,11 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	int64_t t;
 	int rc;
 
+	if ((rc = refuse_read_only(r, "importing legacy JSON", err, errlen)) < 0) {
+		if (imported)
+			*imported = 0;
+		return rc;
+	}
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
@@ -1012,6 +1038,8 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 	int64_t n = 0;
 	int rc;
 
+	if ((rc = refuse_read_only(r, "expiring tombstones", err, errlen)) < 0)
+		return rc;
 	lock(r);
 	rc = store_expire_tombstones(&r->st, now(r) - r->ttl, &n, err, errlen);
 	unlock(r);
@@ -1136,6 +1164,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	r->n_roots = opts->n_socket_roots;
 	r->roots = copy_strv(opts->socket_roots, opts->n_socket_roots);
 	r->ttl = opts->tombstone_ttl;
+	r->read_only = opts->read_only;
 	r->now = opts->now;
 	r->now_arg = opts->now_arg;
 	if (!r->types || !r->type_ids || !r->roots) {
@@ -1147,13 +1176,15 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	    .types = (const char *const *)r->types,
 	    .n_types = r->n_types,
 	    .now = now(r),
+	    .read_only = r->read_only,
 	};
 	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
 	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, r, err,
 			     errlen)) < 0 ||
-	    (rc = store_expire_tombstones(&r->st, now(r) - r->ttl, &n, err, errlen)) < 0)
+	    (!r->read_only &&
+	     (rc = store_expire_tombstones(&r->st, now(r) - r->ttl, &n, err, errlen)) < 0))
 		goto fail;
 	*out = r;
 	return 0;

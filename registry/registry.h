@@ -117,6 +117,20 @@ struct registry_options {
 	 * time(NULL).  Tests inject their own. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
+	/* Read-only (for tools that only look, e.g. `plugfs state dump'):
+	 * the file is opened with SQLITE_OPEN_READONLY and never written: no
+	 * schema creation, no type rows, no migration, no backup, no tombstone
+	 * expiry; quick_check still runs and a newer schema is still refused.
+	 * A missing file is -ENOENT (not created); an empty one is an empty
+	 * registry.  A version-1 file is read into memory as the migration
+	 * would store it (ids and seq 1, 2, ... in document order, registered
+	 * at the open time) and stays version 1.  A configured type absent
+	 * from the file has no plugins and id 0 in registry_types.  A WAL file
+	 * without its -wal (no connection open) is read as immutable, so no
+	 * -wal or -shm is created.  Every mutating function (register,
+	 * deregister, deregister_alloc, import_legacy_json, expire_tombstones)
+	 * returns -EROFS.  tombstone_ttl and synchronous are unused. */
+	bool read_only;
 };
 
 enum reg_event_type {
@@ -163,7 +177,8 @@ struct registry;
  * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
  * one transaction (entries of types not configured are kept, not served) and
  * the `kv' table dropped; the backup keeps it.  Tombstones older than
- * tombstone_ttl are deleted on open.
+ * tombstone_ttl are deleted on open.  opts->read_only: none of the writes
+ * above happen (see struct registry_options).
  */
 int registry_open(const char *db_path, const struct registry_options *opts,
 		  struct registry **out, char *err, size_t errlen);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 #include "store.h"
@@ -381,7 +382,39 @@ out:
 	return rc;
 }
 
-/* Reads user_version and the layout; creates, migrates or refuses. */
+/* Read-only: parses and validates the legacy document of a version-1 file
+ * and keeps its entries in memory, as the migration would store them;
+ * writes nothing (no backup, no schema). */
+static int load_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
+{
+	char msg[REG_ERR_MAX];
+	char *json = NULL;
+	int rc;
+
+	s->v1 = true;
+	s->now = o->now;
+	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
+		goto out;
+	if (json && (rc = legacy_parse(s->db, json, &s->legacy, &s->n_legacy, err, errlen)) < 0)
+		goto out;
+	for (size_t i = 0; i < s->n_legacy; i++) {
+		/* Any valid type, as the migration: those not configured are
+		 * kept, not served. */
+		if ((rc = legacy_validate(&s->legacy[i], NULL, 0, NULL, 0, NULL, msg,
+					  sizeof(msg))) < 0) {
+			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path,
+				      msg);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(json);
+	return rc;
+}
+
+/* Reads user_version and the layout; creates, migrates or refuses (read
+ * only: reads a version-1 file into memory, accepts an empty one). */
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
 			size_t errlen)
 {
@@ -405,7 +438,7 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 			return reg_errf(err, errlen, -EINVAL,
 					"state file `%s': schema version 1 without its `kv' table",
 					s->path);
-		return migrate_v1(s, o, err, errlen);
+		return s->read_only ? load_v1(s, o, err, errlen) : migrate_v1(s, o, err, errlen);
 	}
 	if (version == 0) {
 		if (n_tables != 0)
@@ -413,6 +446,10 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 					"state file `%s': not a plugfs state file (user_version 0 "
 					"and unknown tables)",
 					s->path);
+		if (s->read_only) {
+			s->empty = true; /* served as an empty registry; not created */
+			return 0;
+		}
 		if ((rc = store_begin(s, err, errlen)) < 0)
 			return rc;
 		if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0) {
@@ -467,6 +504,125 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	return 0;
 }
 
+/* Whether path is a WAL-mode database (header bytes 18 and 19 are 2) whose
+ * -wal file does not exist: then no connection is open on it and the file
+ * holds every commit. */
+static bool wal_without_log(const char *path)
+{
+	unsigned char h[20];
+	char *wal = NULL;
+	bool log;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return false;
+	if (fread(h, 1, sizeof(h), f) != sizeof(h) || h[18] != 2 || h[19] != 2) {
+		fclose(f);
+		return false;
+	}
+	fclose(f);
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return false;
+	log = access(wal, F_OK) == 0;
+	free(wal);
+	return !log;
+}
+
+/* "file:" URI of path for a read-only open ('?', '#' and '%' escaped).  A
+ * read-only connection on a WAL database creates the -shm and -wal files
+ * when they are missing and leaves them behind; when there is no -wal, the
+ * database file is complete and opening it immutable reads it without
+ * them.  (While a daemon has the file open its -wal exists, and the shared
+ * -shm is used as usual.) */
+static char *read_only_uri(const char *path)
+{
+	bool immutable = wal_without_log(path);
+	size_t len = strlen(path), n = 0;
+	char *u = malloc(3 * len + 32);
+
+	if (!u)
+		return NULL;
+	n += (size_t)sprintf(u, "file:%s", path[0] == '/' ? "//" : "");
+	for (const char *p = path; *p; p++) {
+		if (*p == '?' || *p == '#' || *p == '%')
+			n += (size_t)sprintf(u + n, "%%%02X", (unsigned char)*p);
+		else
+			u[n++] = *p;
+	}
+	sprintf(u + n, "?mode=ro%s", immutable ? "&immutable=1" : "");
+	return u;
+}
+
+/* The ids of the configured types; 0 for a type absent from the file (and
+ * for every type of an empty or version-1 file). */
+static int read_type_ids(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+			 char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	for (size_t i = 0; i < o->n_types; i++)
+		type_ids[i] = 0;
+	if (s->empty || s->v1)
+		return 0;
+	rc = sqlite3_prepare_v2(s->db, "SELECT id FROM types WHERE name = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading a type", err, errlen);
+	for (size_t i = 0; i < o->n_types; i++) {
+		sqlite3_reset(st);
+		bind_text(st, 1, o->types[i]);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			type_ids[i] = sqlite3_column_int64(st, 0);
+		else if (rc != SQLITE_DONE) {
+			rc = store_fail(s, rc, "reading a type", err, errlen);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen)
+{
+	char *uri = NULL;
+	int rc;
+
+	if (strcmp(path, ":memory:") == 0) {
+		rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL);
+	} else {
+		if (access(path, F_OK) < 0)
+			return reg_errf(err, errlen, -errno,
+					"state file `%s': %s (a read-only open does not create it)",
+					path, strerror(errno));
+		uri = read_only_uri(path);
+		if (!uri)
+			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+		free(uri);
+	}
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "cannot open", err, errlen);
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	return exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
+}
+
+static int open_read_only(struct store *s, const char *path, const struct store_open_options *o,
+			  int64_t *type_ids, char *err, size_t errlen)
+{
+	int rc;
+
+	s->read_only = true;
+	if ((rc = store_open_db_read_only(s, path, err, errlen)) < 0 ||
+	    (rc = store_quick_check(s, err, errlen)) < 0 ||
+	    (rc = check_schema(s, o, err, errlen)) < 0)
+		return rc;
+	return read_type_ids(s, o, type_ids, err, errlen);
+}
+
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen)
 {
@@ -476,6 +632,11 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	s->path = strdup(path);
 	if (!s->path)
 		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	if (o->read_only) {
+		if ((rc = open_read_only(s, path, o, type_ids, err, errlen)) < 0)
+			goto fail;
+		return 0;
+	}
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 	if (rc != SQLITE_OK) {
 		rc = store_fail(s, rc, "cannot open", err, errlen);
@@ -519,12 +680,17 @@ void store_close(struct store *s)
 		sqlite3_finalize(s->stmts[i]);
 	if (s->db)
 		sqlite3_close(s->db);
+	legacy_free(s->legacy, s->n_legacy);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
 }
 
 int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
 {
+	if (s->empty || s->v1) {
+		*seq = s->v1 ? (int64_t)s->n_legacy : 0; /* as migrate_entries numbers them */
+		return 0;
+	}
 	return store_query_int(
 	    s,
 	    "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
@@ -572,6 +738,58 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 	return 0;
 }
 
+/* Read-only, version 1: the entries as the migration would store them (one
+ * plugin and one registration per entry, ids and seq 1, 2, ... in document
+ * order, registered at s->now). */
+static int load_legacy(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
+		       void *arg, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < s->n_legacy; i++) {
+		const struct legacy_entry *e = &s->legacy[i];
+		struct registration r = {
+		    .id = (int64_t)i + 1,
+		    .kind = e->kind ? e->kind : reg_kind_for_type(e->type),
+		    .seq = (int64_t)i + 1,
+		    .registered_at = s->now,
+		    .updated_at = s->now,
+		};
+		size_t ti;
+		int rc;
+
+		for (ti = 0; ti < n_types; ti++)
+			if (strcmp(e->type, types[ti]) == 0)
+				break;
+		if (ti == n_types)
+			continue; /* a type not configured: kept, not served */
+		r.type = strdup(e->type);
+		r.name = strdup(e->name);
+		r.alloc = strdup(e->alloc);
+		r.socket = strdup(e->socket);
+		r.version = strdup(e->version ? e->version : "");
+		r.options = e->n_options ? calloc(e->n_options, sizeof(*r.options)) : NULL;
+		rc = !r.type || !r.name || !r.alloc || !r.socket || !r.version ||
+			     (e->n_options && !r.options)
+			 ? -ENOMEM
+			 : 0;
+		for (size_t k = 0; rc == 0 && k < e->n_options; k++) {
+			r.options[k].key = strdup(e->options[k].key);
+			r.options[k].value = strdup(e->options[k].value);
+			r.n_options++;
+			if (!r.options[k].key || !r.options[k].value)
+				rc = -ENOMEM;
+		}
+		if (rc < 0) {
+			registration_free_contents(&r);
+			return reg_errf(err, errlen, rc, "out of memory");
+		}
+		if ((rc = fn(arg, ti, (int64_t)i + 1, &r, err, errlen)) < 0) {
+			registration_free_contents(&r);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
 	       void *arg, char *err, size_t errlen)
 {
@@ -579,6 +797,10 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	struct registration r;
 	int rc;
 
+	if (s->empty)
+		return 0;
+	if (s->v1)
+		return load_legacy(s, types, n_types, fn, arg, err, errlen);
 	memset(&r, 0, sizeof(r));
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"

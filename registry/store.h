@@ -43,10 +43,18 @@ enum store_stmt {
 	ST_COUNT
 };
 
+struct legacy_entry;
+
 struct store {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *stmts[ST_COUNT];
+	bool read_only;		     /* opened SQLITE_OPEN_READONLY: nothing is written */
+	bool empty;		     /* read-only: a file without a schema yet */
+	bool v1;		     /* read-only: a version-1 file, served from `legacy' */
+	struct legacy_entry *legacy; /* v1: the validated entries, in document order */
+	size_t n_legacy;
+	int64_t now; /* v1: registered_at of its entries (as migrated) */
 };
 
 struct store_open_options {
@@ -54,13 +62,25 @@ struct store_open_options {
 	const char *const *types;
 	size_t n_types;
 	int64_t now; /* for migrated rows */
+	/* Open with SQLITE_OPEN_READONLY and never write: no schema creation,
+	 * no type rows, no migration (a version-1 file is parsed and kept in
+	 * memory), type ids of types absent from the file are 0. */
+	bool read_only;
 };
 
 /* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
- * with the persisted ids of the configured types. */
+ * with the persisted ids of the configured types.  With o->read_only: opens,
+ * checks and reads only (see struct store_open_options). */
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
+
+/* Opens s->db on an existing path with SQLITE_OPEN_READONLY and query_only,
+ * leaving no file behind: a WAL database without its -wal file (no
+ * connection open) is opened immutable, since SQLite would otherwise create
+ * the -wal and -shm and keep them.  -ENOENT (and nothing created) when path
+ * does not exist.  s->path must be set. */
+int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen);
 
 /* BEGIN IMMEDIATE; first rolls back a transaction left open by a ROLLBACK
  * that failed, so that one bad moment of the disk does not fail every later

@@ -87,6 +87,39 @@ plugfs state check >"$T/out" 2>"$T/err"
 check_eq "check on a good file exits 0" 0 $?
 check "check says ok" grep -qx "$STATE: ok" "$T/out"
 
+# --- dump never writes the state file ---
+# A configured type absent from the file: a read-write open would add it.
+sed 's/^types = .*/types = csi-controller csi-node csi-extra/' "$CFG" >"$T/ro.ini"
+no_side_files() { test ! -e "$1-wal" && test ! -e "$1-shm" && test ! -e "$1-journal" && test ! -e "$1.v1.bak"; }
+cp "$STATE" "$T/v2.copy"
+check "v2: no -wal, -shm or backup before dump" no_side_files "$STATE"
+"$PLUGFS_BIN" -c "$T/ro.ini" state dump --json >"$T/out" 2>"$T/err"
+check_eq "v2: dump with an extra type exits 0" 0 $?
+check_eq "v2: dump lists the 3 plugins" 3 "$(jq '.plugins | length' "$T/out")"
+"$PLUGFS_BIN" -c "$T/ro.ini" state dump >"$T/out" 2>"$T/err"
+check_eq "v2: human dump exits 0" 0 $?
+check "v2: dump left the file's bytes unchanged" cmp "$STATE" "$T/v2.copy"
+check "v2: dump left no -wal, -shm or backup" no_side_files "$STATE"
+check_eq "v2: dump stored no type" 0 "$(sqlite3 "$T/v2.copy" "SELECT count(*) FROM types WHERE name = 'csi-extra';")"
+# A version-1 file (the legacy `kv' table) stays version 1.
+V1=$T/v1.db
+sqlite3 "$V1" "CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT);
+INSERT INTO kv VALUES('dynamic_plugin_registry', CAST(readfile('$FIXTURE') AS TEXT));
+PRAGMA user_version = 1;"
+sed "s|^path = .*|path = $V1|" "$T/ro.ini" >"$T/v1.ini"
+cp "$V1" "$T/v1.copy"
+"$PLUGFS_BIN" -c "$T/v1.ini" state dump --json >"$T/out" 2>"$T/err"
+check_eq "v1: dump exits 0" 0 $?
+check_eq "v1: dump shows the legacy registrations" 3 "$(jq '[.plugins[].registrations[]] | length' "$T/out")"
+check_eq "v1: dump shows the same plugins as the v2 file" \
+	"$("$PLUGFS_BIN" -c "$T/ro.ini" state dump --json | jq -c '[.plugins[] | [.type, .name, .active]]')" \
+	"$(jq -c '[.plugins[] | [.type, .name, .active]]' "$T/out")"
+"$PLUGFS_BIN" -c "$T/v1.ini" state dump >"$T/out" 2>"$T/err"
+check_eq "v1: human dump exits 0" 0 $?
+check "v1: dump left the file's bytes unchanged" cmp "$V1" "$T/v1.copy"
+check "v1: dump left no -wal, -shm or .v1.bak" no_side_files "$V1"
+check_eq "v1: still version 1" 1 "$(sqlite3 "$V1" 'PRAGMA user_version;')"
+
 # An import that fails changes nothing: a type that is not configured.
 sed 's/"csi-node"/"csi-unknown"/' "$FIXTURE" >"$T/badtype.json"
 plugfs state import "$T/badtype.json" >"$T/out" 2>"$T/err"
