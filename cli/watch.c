@@ -108,8 +108,7 @@ int watch_main(int argc, char *argv[])
 	have_cfg = true;
 	rc = EXIT_UNREACHABLE;
 	if (control_connect(cfg.control_socket, &fd, err, sizeof(err)) ||
-	    control_send(fd, req, err, sizeof(err)) ||
-	    control_recv(fd, &resp, -1, err, sizeof(err))) {
+	    control_exchange(fd, req, &resp, -1, err, sizeof(err))) {
 		fprintf(stderr, "plugfs watch: %s\n", err);
 		goto out;
 	}

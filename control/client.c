@@ -208,11 +208,28 @@ int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, c
 	rc = control_connect(path, &fd, err, errlen);
 	if (rc)
 		return rc;
-	rc = control_send(fd, req, err, errlen);
-	if (rc == 0)
-		rc = control_recv(fd, resp, timeout_ms, err, errlen);
+	rc = control_exchange(fd, req, resp, timeout_ms, err, errlen);
 	close(fd);
 	return rc;
+}
+
+int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err,
+		     size_t errlen)
+{
+	char rerr[256];
+	int rc;
+
+	*resp = NULL;
+	rc = control_send(fd, req, err, errlen);
+	if (rc == -EPIPE || rc == -ECONNRESET) {
+		/* A refusal line may be waiting in our receive queue. */
+		if (control_recv(fd, resp, 1000, rerr, sizeof(rerr)) == 0)
+			return 0;
+		return rc;
+	}
+	if (rc)
+		return rc;
+	return control_recv(fd, resp, timeout_ms, err, errlen);
 }
 
 const char *control_response_error(json_t *resp, const char **code)

@@ -46,6 +46,12 @@ int control_send(int fd, json_t *req, char *err, size_t errlen);
 /* Reads one response/event line; timeout_ms < 0 waits forever.
  * -ETIMEDOUT on timeout, -EPIPE when the server closed. */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen);
+/* Sends req and reads one answer.  When the daemon closed the connection
+ * before taking the request (it refuses a client beyond max_clients that way),
+ * the line it sent before closing is read and returned instead of the broken
+ * pipe, so the caller can show the daemon's reason. */
+int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err,
+		     size_t errlen);
 /* One round trip: connect, send req, read one answer, close.  0 with *resp
  * (owned by the caller; it may be an error answer), or -errno from the steps
  * above with a message. */
