@@ -97,21 +97,6 @@ static struct registry *open_ro_ok(struct fixture *f)
 	return r;
 }
 
-static int64_t query_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-	int64_t v;
-
-	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
-}
-
 /* Every mutating function refuses with -EROFS and a message saying why. */
 static void check_mutations_refused(struct registry *r, const char *path)
 {
@@ -251,26 +236,6 @@ static const char v1_json[] =
     "   \"AllocID\": \"m\", \"Options\": null}}"
     "}}";
 
-static void write_v1(const char *path, const char *json)
-{
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
-
-	unlink(path);
-	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	assert_int_equal(
-	    sqlite3_exec(db, "CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)", NULL, NULL, NULL),
-	    SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO kv VALUES(?1, ?2)", -1, &st, NULL),
-			 SQLITE_OK);
-	sqlite3_bind_text(st, 1, "dynamic_plugin_registry", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
-	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
-	sqlite3_finalize(st);
-	assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
-}
-
 static void test_v1_unchanged(void **state)
 {
 	struct fixture *f = *state;
@@ -281,7 +246,7 @@ static void test_v1_unchanged(void **state)
 
 	registry_close(f->r);
 	f->r = NULL;
-	write_v1(f->path, v1_json);
+	write_v1(f->path, 1, v1_json);
 	assert_no_side_files(f);
 	before = read_bytes(f->path);
 
@@ -336,7 +301,7 @@ static void test_refusals_change_nothing(void **state)
 	/* A version-1 entry that fails validation: refused, file as it was. */
 	registry_close(f->r);
 	f->r = NULL;
-	write_v1(f->path, "{\"Plugins\": {\"csi-node\": {\"p/1\": {\"AllocID\": \"a\","
+	write_v1(f->path, 1, "{\"Plugins\": {\"csi-node\": {\"p/1\": {\"AllocID\": \"a\","
 			  " \"ConnectionInfo\": {\"SocketPath\": \"/a.sock\"}}}}}");
 	before = read_bytes(f->path);
 	assert_int_equal(open_ro(f, &r, err, sizeof(err)), -EINVAL);

@@ -194,19 +194,47 @@ void events_clear(struct fixture *f)
 
 int64_t count_rows(struct fixture *f, const char *table)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
 	char sql[128];
-	int64_t n;
 
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", table);
-	assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	return query_int(f->path, sql);
+}
+
+int64_t query_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	n = sqlite3_column_int64(st, 0);
+	v = sqlite3_column_int64(st, 0);
 	sqlite3_finalize(st);
 	sqlite3_close(db);
-	return n;
+	return v;
+}
+
+void write_v1(const char *path, int user_version, const char *json)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	char sql[64];
+
+	unlink(path);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+	    sqlite3_exec(db, "CREATE TABLE kv(key TEXT PRIMARY KEY, value TEXT)", NULL, NULL, NULL),
+	    SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO kv VALUES(?1, ?2)", -1, &st, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(st, 1, "dynamic_plugin_registry", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, json, -1, SQLITE_STATIC);
+	assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", user_version);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
 }
 
 void exec_sql(const char *path, const char *sql)

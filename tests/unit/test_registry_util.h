@@ -51,5 +51,10 @@ void events_clear(struct fixture *f);
 int64_t count_rows(struct fixture *f, const char *table);
 /* Runs sql on f->path through a connection of its own; asserts success. */
 void exec_sql(const char *path, const char *sql);
+/* The integer the first row of sql gives, read through a read-only connection. */
+int64_t query_int(const char *path, const char *sql);
+/* A version-1 state file at path: the legacy `kv' table whose
+ * dynamic_plugin_registry row holds json, at the given user_version. */
+void write_v1(const char *path, int user_version, const char *json);
 
 #endif
