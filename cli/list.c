@@ -66,7 +66,7 @@ int list_main(int argc, char *argv[])
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "plugfs list: unexpected argument `%s'\n", argv[optind]);
+		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
 		goto out;
 	}
 	req = json_pack("{s:s}", "op", "list");

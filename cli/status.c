@@ -65,7 +65,7 @@ int status_main(int argc, char *argv[])
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "plugfs status: unexpected argument `%s'\n", argv[optind]);
+		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
 		goto out;
 	}
 	req = json_pack("{s:s}", "op", "status");
