@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugfs mount: the daemon.  Wires config, registry, filesystem and the
- * control server together, announces readiness to systemd once the mount
- * answers, reloads on SIGHUP, expires tombstones hourly, and on SIGTERM or
+ * control server together, announces readiness to systemd once the FUSE
+ * handshake is answered (from the init callback: never by touching the mount),
+ * reloads on SIGHUP, expires tombstones hourly, and on SIGTERM or
  * SIGINT unmounts and exits 0.
  *
  * Threads: the main thread runs the FUSE loop (fs_run) and takes SIGTERM and
@@ -81,8 +82,8 @@ static void usage(FILE *f)
 		"file, mounts the filesystem at [mount] mountpoint and serves it until\n"
 		"SIGTERM or SIGINT, then unmounts and exits 0.  SIGHUP reloads the config\n"
 		"(log level, cache timeout; the rest needs a restart and is reported).\n"
-		"Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the mount\n"
-		"answers.\n"
+		"Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the kernel's\n"
+		"FUSE handshake is answered.\n"
 		"\n"
 		"  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
 		"  --debug            debug logging and libfuse request tracing\n"

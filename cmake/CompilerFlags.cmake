@@ -4,6 +4,13 @@ add_compile_options(
   -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes
   -Wno-unused-parameter)
 add_compile_definitions(_GNU_SOURCE)
+# Test-only faults (a lookup that never answers, ...) that the integration
+# tests use to put the daemon in states a real host reaches only by bad luck.
+# On in builds with tests, off in the package (PLUGFS_TESTS=OFF).
+option(PLUGFS_FAULTS "Build the test-only fault hooks (PLUGFS_FAULT_* variables)" ${PLUGFS_TESTS})
+if(PLUGFS_FAULTS)
+  add_compile_definitions(PLUGFS_FAULTS=1)
+endif()
 if(PLUGFS_WERROR)
   add_compile_options(-Werror)
 endif()

@@ -34,16 +34,19 @@ struct fs_options {
 	bool allow_other;
 	double cache_timeout; /* seconds, for entries and attributes */
 	bool debug;	      /* libfuse debug output */
-	/* Called once, from a helper thread, when the mount answers (a stat of
-	 * <mountpoint>/plugins succeeded).  May be NULL. */
+	/* Called once, from the request loop, when the kernel's FUSE_INIT has
+	 * been handled (requests are served from then on).  It must not block
+	 * and must not touch the mount.  May be NULL. */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
 };
 
 /*
  * Builds the view from the registry, subscribes to its events, recovers a
- * stale mount (ENOTCONN) at the mountpoint, refuses a live plugfs mount there,
- * and mounts.  0 or -errno with a message in err.
+ * stale mount (ENOTCONN) or a hung plugfs mount at the mountpoint, refuses a
+ * live plugfs mount there, forks the guard process (fs/guard.c) and mounts.
+ * Call it from the thread that then calls fs_run and that lives until the
+ * process exits (the main thread).  0 or -errno with a message in err.
  */
 int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out, char *err,
 	     size_t errlen);

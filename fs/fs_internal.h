@@ -102,6 +102,13 @@ struct fs_open {
 	bool is_dir;
 };
 
+/* guard.c: the child that aborts our connection when the process cannot
+ * finish dying (guard.c says why). */
+struct fs_guard {
+	pid_t pid; /* 0 when none */
+	int wfd;   /* the pipe that tells it our connection, -1 when none */
+};
+
 struct plugfs_fs {
 	pthread_rwlock_t lock; /* guards view and cache_timeout */
 	struct fs_view view;
@@ -119,8 +126,8 @@ struct plugfs_fs {
 	unsigned conn_minor; /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
-	pthread_t ready_thread;
-	bool ready_started;
+	struct fs_guard guard;
+	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
 
 	unsigned long long requests; /* atomic */
 	pthread_mutex_t open_mu;     /* guards open_list */
@@ -167,6 +174,18 @@ void fs_notifier_destroy(struct fs_notifier *nt);
 extern const struct fuse_lowlevel_ops fs_ops;
 /* Frees the handles still open (at destroy, with the request loop stopped). */
 void fs_free_open_handles(struct plugfs_fs *fs);
+
+/* guard.c.  Start from the thread that runs the request loop and lives
+ * until the process exits (before the mount: the guard must not inherit
+ * /dev/fuse); 0 or -errno. */
+int fs_guard_start(struct fs_guard *g);
+/* Tells the guard the minor of our connection (after the mount). */
+void fs_guard_set_conn(struct fs_guard *g, unsigned minor);
+/* Aborts FUSE connection minor through fusectl (mounted when missing);
+ * async-signal-safe.  false with errno set when it cannot. */
+bool fs_abort_conn_minor(unsigned minor);
+/* Kills and reaps the guard (a clean stop: nothing left to guard). */
+void fs_guard_stop(struct fs_guard *g);
 
 /* Spawns a thread with SIGTERM, SIGINT, SIGHUP and SIGQUIT blocked. */
 int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fs_internal.h"
@@ -23,6 +26,8 @@
 #include "registry.h"
 
 #define STALE_DETACH_MAX 8
+/* How long a mount at the mountpoint may take to answer statfs. */
+#define MOUNT_PROBE_MS 2000
 
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
@@ -250,15 +255,56 @@ static int canonical(const char *path, char *out, size_t outlen, char *err, size
 	return 0;
 }
 
+/*
+ * statfs(path) in a child process, bounded by timeout_ms: a mount whose
+ * daemon hangs (or cannot finish dying) never answers, and a wait on it in
+ * this process would be a wait this process cannot always be killed out of
+ * cleanly.  0 when it answers, -ETIMEDOUT when it does not, -errno of
+ * statfs otherwise.
+ */
+static int probe_statfs(const char *path, int timeout_ms)
+{
+	struct pollfd pfd;
+	int status = 0, pidfd, rc;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		struct statfs sfs;
+
+		_exit(statfs(path, &sfs) == 0 ? 0 : (errno & 0xff));
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd >= 0) {
+		pfd.fd = pidfd;
+		pfd.events = POLLIN;
+		while ((rc = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
+			;
+		close(pidfd);
+		if (rc == 0)
+			kill(pid, SIGKILL); /* a FUSE wait is killable */
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFSIGNALED(status))
+		return -ETIMEDOUT;
+	return WIFEXITED(status) ? -WEXITSTATUS(status) : -EIO;
+}
+
 static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err,
 			      size_t errlen)
 {
 	struct stat st;
-	struct statfs sfs;
 	char fstype[256];
+	dev_t dev = 0;
 	int found = 0, rc;
 
-	if (stat(path, &st) != 0 && errno == ENOENT) {
+	/* Nothing here touches a FUSE mount at the mountpoint directly: a
+	 * stat of a hung one would wait for good.  mountinfo first. */
+	rc = canonical(path, canon, canonlen, NULL, 0);
+	if (rc == -ENOENT) {
+		/* The parent is missing: no mount can be there. */
 		rc = mkdir_p(path, err, errlen);
 		if (rc != 0)
 			return rc;
@@ -267,16 +313,40 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 	rc = canonical(path, canon, canonlen, err, errlen);
 	if (rc != 0)
 		return rc;
-	/* A FUSE mount whose daemon died answers ENOTCONN to statfs (stat may
-	 * still be answered from the attribute cache): detach it. */
 	for (int i = 0; i <= STALE_DETACH_MAX; i++) {
-		found = mount_at(canon, fstype, sizeof(fstype), NULL);
-		if (found != 1 || statfs(canon, &sfs) == 0)
+		found = mount_at(canon, fstype, sizeof(fstype), &dev);
+		if (found != 1 || strncmp(fstype, "fuse", 4) != 0)
 			break;
-		if (errno != ENOTCONN || strncmp(fstype, "fuse", 4) != 0) {
-			rc = -errno;
+		/* A FUSE mount whose daemon died answers ENOTCONN to statfs
+		 * (stat may still be answered from the attribute cache); one
+		 * whose daemon hangs does not answer at all. */
+		rc = probe_statfs(canon, MOUNT_PROBE_MS);
+		if (rc == 0)
+			break;
+		if (rc == -ETIMEDOUT) {
+			unsigned minor = (unsigned)((major(dev) << 20) | minor(dev));
+
+			if (strcmp(fstype, "fuse.plugfs") != 0) {
+				seterr(err, errlen,
+				       "mountpoint `%s': the %s mount there does not answer "
+				       "(within %d ms); not touching another filesystem's mount",
+				       canon, fstype, MOUNT_PROBE_MS);
+				return -EBUSY;
+			}
+			log_warn("fs: the plugfs mount at %s does not answer within %d ms (its "
+				 "daemon hangs); aborting its FUSE connection %u",
+				 canon, MOUNT_PROBE_MS, minor);
+			if (!fs_abort_conn_minor(minor)) {
+				rc = -errno;
+				seterr(err, errlen,
+				       "the plugfs mount at `%s' hangs and its FUSE connection %u "
+				       "cannot be aborted: %s",
+				       canon, minor, strerror(errno));
+				return rc;
+			}
+		} else if (rc != -ENOTCONN && rc != -ECONNABORTED) {
 			seterr(err, errlen, "mountpoint `%s' (a %s mount): %s", canon, fstype,
-			       strerror(errno));
+			       strerror(-rc));
 			return rc;
 		}
 		if (umount2(canon, MNT_DETACH) != 0) {
@@ -287,6 +357,20 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 		}
 		log_warn("fs: detached a stale %s mount at %s (its daemon is gone)", fstype, canon);
 	}
+	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
+		seterr(
+		    err, errlen,
+		    "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
+		    "not stacking a second one",
+		    canon);
+		return -EBUSY;
+	}
+	if (stat(canon, &st) != 0 && errno == ENOENT) {
+		rc = mkdir_p(canon, err, errlen);
+		if (rc != 0)
+			return rc;
+		log_info("fs: created mountpoint %s", canon);
+	}
 	if (stat(canon, &st) != 0) {
 		rc = -errno;
 		seterr(err, errlen, "mountpoint `%s': %s", canon, strerror(errno));
@@ -296,14 +380,6 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 		seterr(err, errlen, "mountpoint `%s' is not a directory", canon);
 		return -ENOTDIR;
 	}
-	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
-		seterr(
-		    err, errlen,
-		    "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
-		    "not stacking a second one",
-		    canon);
-		return -EBUSY;
-	}
 	return 0;
 }
 
@@ -311,23 +387,12 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 static void abort_conn(void *arg)
 {
 	struct plugfs_fs *fs = arg;
-	char path[64];
-	int fd;
 
 	if (fs->conn_minor == 0)
 		return;
-	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/abort", fs->conn_minor);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT &&
-	    mount("fusectl", "/sys/fs/fuse/connections", "fusectl", 0, NULL) == 0)
-		fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		log_warn("fs: cannot abort the FUSE connection: %s: %s", path, strerror(errno));
-		return;
-	}
-	if (write(fd, "1", 1) != 1)
-		log_warn("fs: cannot abort the FUSE connection: %s: %s", path, strerror(errno));
-	close(fd);
+	if (!fs_abort_conn_minor(fs->conn_minor))
+		log_warn("fs: cannot abort FUSE connection %u (/sys/fs/fuse/connections): %s",
+			 fs->conn_minor, strerror(errno));
 }
 
 /* ---- signals ------------------------------------------------------------ */
@@ -412,6 +477,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	fs->guard.wfd = -1;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_mu, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
@@ -421,6 +487,12 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	fs->debug = opts->debug;
 	fs->on_ready = opts->on_ready;
 	fs->on_ready_arg = opts->on_ready_arg;
+#ifdef PLUGFS_FAULTS
+	fs->fault_hang_lookup = getenv("PLUGFS_FAULT_HANG_LOOKUP");
+	if (fs->fault_hang_lookup)
+		log_warn("fs: test fault: lookups of `%s' are never answered",
+			 fs->fault_hang_lookup);
+#endif
 	if ((rc = fs_view_init(&fs->view, opts->socket_name)) != 0) {
 		seterr(err, errlen, "out of memory");
 		goto fail;
@@ -465,6 +537,11 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		goto fail;
 	}
 
+	/* Before the mount, so the guard never holds /dev/fuse. */
+	if ((rc = fs_guard_start(&fs->guard)) != 0) {
+		seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
+		goto fail;
+	}
 	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
 		rc = -EIO;
 		seterr(err, errlen, "cannot mount plugfs at `%s' (see the FUSE message above)",
@@ -474,6 +551,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	fs->mounted = true;
 	if (mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1)
 		fs->conn_minor = (unsigned)((major(dev) << 20) | minor(dev));
+	fs_guard_set_conn(&fs->guard, fs->conn_minor);
 	install_signals(fs);
 	log_info("fs: mounted plugfs at %s (allow_other=%s, cache_timeout=%gs)", fs->mountpoint,
 		 opts->allow_other ? "true" : "false", opts->cache_timeout);
@@ -486,27 +564,6 @@ fail:
 	return rc;
 }
 
-static void *ready_main(void *arg)
-{
-	struct plugfs_fs *fs = arg;
-	char path[PATH_MAX + 16];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/plugins", fs->mountpoint);
-	/* The lookup is served by the request loop: returns once the mount
-	 * answers.  open(O_PATH) rather than stat(): valgrind holds its lock
-	 * across a stat, and this process's own loop could then never answer. */
-	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		close(fd);
-		log_debug("fs: the mount answers");
-		fs->on_ready(fs->on_ready_arg);
-	} else {
-		log_warn("fs: the mount did not answer: %s: %s", path, strerror(errno));
-	}
-	return NULL;
-}
-
 int fs_run(struct plugfs_fs *fs)
 {
 	struct fuse_loop_config *cfg = NULL;
@@ -514,13 +571,6 @@ int fs_run(struct plugfs_fs *fs)
 
 	fs->loop_thread = pthread_self();
 	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
-	if (fs->on_ready && !fs->ready_started) {
-		rc = fs_thread_spawn(&fs->ready_thread, ready_main, fs);
-		if (rc == 0)
-			fs->ready_started = true;
-		else
-			log_error("fs: cannot start the readiness thread: %s", strerror(-rc));
-	}
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		rc = -ENOMEM;
@@ -558,11 +608,10 @@ void fs_destroy(struct plugfs_fs *fs)
 			fuse_session_unmount(fs->se);
 			log_info("fs: unmounted %s", fs->mountpoint);
 		}
-		/* Closing the device fails a readiness stat still waiting. */
 		fuse_session_destroy(fs->se);
-		if (fs->ready_started)
-			pthread_join(fs->ready_thread, NULL);
 	}
+	/* Unmounted and closed: nothing left for the guard to free. */
+	fs_guard_stop(&fs->guard);
 	fs_free_open_handles(fs);
 	pthread_mutex_destroy(&fs->open_mu);
 	fs_view_free(&fs->view);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "fs_internal.h"
 
@@ -25,6 +26,8 @@ static struct plugfs_fs *fs_of(fuse_req_t req)
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
+	struct plugfs_fs *fs = userdata;
+
 	/* The kernel keeps symlink targets in its page cache; a change
 	 * invalidates them (notify_inval_inode). */
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
@@ -36,6 +39,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	conn->want &=
 	    ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
 	conn->time_gran = 1;
+	/* Readiness: the kernel has our INIT reply as soon as this returns,
+	 * and requests are served from then on.  Signalled from here, never
+	 * by a thread of ours touching the mount: a thread waiting on its own
+	 * mount makes the process unkillable. */
+	if (fs->on_ready)
+		fs->on_ready(fs->on_ready_arg);
 }
 
 static void fill_entry(struct plugfs_fs *fs, const struct fs_node *n, struct fuse_entry_param *e)
@@ -54,6 +63,13 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_node *dir, *n;
 	int err = 0;
 
+#ifdef PLUGFS_FAULTS
+	/* Test-only: a lookup of this name is never answered (a handler that
+	 * hangs), so that tests can hold a directory's inode lock. */
+	if (fs->fault_hang_lookup && strcmp(name, fs->fault_hang_lookup) == 0)
+		for (;;)
+			pause();
+#endif
 	pthread_rwlock_rdlock(&fs->lock);
 	dir = fs_view_get(&fs->view, parent);
 	if (!dir) {
