@@ -62,6 +62,11 @@ expect_gone() {
 	check "$1: show $2/$3 says not_found" grep -q 'not_found' "$T/show.err"
 }
 
+# watchers_are N: the daemon counts N watchers.  clients_at_least N: it
+# counts N clients or more, the status request that asks included.
+watchers_are() { [ "$(plugfs status --json | jq .watchers)" = "$1" ]; }
+clients_at_least() { [ "$(plugfs status --json | jq .clients)" -ge "$1" ]; }
+
 restart_daemon() {
 	stop_daemon
 	start_daemon

@@ -5,13 +5,13 @@
 #   require_fuse          # only for tests that mount
 #   write_config          # $T/plugfs.ini with mount, state and socket under $T
 #   start_daemon          # plugfs mount in the background, waits for the mount
-#   ...
+#   check / check_eq / expect_errno / wait_until ...
 #   finish                # prints the summary; exit code says pass/fail
 #
 # Everything the test creates lives under $T (a mktemp -d).  The EXIT trap
-# kills the daemons it started (by PID), unmounts with fusermount3 -u and
-# removes $T, also when the test fails.  The daemon log is checked for
-# sanitizer reports.
+# kills the processes listed in _PIDS (by PID), unmounts with fusermount3 -u,
+# runs the on_cleanup hooks and removes $T, also when the test fails.  The
+# daemon log is checked for sanitizer reports.
 set -u
 set -o pipefail
 
@@ -33,19 +33,40 @@ DAEMON_PID=
 DAEMON_LOG=$T/daemon.log
 _PIDS=()
 _MOUNTS=()
+_HOOKS=()
 _PASSED=0
 _FAILED=0
 _TEST=$(basename "$0" .sh)
 
+# _poll PID SECONDS COMMAND...: runs COMMAND (its stderr discarded) every
+# 0.1 s until it succeeds (returns 0), SECONDS (whole seconds) have passed
+# (1) or, when PID is not empty, process PID has exited (2).
+_poll() {
+	local pid=$1 end=$((${EPOCHREALTIME/[.,]/} + $2 * 1000000))
+	shift 2
+	while :; do
+		"$@" 2>/dev/null && return 0
+		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 2
+		[ "${EPOCHREALTIME/[.,]/}" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+_gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# on_cleanup CMD...: the EXIT trap runs CMD (with its words as they are now)
+# after it stopped the test's processes and unmounted its mounts, before it
+# removes $T.  Hooks run newest first, also when the test fails or dies; what
+# they print is shown, their exit status ignored.
+on_cleanup() { _HOOKS+=("$(printf '%q ' "$@")"); }
+
 _cleanup() {
 	local rc=$?
-	local p m
+	local p m i
 	for p in "${_PIDS[@]}"; do
 		kill -TERM "$p" 2>/dev/null
 	done
 	for p in "${_PIDS[@]}"; do
-		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$p" 2>/dev/null
+		_poll "" 5 _gone "$p" || kill -KILL "$p" 2>/dev/null
 	done
 	for m in "${_MOUNTS[@]}" "$MNT"; do
 		if grep -qs " $m fuse" /proc/mounts; then
@@ -54,6 +75,9 @@ _cleanup() {
 			abort_fuse_conn "$m"
 			fusermount3 -u "$m" 2>/dev/null || fusermount3 -u -z "$m" 2>/dev/null || umount -l "$m" 2>/dev/null
 		fi
+	done
+	for ((i = ${#_HOOKS[@]} - 1; i >= 0; i--)); do
+		eval "${_HOOKS[i]}"
 	done
 	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -f "$DAEMON_LOG" ]; then
 		echo "--- daemon log ($DAEMON_LOG) ---"
@@ -106,6 +130,62 @@ check_eq() {
 # die MESSAGE: fail now (cleanup still runs).
 die() { echo "not ok - $*"; exit 1; }
 
+# wait_until [--pid PID] SECONDS DESCRIPTION COMMAND...: waits until COMMAND
+# succeeds, running it every 0.1 s for at most SECONDS (its stderr is
+# discarded).  Quiet when it succeeds; otherwise the test fails with "timed
+# out after SECONDS s waiting until DESCRIPTION" (or, with --pid, as soon as
+# process PID has exited: "gave up waiting until DESCRIPTION") and it returns
+# 1: add `|| exit 1' where the test cannot go on.
+wait_until() {
+	local pid='' secs what
+	if [ "$1" = --pid ]; then
+		pid=$2
+		shift 2
+	fi
+	secs=$1 what=$2
+	shift 2
+	_poll "$pid" "$secs" "$@"
+	case $? in
+	0) return 0 ;;
+	1) fail "timed out after $secs s waiting until $what" ;;
+	*) fail "gave up waiting until $what: process $pid exited" ;;
+	esac
+	return 1
+}
+
+# errno_message NAME: prints the C library's message for the errno NAME
+# (ENOENT: "No such file or directory"), what a command prints for it.
+# Fails for a name the system does not know.
+errno_message() {
+	python3 -c 'import errno, os, sys; print(os.strerror(getattr(errno, sys.argv[1])))' "$1" 2>/dev/null
+}
+
+# expect_errno DESCRIPTION ERRNO COMMAND...: COMMAND (a file operation: stat,
+# mkdir, ls, a function...) must fail with ERRNO (ENOENT, EROFS, EACCES,
+# ENOTCONN...): a non-zero exit status and the message of ERRNO on its stderr
+# (it runs in the C locale).  One pass or fail.
+expect_errno() {
+	local d=$1 name=$2 msg
+	shift 2
+	msg=$(errno_message "$name") || die "expect_errno: unknown errno name \`$name'"
+	if LC_ALL=C "$@" >/dev/null 2>"$T/errno.err"; then
+		fail "$d: succeeded, expected $name"
+	elif grep -qF -- "$msg" "$T/errno.err"; then
+		pass "$d: $name"
+	else
+		fail "$d: expected $name ($msg), got: $(cat "$T/errno.err")"
+	fi
+}
+
+# as_nobody CMD...: runs CMD as the user nobody, group nogroup and no
+# supplementary group (setpriv).  as_nobody_in GROUP CMD...: the same with
+# GROUP as its one supplementary group.
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$@"; }
+as_nobody_in() { setpriv --reuid=nobody --regid=nogroup --groups="$1" -- "${@:2}"; }
+
+# unit_setting KEY: the value of the last KEY= line of contrib/plugfs.service.
+unit_setting() { grep -E "^$1=" "$PLUGFS_SOURCE_DIR/contrib/plugfs.service" | tail -n 1 | cut -d= -f2-; }
+
 # write_config [EXTRA INI LINES...]: the config every test starts from.
 # Extra lines are appended verbatim, e.g. "[log]" "level = debug".
 write_config() {
@@ -131,6 +211,12 @@ INI
 }
 
 is_mounted() { grep -qs " $1 fuse" /proc/mounts; }
+# mount_answers MNT: a plugfs mount at MNT answers.  statfs is never answered
+# from a cache: a dead mount left by a killed daemon fails it until a new
+# daemon replaced it.
+mount_answers() {
+	is_mounted "$1" && stat -f "$1" >/dev/null 2>&1 && stat "$1/plugins" >/dev/null 2>&1
+}
 
 # start_daemon [ARGS...]: starts `plugfs -c $CFG mount ARGS` and waits (60 s)
 # until the mount answers.  Sets DAEMON_PID.
@@ -138,17 +224,19 @@ start_daemon() {
 	"$PLUGFS_BIN" -c "$CFG" mount "$@" >>"$DAEMON_LOG" 2>&1 &
 	DAEMON_PID=$!
 	_PIDS+=("$DAEMON_PID")
-	for _ in $(seq 600); do
-		# statfs is never answered from a cache: a dead mount left by a
-		# killed daemon fails it until the new daemon replaced it.
-		if is_mounted "$MNT" && stat -f "$MNT" >/dev/null 2>&1 &&
-			stat "$MNT/plugins" >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$DAEMON_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	die "daemon did not come up (pid $DAEMON_PID)"
+	wait_until --pid "$DAEMON_PID" 60 "the daemon (pid $DAEMON_PID) serves $MNT" \
+		mount_answers "$MNT" || exit 1
+}
+
+# mount_to_exit LOG [ARGS...]: `plugfs -c $CFG mount ARGS` that is expected
+# not to come up: runs it (stopped by the EXIT trap should it keep running),
+# its output in LOG, and returns its exit status.
+mount_to_exit() {
+	local pid
+	"$PLUGFS_BIN" -c "$CFG" mount "${@:2}" >"$1" 2>&1 &
+	pid=$!
+	_PIDS+=("$pid")
+	wait "$pid"
 }
 
 # stop_daemon: SIGTERM, expects exit code 0 and the mount gone.
@@ -187,6 +275,9 @@ demo_connect() { "$PLUGFS_DEMO_PLUGIN" --connect "$1"; }
 # harness CMD ARGS...: fs-harness on this test's state file and types, e.g.
 # `harness register csi-node ebs a0 /run/a0/csi.sock 1.0` (offline).
 harness() { "$FS_HARNESS" "$1" -s "$STATE" -t csi-controller -t csi-node "${@:2}"; }
+# state_register TYPE NAME ALLOC SOCKET [VERSION]: adds a registration to the
+# state file offline (fs-harness register); the test dies when it cannot.
+state_register() { harness register "$@" || die "cannot prepare the state: register $*"; }
 
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }

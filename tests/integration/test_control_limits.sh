@@ -12,15 +12,6 @@ require_fuse
 N=csi-node
 STATUS='{"op":"status","id":"s"}'
 
-# until_file_has FILE REGEX: waits (30 s) until a line of FILE matches.
-until_file_has() {
-	for _ in $(seq 300); do
-		grep -Eq "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # holder NAME: a raw client that asks for status once and then stays
 # connected without a byte more (ctlraw --hold); answers go to $T/NAME.out.
 # Waits until the daemon answered, so the client is accepted and counted.
@@ -29,7 +20,8 @@ holder() {
 	printf '%s\n' "$STATUS" | "$CTLRAW" --hold "$CTL" 120 >"$T/$1.out" 2>"$T/$1.err" &
 	HOLDER_PID=$!
 	_PIDS+=("$HOLDER_PID")
-	until_file_has "$T/$1.out" '"id":"s"' || die "$1: the daemon never answered its status request"
+	wait_until --pid "$HOLDER_PID" 30 "the daemon answered $1's status request" \
+		grep -q '"id":"s"' "$T/$1.out" || exit 1
 }
 
 # expect_unavailable DESC FILE REGEX: FILE's last line is an `unavailable`
@@ -88,12 +80,9 @@ mount_serves "while full"
 # Free a slot: the daemon notices the close on its own; poll until list works.
 kill -TERM "$h1"
 wait "$h1" 2>/dev/null
-ok=
-for _ in $(seq 300); do
-	if plugfs list --json >"$T/list-free.json" 2>"$T/list-free.err"; then ok=1; break; fi
-	sleep 0.1
-done
-check "plugfs list works again once a slot is free" test -n "$ok"
+list_into() { plugfs list --json >"$1"; }
+wait_until 30 "a freed slot serves plugfs list" list_into "$T/list-free.json"
+check "plugfs list works again once a slot is free" test $? -eq 0
 check_eq "the registry is unchanged" "$before" "$(tree_of_json <"$T/list-free.json")"
 check "the second holder is still connected" kill -0 "$h2"
 mount_serves "after a slot was freed"
@@ -110,12 +99,7 @@ check "the registration survived the restart" grep -q "^$N ebs active=" <<<"$bef
 plugfs_bg watch --json >"$T/watch.out" 2>"$T/watch.err" &
 wpid=$!
 _PIDS+=("$wpid")
-ok=
-for _ in $(seq 300); do
-	[ "$(plugfs status --json 2>/dev/null | jq .watchers)" = 1 ] && { ok=1; break; }
-	sleep 0.1
-done
-[ -n "$ok" ] || die "the daemon never counted the watcher"
+wait_until 30 "the daemon counts the watcher" watchers_are 1 || exit 1
 
 # An idle client that never sent a byte: closed by the daemon within 30 s
 # (ctlraw fails when the connection stays open longer), not before 1 s.
@@ -152,7 +136,8 @@ mount_serves "with idle_timeout"
 # And it still works: a registration reaches it.
 demo a1
 reg $N other a1
-until_file_has "$T/watch.out" '"event":"registered".*"name":"other"|"name":"other".*"event":"registered"'
+wait_until 30 "the watcher printed the registration of other" grep -Eq \
+	'"event":"registered".*"name":"other"|"name":"other".*"event":"registered"' "$T/watch.out"
 check "the watcher gets the next event" test $? -eq 0
 kill -TERM "$wpid"
 wait "$wpid" 2>/dev/null

@@ -22,58 +22,56 @@ check_eq "the control socket is 0660 root:daemon" "660 root daemon socket" "$st"
 # Copies of the binaries where nobody can run them, wherever the build is.
 install -m 0755 "$PLUGFS_BIN" "$T/plugfs"
 install -m 0755 "$CTLRAW" "$T/ctlraw"
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$T/plugfs" -c "$CFG" "$@"; }
-as_member() { setpriv --reuid=nobody --regid=nogroup --groups=daemon -- "$T/plugfs" -c "$CFG" "$@"; }
+# The CLI as nobody, and as nobody with daemon as a supplementary group.
+nobody_cli() { as_nobody "$T/plugfs" -c "$CFG" "$@"; }
+member_cli() { as_nobody_in daemon "$T/plugfs" -c "$CFG" "$@"; }
 
 reg csi-node kept a0
 before=$(plugfs list --json)
 
 # Not in the group: cannot even connect to a 0660 socket.
-as_nobody list >/dev/null 2>"$T/err"
+nobody_cli list >/dev/null 2>"$T/err"
 check_eq "a non-member cannot connect (exit 3)" 3 $?
 check "the message names the socket" grep -q "$CTL" "$T/err"
 
 # An admin opens the socket for reading to everyone: reads work, mutations
 # are refused with permission_denied and change nothing.
 chmod 0666 "$CTL"
-out=$(as_nobody list --json)
+out=$(nobody_cli list --json)
 check_eq "list works for nobody" 0 $?
 check_eq "nobody's list shows the registry" "$before" "$out"
-as_nobody show csi-node kept >/dev/null
+nobody_cli show csi-node kept >/dev/null
 check_eq "show works for nobody" 0 $?
-as_nobody status >/dev/null
+nobody_cli status >/dev/null
 check_eq "status works for nobody" 0 $?
-as_nobody register --type csi-node --name evil --alloc x --socket "$(sock_of a0)" 2>"$T/err"
+nobody_cli register --type csi-node --name evil --alloc x --socket "$(sock_of a0)" 2>"$T/err"
 check_eq "register by nobody exits 1" 1 $?
 check "register by nobody: permission_denied naming the rule" \
 	grep -q "permission_denied: register: changes need uid 0 or membership in group \`daemon' (control.group); this client runs as uid 65534" "$T/err"
-as_nobody deregister --type csi-node --name kept --alloc a0 2>"$T/err"
+nobody_cli deregister --type csi-node --name kept --alloc a0 2>"$T/err"
 check_eq "deregister by nobody exits 1" 1 $?
 check "deregister by nobody: permission_denied" grep -q 'permission_denied: deregister:' "$T/err"
-as_nobody deregister --alloc a0 2>"$T/err"
+nobody_cli deregister --alloc a0 2>"$T/err"
 check_eq "deregister --alloc by nobody exits 1" 1 $?
 # Through the raw socket as well.
 out=$(printf '{"op":"register","types":["csi-node"],"name":"evil","alloc":"x","socket":"/x"}\n' |
-	setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$T/ctlraw" "$CTL" | jq -r .error.code)
+	as_nobody "$T/ctlraw" "$CTL" | jq -r .error.code)
 check_eq "raw register by nobody: permission_denied" permission_denied "$out"
 check_eq "nothing changed" "$before" "$(plugfs list --json)"
 check "no directory for the rejected plugin" test ! -e "$MNT/plugins/csi-node/evil"
 
 # A supplementary member of control.group may change things.
-as_member register --type csi-node --name member --alloc a0 --socket "$(sock_of a0)" >/dev/null 2>"$T/err"
+member_cli register --type csi-node --name member --alloc a0 --socket "$(sock_of a0)" >/dev/null 2>"$T/err"
 check_eq "a supplementary member of control.group may register" 0 $?
 check_eq "the member's registration is live" a0 "$(demo_connect "$MNT/plugins/csi-node/member/csi.sock")"
-as_member deregister --alloc a0 >/dev/null
+member_cli deregister --alloc a0 >/dev/null
 check_eq "a member may deregister" 0 $?
 check "the member's deregistration removed everything of a0" test ! -e "$MNT/plugins/csi-node/kept"
 
 # An unknown group is a clear start error.
 stop_daemon
 sed -i "s|^group = daemon\$|group = plugfs-no-such-group|" "$CFG"
-"$PLUGFS_BIN" -c "$CFG" mount >"$T/start.out" 2>&1 &
-pid=$!
-_PIDS+=("$pid")
-wait $pid
+mount_to_exit "$T/start.out"
 check "a daemon with an unknown control.group does not start" test $? -ne 0
 check "the error names the group" grep -q "unknown group \`plugfs-no-such-group'" "$T/start.out"
 check "no mount is left" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"

@@ -14,10 +14,7 @@ check_eq "nothing else was left next to it" "ctl.sock" "$(cd "$T" && ls -d ctl.s
 # A second daemon (another mountpoint, same control socket) must not take
 # the live socket over.
 mkdir -p "$T/mnt2"
-"$PLUGFS_BIN" -c "$CFG" mount --mountpoint "$T/mnt2" >"$T/second.log" 2>&1 &
-pid=$!
-_PIDS+=("$pid")
-wait $pid
+mount_to_exit "$T/second.log" --mountpoint "$T/mnt2"
 check "a second daemon on a live control socket fails to start" test $? -ne 0
 check "it says a daemon is answering there" grep -q "a daemon is answering on $CTL" "$T/second.log"
 check "it left no mount behind" bash -c "! grep -qs ' $T/mnt2 fuse' /proc/mounts"
@@ -41,10 +38,7 @@ check "a clean stop removes the socket" test ! -e "$CTL"
 
 # A regular file at the path is never replaced.
 echo precious >"$CTL"
-"$PLUGFS_BIN" -c "$CFG" mount >"$T/file.log" 2>&1 &
-pid=$!
-_PIDS+=("$pid")
-wait $pid
+mount_to_exit "$T/file.log"
 check "a daemon does not start over a regular file" test $? -ne 0
 check "it says the path is not a socket" grep -q "$CTL exists and is not a socket; refusing to replace it" "$T/file.log"
 check_eq "the file is untouched" precious "$(cat "$CTL")"

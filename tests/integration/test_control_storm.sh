@@ -14,10 +14,7 @@ start_daemon
 plugfs_bg watch --json >"$T/storm-events.json" 2>&1 &
 watch_pid=$!
 _PIDS+=("$watch_pid")
-for _ in $(seq 600); do
-	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
-	sleep 0.1
-done
+wait_until 60 "the daemon counts the watcher" watchers_are 1
 check_eq "the watcher is connected before the storm" 1 "$(plugfs status --json | jq .watchers)"
 
 start=$(date +%s)

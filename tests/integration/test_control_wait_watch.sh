@@ -12,16 +12,6 @@ demo a0 a1
 
 N=csi-node
 
-# until_clients N: waits (60 s) until the daemon counts N clients, the
-# status request that asks included.
-until_clients() {
-	for _ in $(seq 600); do
-		[ "$(plugfs status --json | jq .clients)" -ge "$1" ] && return 0
-		sleep 0.1
-	done
-	fail "the daemon never counted $1 clients"
-}
-
 # --- wait ---
 start=$(date +%s%N)
 plugfs wait $N late --timeout 1 >"$T/wait1.out" 2>"$T/wait1.err"
@@ -35,7 +25,7 @@ plugfs_bg wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
 wpid=$!
 _PIDS+=("$wpid")
 # Until the daemon has the waiter (status counts itself and the waiter).
-until_clients 2
+wait_until 60 "the daemon counts the waiter" clients_at_least 2
 check "wait is still waiting before the registration" kill -0 $wpid
 start=$(date +%s%N)
 reg $N late a0
@@ -58,7 +48,7 @@ _PIDS+=("$p1")
 plugfs_bg wait $N w2 --timeout 30 >/dev/null 2>&1 &
 p2=$!
 _PIDS+=("$p2")
-until_clients 3
+wait_until 60 "the daemon counts both waiters" clients_at_least 3
 plugfs status >/dev/null
 check_eq "status is answered while waits are pending" 0 $?
 reg $N w2 a1
@@ -80,10 +70,7 @@ plugfs_bg watch >"$T/watch.txt" 2>&1 &
 watch_txt_pid=$!
 _PIDS+=("$watch_txt_pid")
 # Until the watchers are connected, status counts them.
-for _ in $(seq 600); do
-	[ "$(plugfs status --json | jq .watchers)" = 3 ] && break
-	sleep 0.1
-done
+wait_until 60 "the daemon counts three watchers" watchers_are 3
 check_eq "three watchers are connected" 3 "$(plugfs status --json | jq .watchers)"
 
 reg $N ev a0
@@ -97,11 +84,11 @@ plugfs register --type csi-controller --name evc --alloc a0 --socket "$(sock_of 
 plugfs deregister --alloc a0 >/dev/null
 plugfs register --type $N --name sentinel --alloc a1 --socket "$(sock_of a1)" >/dev/null
 # Each watcher has printed its last event before it is stopped.
-for _ in $(seq 600); do
+printed_all() {
 	grep -q sentinel "$T/watch.json" && grep -q sentinel "$T/watch.txt" &&
-		[ "$(wc -l <"$T/watch-ctrl.json")" -ge 4 ] && break
-	sleep 0.1
-done
+		[ "$(wc -l <"$T/watch-ctrl.json")" -ge 4 ]
+}
+wait_until 60 "every watcher printed its last event" printed_all
 kill $watch_pid $watch_ctrl_pid $watch_txt_pid
 wait $watch_pid $watch_ctrl_pid $watch_txt_pid 2>/dev/null
 
@@ -143,10 +130,7 @@ check_eq "human watch has one line per event" "$(wc -l <"$T/watch.json")" "$(wc 
 plugfs_bg watch >/dev/null 2>"$T/watch-gone.err" &
 wpid=$!
 _PIDS+=("$wpid")
-for _ in $(seq 600); do
-	[ "$(plugfs status --json | jq .watchers)" = 1 ] && break
-	sleep 0.1
-done
+wait_until 60 "the daemon counts the last watcher" watchers_are 1
 check_eq "the last watcher is connected" 1 "$(plugfs status --json | jq .watchers)"
 stop_daemon
 wait $wpid

@@ -149,11 +149,10 @@ sed "s|^ExecStart=/usr/bin/plugfs |ExecStart=$PLUGFS_BIN |" "$U" >"$T/plugfs.ser
 MANPATH=$T/man systemd-analyze verify "$T/plugfs.service" >"$T/verify" 2>&1
 check_eq "systemd-analyze verify plugfs.service (man pages included) exits 0" 0 $?
 check_eq "systemd-analyze verify prints nothing" "" "$(grep -v '^$' "$T/verify")"
-unit() { grep -E "^$1=" "$U" | tail -n 1 | cut -d= -f2-; }
-check_eq "unit: Type=notify" "notify" "$(unit Type)"
-check_eq "unit: ExecStart runs plugfs mount" "/usr/bin/plugfs mount" "$(unit ExecStart)"
-check_eq "unit: Restart=on-failure" "on-failure" "$(unit Restart)"
-check_eq "unit: DeviceAllow /dev/fuse" "/dev/fuse rw" "$(unit DeviceAllow)"
+check_eq "unit: Type=notify" "notify" "$(unit_setting Type)"
+check_eq "unit: ExecStart runs plugfs mount" "/usr/bin/plugfs mount" "$(unit_setting ExecStart)"
+check_eq "unit: Restart=on-failure" "on-failure" "$(unit_setting Restart)"
+check_eq "unit: DeviceAllow /dev/fuse" "/dev/fuse rw" "$(unit_setting DeviceAllow)"
 check "unit: CAP_SYS_ADMIN kept for mount(2)" grep -q '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$U"
 check "unit: stale mount detached after stop" grep -q '^ExecStopPost=-/bin/fusermount3 -u -z /run/plugfs$' "$U"
 check "unit: ordered before consumers" grep -q '^Before=.*nomad.service.*docker.service' "$U"

@@ -10,14 +10,12 @@ for tool in strace setpriv systemd-analyze; do
 	command -v "$tool" >/dev/null || die "$tool is not installed (bash contrib/install-deps.sh)"
 done
 SRC=$PLUGFS_SOURCE_DIR
-U=$SRC/contrib/plugfs.service
 
 # --- what the unit allows ---
-unit() { grep -E "^$1=" "$U" | tail -n 1 | cut -d= -f2-; }
-caps=$(unit CapabilityBoundingSet)
-filter=$(unit SystemCallFilter)
+caps=$(unit_setting CapabilityBoundingSet)
+filter=$(unit_setting SystemCallFilter)
 [ -n "$caps" ] && [ -n "$filter" ] || die "the unit has no CapabilityBoundingSet= or SystemCallFilter="
-check_eq "unit: NoNewPrivileges=yes" yes "$(unit NoNewPrivileges)"
+check_eq "unit: NoNewPrivileges=yes" yes "$(unit_setting NoNewPrivileges)"
 # setpriv's form of the bounding set: -all,+sys_admin,+chown
 bset=-all
 for c in $caps; do
@@ -68,12 +66,7 @@ sed -i "s/^socket = .*/&\ngroup = daemon/" "$CFG"
 (confined daemon "$REL" -c "$CFG" mount) >>"$DAEMON_LOG" 2>&1 &
 SPID=$! # strace
 _PIDS+=("$SPID")
-for _ in $(seq 100); do
-	is_mounted "$MNT" && stat "$MNT/plugins" >/dev/null 2>&1 && break
-	kill -0 "$SPID" 2>/dev/null || break
-	sleep 0.1
-done
-is_mounted "$MNT" || die "the confined daemon did not mount"
+wait_until --pid "$SPID" 30 "the confined daemon serves $MNT" mount_answers "$MNT" || exit 1
 DPID=$(pgrep -P "$SPID" | head -n 1)
 [ -n "$DPID" ] || die "no daemon under strace"
 check_eq "the traced process is plugfs" "$REL" "$(readlink "/proc/$DPID/exe")"
@@ -106,11 +99,11 @@ check_eq "every system call of the daemon is in the unit's SystemCallFilter" "" 
 "$REL" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
 KPID=$!
 _PIDS+=("$KPID")
-for _ in $(seq 100); do is_mounted "$MNT" && break; sleep 0.1; done
+wait_until --pid "$KPID" 30 "the daemon (pid $KPID) serves $MNT" mount_answers "$MNT"
 kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null
 check "SIGKILL leaves the mount behind" is_mounted "$MNT"
-stop_post=$(unit ExecStopPost)
+stop_post=$(unit_setting ExecStopPost)
 stop_post=${stop_post#-}
 # shellcheck disable=SC2086
 set -- ${stop_post/\/run\/plugfs/$MNT}

@@ -8,9 +8,9 @@ require_fuse
 write_config
 
 S=$T/sockets
-harness register csi-node ebs a0 "$S/a0/csi.sock" 1.0 || die "prepare state"
-harness register csi-node ebs a1 "$S/a1/csi.sock" 1.1 || die "prepare state"
-harness register csi-controller nfs n0 "$S/n0/csi.sock" || die "prepare state"
+state_register csi-node ebs a0 "$S/a0/csi.sock" 1.0
+state_register csi-node ebs a1 "$S/a1/csi.sock" 1.1
+state_register csi-controller nfs n0 "$S/n0/csi.sock"
 
 inodes() { (cd "$MNT" && find . | sort | while read -r p; do stat -c '%n %i %F' "$p"; done); }
 
@@ -32,14 +32,14 @@ check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /
 sed -i -e 's/^cache_timeout = 60/cache_timeout = 5/' -e 's/^allow_other = true/allow_other = false/' "$CFG"
 printf '[log]\nlevel = debug\n' >>"$CFG"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 600); do grep -q "reloaded" "$DAEMON_LOG" && break; sleep 0.1; done
+wait_until 60 "the daemon logs the reload" grep -q "reloaded" "$DAEMON_LOG"
 check "SIGHUP applies the log level" grep -q "log level is now debug" "$DAEMON_LOG"
 check "SIGHUP applies cache_timeout" grep -q "cache_timeout is now 5s" "$DAEMON_LOG"
 check "SIGHUP names what needs a restart" grep -q "\[mount\] allow_other changed; restart" "$DAEMON_LOG"
 check "the daemon survives SIGHUP" kill -0 "$DAEMON_PID"
 printf '[bogus]\n' >>"$CFG"
 kill -HUP "$DAEMON_PID"
-for _ in $(seq 600); do grep -q "reload failed" "$DAEMON_LOG" && break; sleep 0.1; done
+wait_until 60 "the daemon logs the failed reload" grep -q "reload failed" "$DAEMON_LOG"
 check "a bad config on SIGHUP is reported and the running one kept" grep -q "reload failed, keeping the running config" "$DAEMON_LOG"
 write_config
 
@@ -52,8 +52,7 @@ check_eq "after a restart: same tree, same inode numbers" "$tree1" "$(inodes)"
 # kill -9: the mount is left dead (ENOTCONN); a new start recovers it.
 kill -KILL "$DAEMON_PID"
 wait "$DAEMON_PID" 2>/dev/null
-check "after kill -9 the mount answers ENOTCONN" \
-	bash -c "stat -f '$MNT' 2>&1 | grep -q 'Transport endpoint is not connected'"
+expect_errno "after kill -9 the mount answers" ENOTCONN stat -f "$MNT"
 start_daemon
 check "the stale mount was detached" grep -q "detached a stale fuse.plugfs mount at $MNT" "$DAEMON_LOG"
 check_eq "one plugfs mount at the mountpoint" 1 "$(grep -c " $MNT fuse.plugfs" /proc/mounts)"
@@ -115,7 +114,7 @@ notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION
 	"$FS_HARNESS" notify-recv "$1" 90 >"$T/notify.out" 2>&1 &
 	rpid=$!
 	_PIDS+=("$rpid")
-	for _ in $(seq 600); do grep -q listening "$T/notify.out" && break; sleep 0.1; done
+	wait_until --pid "$rpid" 60 "fs-harness notify-recv listens on $1" grep -q listening "$T/notify.out"
 	NOTIFY_SOCKET=$1 start_daemon
 	wait "$rpid"
 	check "$2: READY=1 received" grep -qx "READY=1" "$T/notify.out"
@@ -164,7 +163,7 @@ check_eq "no /dev/fuse: one line" 1 "$(wc -l <"$T/err.out")"
 pid=$!
 _PIDS+=("$pid")
 _MOUNTS+=("$T/deep/er/mnt")
-for _ in $(seq 600); do stat "$T/deep/er/mnt/plugins" >/dev/null 2>&1 && break; sleep 0.1; done
+wait_until --pid "$pid" 60 "the daemon serves $T/deep/er/mnt" mount_answers "$T/deep/er/mnt"
 check_eq "--mountpoint: parents created 0755, tree served" "755 755 ebs" \
 	"$(stat -c %a "$T/deep") $(stat -c %a "$T/deep/er") $(ls "$T/deep/er/mnt/plugins/csi-node")"
 kill -TERM "$pid"

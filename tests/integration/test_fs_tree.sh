@@ -7,18 +7,17 @@ require_fuse
 write_config
 
 S=$T/sockets
-reg() { harness register "$@" || die "cannot prepare the state: register $*"; }
-reg csi-node ebs a0 "$S/a0/csi.sock" 1.0.0
-reg csi-node ebs a1 "$S/a1/csi.sock" 1.1.0
-reg csi-controller ebs a1 "$S/a1/csi.sock" 1.1.0
-reg csi-node nfs n0 "$S/n0/csi.sock"
 # The longest target a registration may have (PATH_MAX - 1 = 4095 bytes, in
 # 255-byte components): readlink must hand it over whole, never more.
 comp=$(printf 'c%.0s' $(seq 254))
 long=""
 while [ $((${#long} + 255)) -le 4095 ]; do long+="/$comp"; done
 long+=/$(printf 'x%.0s' $(seq $((4095 - ${#long} - 1))))
-reg csi-node big b0 "$long"
+state_register csi-node ebs a0 "$S/a0/csi.sock" 1.0.0
+state_register csi-node ebs a1 "$S/a1/csi.sock" 1.1.0
+state_register csi-controller ebs a1 "$S/a1/csi.sock" 1.1.0
+state_register csi-node nfs n0 "$S/n0/csi.sock"
+state_register csi-node big b0 "$long"
 start_demo_plugin "$S/a0/csi.sock" a0
 start_demo_plugin "$S/a1/csi.sock" a1
 start_demo_plugin "$S/n0/csi.sock" n0
@@ -91,12 +90,7 @@ check_eq "connect via allocs/a0 reaches a0" a0 "$(demo_connect "$E/allocs/a0")"
 check_eq "connect via nfs csi.sock reaches n0" n0 "$(demo_connect "$P/csi-node/nfs/csi.sock")"
 
 # Anything not in the tree: ENOENT.
-enoent() { # DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@" 2>"$T/err"; then fail "$d: succeeded"; return; fi
-	check "$d: ENOENT" grep -q "No such file or directory" "$T/err"
-}
+enoent() { expect_errno "$1" ENOENT "${@:2}"; }
 enoent "unknown type" stat "$P/csi-nope"
 enoent "unknown plugin" stat "$P/csi-node/nope"
 enoent "unknown alloc" readlink -v "$E/allocs/zz"
@@ -104,12 +98,7 @@ enoent "unknown name at the root" stat "$MNT/other"
 enoent "a plugin under the wrong type" stat "$P/csi-controller/nfs"
 
 # Every mutating call: EROFS.
-erofs() { # DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@" 2>"$T/err"; then fail "$d: succeeded"; return; fi
-	check "$d: EROFS" grep -q "Read-only file system" "$T/err"
-}
+erofs() { expect_errno "$1" EROFS "${@:2}"; }
 erofs "mkdir" mkdir "$P/new"
 erofs "mkdir in a plugin" mkdir "$E/new"
 erofs "touch (create)" touch "$E/new"
