@@ -25,7 +25,6 @@
 
 #include "control_server_internal.h"
 #include "log.h"
-#include "version.h"
 
 /* A client whose unsent output passes OUT_STALL is not read from until it
  * drains; one (a watcher that stopped reading) passing OUT_MAX is dropped. */

@@ -231,6 +231,9 @@ static void test_errors(void **state)
 	assert_ok(r);
 	assert_int_equal(json_integer_value(json_object_get(r, "registrations")), 0);
 	assert_string_equal(json_string_value(json_object_get(r, "mountpoint")), "/mnt/test");
+	/* The version is the project's (project(VERSION) in CMakeLists.txt). */
+	assert_string_equal(json_string_value(json_object_get(r, "version")),
+			    PLUGFS_PROJECT_VERSION);
 	json_decref(r);
 }
 
