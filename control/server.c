@@ -88,27 +88,6 @@ struct control_server {
 	int64_t started_wall;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* --- the event queue (filled by the registry callback) --- */
 
 static void ev_item_free(struct ev_item *it)
@@ -208,7 +187,7 @@ static void client_flush(struct client *c)
 			return;
 		}
 		c->out_off += (size_t)n;
-		c->last_active = now_ms();
+		c->last_active = ctl_now_ms();
 	}
 	if (out_pending(c) == 0)
 		c->out_off = c->out_len = 0;
@@ -510,7 +489,7 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	}
 	c->wait_id = req->id ? json_incref(req->id) : NULL;
-	c->wait_deadline = req->timeout < 0 ? -1 : now_ms() + (int64_t)(req->timeout * 1000);
+	c->wait_deadline = req->timeout < 0 ? -1 : ctl_now_ms() + (int64_t)(req->timeout * 1000);
 	c->waiting = true;
 }
 
@@ -529,7 +508,7 @@ static void wait_done(struct control_server *srv, struct client *c, json_t *plug
 	c->wait_type = c->wait_name = NULL;
 	c->wait_id = NULL;
 	c->waiting = false;
-	c->last_active = now_ms();
+	c->last_active = ctl_now_ms();
 	/* Requests sent after the wait were held back; the loop serves them
 	 * (not from here: this may run inside process_events). */
 	c->resume = true;
@@ -591,7 +570,7 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
 		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
 		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",
-		      (json_int_t)((now_ms() - srv->started_mono) / 1000), "plugins",
+		      (json_int_t)((ctl_now_ms() - srv->started_mono) / 1000), "plugins",
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
 		      (json_int_t)getpid());
@@ -708,7 +687,7 @@ static void client_read(struct control_server *srv, struct client *c)
 			break;
 		}
 		ctl_linebuf_commit(&c->in, (size_t)n);
-		c->last_active = now_ms();
+		c->last_active = ctl_now_ms();
 		/* Serve between reads so that input stays bounded. */
 		serve_lines(srv, c);
 		if (c->dead || c->waiting || out_pending(c) > OUT_STALL)
@@ -838,7 +817,7 @@ static void accept_clients(struct control_server *srv)
 		c->fd = fd;
 		c->serial = ++srv->next_serial;
 		ctl_linebuf_init(&c->in, CONTROL_LINE_MAX);
-		c->last_active = now_ms();
+		c->last_active = ctl_now_ms();
 		if (ctl_peer_creds(fd, srv->gid, srv->have_group, &c->peer) != 0) {
 			log_warn("control: cannot read the peer's credentials: %s",
 				 strerror(errno));
@@ -856,7 +835,7 @@ static void accept_clients(struct control_server *srv)
 /* Expires waits and idle clients; returns the poll timeout in ms. */
 static int check_timers(struct control_server *srv)
 {
-	int64_t now = now_ms(), next = -1;
+	int64_t now = ctl_now_ms(), next = -1;
 
 	for (struct client *c = srv->clients; c; c = c->next) {
 		int64_t deadline = -1;
@@ -1046,12 +1025,12 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 
 	*out = NULL;
 	if (!reg || !opts || !opts->socket_path) {
-		seterr(err, errlen, "control: a registry and control.socket are required");
+		ctl_seterr(err, errlen, "control: a registry and control.socket are required");
 		return -EINVAL;
 	}
 	srv = calloc(1, sizeof(*srv));
 	if (!srv) {
-		seterr(err, errlen, "out of memory");
+		ctl_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	srv->reg = reg;
@@ -1067,10 +1046,10 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->group = strdup(opts->group ? opts->group : "");
 	if (!srv->socket_path || !srv->mountpoint || !srv->state_path || !srv->group) {
 		rc = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		ctl_seterr(err, errlen, "out of memory");
 		goto out;
 	}
-	srv->started_mono = now_ms();
+	srv->started_mono = ctl_now_ms();
 	srv->started_wall = time(NULL);
 	if (srv->group[0]) {
 		rc = ctl_resolve_group(srv->group, &srv->gid, err, errlen);
@@ -1081,7 +1060,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (srv->wake_fd < 0) {
 		rc = -errno;
-		seterr(err, errlen, "control: eventfd: %s", strerror(errno));
+		ctl_seterr(err, errlen, "control: eventfd: %s", strerror(errno));
 		goto out;
 	}
 	rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
@@ -1090,8 +1069,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		goto out;
 	rc = registry_subscribe(reg, on_event, srv);
 	if (rc < 0) {
-		seterr(err, errlen, "control: cannot subscribe to registry events: %s",
-		       strerror(-rc));
+		ctl_seterr(err, errlen, "control: cannot subscribe to registry events: %s",
+			   strerror(-rc));
 		goto out;
 	}
 	srv->sub_id = rc;
@@ -1101,7 +1080,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	rc = -pthread_create(&srv->thread, NULL, server_thread, srv);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		seterr(err, errlen, "control: cannot start the server thread: %s", strerror(-rc));
+		ctl_seterr(err, errlen, "control: cannot start the server thread: %s",
+			   strerror(-rc));
 		goto out;
 	}
 	srv->thread_started = true;
