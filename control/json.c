@@ -19,8 +19,16 @@ static bool set(json_t *obj, const char *key, json_t *value)
 	return value && json_object_set_new(obj, key, value) == 0;
 }
 
-/* A JSON string of s.  JSON strings are UTF-8: should s not be, its bytes
- * above 0x7f become `?' rather than the whole document failing. */
+/*
+ * A JSON string of s.  JSON strings are UTF-8 and json_string() refuses any
+ * other text.  The policy here: text that is valid UTF-8 goes out unchanged;
+ * for text that is not, every byte above 0x7f becomes `?', the bytes of its
+ * valid multi-byte characters included ("caf\xc3\xa9 \xff" gives "caf?? ?"),
+ * so that one bad value never fails the whole document.  This is one of
+ * several policies in the tree: the error messages of the protocol
+ * (message_string in request.c) replace only the bytes that are not UTF-8,
+ * and the CLI refuses such arguments outright.
+ */
 static json_t *string(const char *s)
 {
 	json_t *j = json_string(s);
