@@ -46,7 +46,6 @@ void ctl_unlink_if_ours(const char *path, dev_t dev, ino_t ino);
 struct ctl_peer {
 	pid_t pid;
 	uid_t uid;
-	gid_t gid;
 	bool may_mutate; /* uid 0, or the control group among its groups */
 };
 /* Credentials of the peer at connect() time (SO_PEERCRED, SO_PEERGROUPS). */

@@ -239,7 +239,6 @@ int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer)
 		return -errno;
 	peer->pid = uc.pid;
 	peer->uid = uc.uid;
-	peer->gid = uc.gid;
 	peer->may_mutate = uc.uid == 0 || (have_group && uc.gid == group);
 	if (peer->may_mutate || !have_group)
 		return 0;
