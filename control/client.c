@@ -2,32 +2,17 @@
 /* The client half of the control protocol, used by the CLI and tests. */
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "control_internal.h"
 
 /* Largest response line the client accepts (a full `list` can be big). */
 #define RESPONSE_MAX (256 * 1024 * 1024)
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 {
@@ -36,27 +21,28 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 
 	*fd_out = -1;
 	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
-		seterr(err, errlen,
-		       "cannot reach the plugfs daemon at %s: path too long for a "
-		       "Unix socket",
-		       path ? path : "(none)");
+		ctl_seterr(err, errlen,
+			   "cannot reach the plugfs daemon at %s: path too long for a "
+			   "Unix socket",
+			   path ? path : "(none)");
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
-		seterr(err, errlen, "socket(): %s", strerror(errno));
+		ctl_seterr(err, errlen, "socket(): %s", strerror(errno));
 		return rc;
 	}
 	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == EINTR)
 			continue;
 		rc = -errno;
-		seterr(err, errlen,
-		       "cannot reach the plugfs daemon at %s: %s (is `plugfs mount' running? the "
-		       "path comes from control.socket)",
-		       path, strerror(errno));
+		ctl_seterr(
+		    err, errlen,
+		    "cannot reach the plugfs daemon at %s: %s (is `plugfs mount' running? the "
+		    "path comes from control.socket)",
+		    path, strerror(errno));
 		close(fd);
 		return rc;
 	}
@@ -71,7 +57,7 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
 	int rc = 0;
 
 	if (!line) {
-		seterr(err, errlen, "cannot encode the request");
+		ctl_seterr(err, errlen, "cannot encode the request");
 		return -ENOMEM;
 	}
 	while (off < len) {
@@ -81,22 +67,14 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
-			seterr(err, errlen, "cannot send the request to the daemon: %s",
-			       strerror(errno));
+			ctl_seterr(err, errlen, "cannot send the request to the daemon: %s",
+				   strerror(errno));
 			break;
 		}
 		off += (size_t)n;
 	}
 	free(line);
 	return rc;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -106,7 +84,7 @@ static int64_t mono_ms(void)
  */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : ctl_now_ms() + timeout_ms;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	json_error_t jerr;
@@ -120,7 +98,7 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		ssize_t n;
 
 		if (deadline >= 0) {
-			int64_t left = deadline - mono_ms();
+			int64_t left = deadline - ctl_now_ms();
 
 			wait = left < 0 ? 0 : (int)left;
 		}
@@ -129,12 +107,13 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
-			seterr(err, errlen, "poll: %s", strerror(errno));
+			ctl_seterr(err, errlen, "poll: %s", strerror(errno));
 			goto out;
 		}
 		if (rc == 0) {
 			rc = -ETIMEDOUT;
-			seterr(err, errlen, "no answer from the daemon within %d ms", timeout_ms);
+			ctl_seterr(err, errlen, "no answer from the daemon within %d ms",
+				   timeout_ms);
 			goto out;
 		}
 		if (cap - len < 65536) {
@@ -142,15 +121,15 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 
 			if (cap >= RESPONSE_MAX) {
 				rc = -EMSGSIZE;
-				seterr(err, errlen, "answer from the daemon exceeds %d bytes",
-				       RESPONSE_MAX);
+				ctl_seterr(err, errlen, "answer from the daemon exceeds %d bytes",
+					   RESPONSE_MAX);
 				goto out;
 			}
 			cap = cap ? cap * 2 : 65536 * 2;
 			nbuf = realloc(buf, cap);
 			if (!nbuf) {
 				rc = -ENOMEM;
-				seterr(err, errlen, "out of memory");
+				ctl_seterr(err, errlen, "out of memory");
 				goto out;
 			}
 			buf = nbuf;
@@ -160,14 +139,14 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			rc = errno == ECONNRESET ? -EPIPE : -errno;
-			seterr(err, errlen, "lost the connection to the daemon: %s",
-			       strerror(errno));
+			ctl_seterr(err, errlen, "lost the connection to the daemon: %s",
+				   strerror(errno));
 			goto out;
 		}
 		if (n == 0) {
 			rc = -EPIPE;
-			seterr(err, errlen, "the daemon closed the connection%s",
-			       len ? " in the middle of an answer" : "");
+			ctl_seterr(err, errlen, "the daemon closed the connection%s",
+				   len ? " in the middle of an answer" : "");
 			goto out;
 		}
 		nl = memchr(buf + len, '\n', (size_t)n);
@@ -177,7 +156,7 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		n = recv(fd, buf + len, (size_t)n, 0);
 		if (n <= 0) {
 			rc = -EIO;
-			seterr(err, errlen, "lost the connection to the daemon");
+			ctl_seterr(err, errlen, "lost the connection to the daemon");
 			goto out;
 		}
 		len += (size_t)n;
@@ -189,8 +168,8 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		json_decref(*resp);
 		*resp = NULL;
 		rc = -EPROTO;
-		seterr(err, errlen, "the daemon sent something that is not a JSON object: %s",
-		       jerr.text);
+		ctl_seterr(err, errlen, "the daemon sent something that is not a JSON object: %s",
+			   jerr.text);
 		goto out;
 	}
 	rc = 0;
@@ -213,8 +192,7 @@ int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, c
 	return rc;
 }
 
-int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err,
-		     size_t errlen)
+int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err, size_t errlen)
 {
 	char rerr[256];
 	int rc;

@@ -10,8 +10,18 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "control.h"
+
+/* --- helpers (util.c) --- */
+
+/* Writes the printf-style message into err (nothing when errlen is 0); the
+ * error half of the `-errno` plus message convention. */
+void ctl_seterr(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* CLOCK_MONOTONIC in milliseconds: deadlines and idle times. */
+int64_t ctl_now_ms(void);
 
 /* --- line framing --- */
 
@@ -43,7 +53,7 @@ void ctl_linebuf_free(struct ctl_linebuf *lb);
 char *ctl_linebuf_space(struct ctl_linebuf *lb, size_t want, size_t *avail);
 /* n bytes were written at the pointer ctl_linebuf_space returned. */
 void ctl_linebuf_commit(struct ctl_linebuf *lb, size_t n);
-/* Appends bytes (tests and the client). 0 or -ENOMEM. */
+/* Appends bytes (the unit tests feed it this way). 0 or -ENOMEM. */
 int ctl_linebuf_append(struct ctl_linebuf *lb, const void *data, size_t n);
 /* The next line.  The pointer stays valid until the next call that changes
  * lb.  A trailing '\r' is kept (the JSON parser treats it as whitespace). */

@@ -1,13 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to control/: socket file creation and peer credentials. */
+/*
+ * Private to control/: the daemon half of the control socket.
+ *
+ *   server.c  the server thread: the poll() loop, timers, start and stop
+ *   conn.c    per-client connections: accept, read, serve lines, send
+ *   ops.c     the operations: register, deregister, list, show, wait,
+ *             watch, status
+ *   events.c  the event queue the registry callback fills; watchers, waits
+ *   listen.c  the socket file and the peer's credentials
+ *
+ * Threads: everything here runs on the server thread, except
+ * ctl_events_on_registry(), which runs on the thread that committed a
+ * registry change, with the registry mutex held, and takes only q_lock
+ * (lock order: registry mutex, then q_lock).  Nothing is written to a socket
+ * from the callback.
+ */
 #ifndef PLUGFS_CONTROL_SERVER_INTERNAL_H
 #define PLUGFS_CONTROL_SERVER_INTERNAL_H
 
+#include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "control_internal.h"
+
+/* --- the socket file and peers (listen.c) --- */
 
 /* Looks a group name up.  -ENOENT (message names the group) when unknown. */
 int ctl_resolve_group(const char *group, gid_t *gid, char *err, size_t errlen);
@@ -26,10 +46,136 @@ void ctl_unlink_if_ours(const char *path, dev_t dev, ino_t ino);
 struct ctl_peer {
 	pid_t pid;
 	uid_t uid;
-	gid_t gid;
 	bool may_mutate; /* uid 0, or the control group among its groups */
 };
 /* Credentials of the peer at connect() time (SO_PEERCRED, SO_PEERGROUPS). */
 int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer);
+
+/* --- the server and its clients --- */
+
+/* A client whose unsent output passes OUT_STALL is not read from until it
+ * drains; one (a watcher that stopped reading) passing OUT_MAX is dropped. */
+#define OUT_STALL (256 * 1024)
+#define OUT_MAX (8 * 1024 * 1024)
+
+/* One connection.  Owned by the server thread; created by ctl_conn_accept,
+ * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
+struct client {
+	struct client *next;
+	int fd;
+	unsigned long long serial;
+	struct ctl_peer peer;
+	struct ctl_linebuf in;
+	char *out;
+	size_t out_off, out_len, out_cap;
+	bool eof;     /* the client shut down its sending side */
+	bool closing; /* close once the output is flushed */
+	bool dead;    /* close now */
+	bool watching;
+	char **watch_types; /* NULL with watching: every type */
+	size_t n_watch_types;
+	bool waiting;
+	bool resume; /* a wait ended: serve the lines held back */
+	char *wait_type, *wait_name;
+	json_t *wait_id;
+	int64_t wait_deadline; /* monotonic ms, -1 = none */
+	int64_t last_active;   /* monotonic ms */
+};
+
+/* One committed registry change, queued for the server thread. */
+struct ev_item {
+	struct ev_item *next;
+	char *type, *name;
+	json_t *event;	/* the line watchers get */
+	json_t *plugin; /* the plugin after the change, when it has registrations */
+};
+
+struct control_server {
+	struct registry *reg;
+	char *socket_path, *mountpoint, *state_path, *group;
+	bool have_group;
+	gid_t gid;
+	unsigned max_clients, idle_timeout;
+	int listen_fd, wake_fd;
+	dev_t sock_dev;
+	ino_t sock_ino;
+	int sub_id;
+	pthread_t thread;
+	bool thread_started;
+
+	pthread_mutex_t q_lock; /* guards the fields up to the next blank line */
+	struct ev_item *q_head, **q_tail;
+	bool stop;
+	bool lost_events;
+
+	/* Owned by the server thread. */
+	struct client *clients;
+	size_t n_clients;
+	unsigned long long next_serial;
+	int64_t started_mono;
+	int64_t started_wall;
+};
+
+/* --- connections (conn.c) --- */
+
+/* Bytes queued for c and not sent yet. */
+static inline size_t ctl_out_pending(const struct client *c)
+{
+	return c->out_len - c->out_off;
+}
+
+/* Accepts every pending connection; one beyond max_clients gets one
+ * `unavailable' line and is closed. */
+void ctl_conn_accept(struct control_server *srv);
+/* Closes c's socket and frees it with everything it holds. */
+void ctl_conn_free(struct client *c);
+/* Marks c to be closed now; why (may be NULL) is logged at debug level. */
+void ctl_conn_kill(struct client *c, const char *why);
+/* Sends as much queued output as the socket takes without blocking. */
+void ctl_conn_flush(struct client *c);
+/* Queues n bytes for c and tries to send them; drops a client whose
+ * backlog would pass OUT_MAX. */
+void ctl_conn_write(struct client *c, const char *data, size_t n);
+/* Sends obj (may be NULL: out of memory) as one line and releases it. */
+void ctl_conn_send(struct client *c, json_t *obj);
+/* Sends {"ok":false,"error":{code, message}} with id (may be NULL). */
+void ctl_conn_send_error(struct client *c, json_t *id, enum ctl_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sends {"ok":true, key: val} with id; val is stolen.  key NULL: {"ok":true}. */
+void ctl_conn_send_ok(struct client *c, json_t *id, const char *key, json_t *val);
+/* Reads what c sent (a bounded number of reads) and serves it. */
+void ctl_conn_read(struct control_server *srv, struct client *c);
+/* Serves the complete lines read so far, one at a time, holding back while
+ * a wait is pending or the client is not reading its answers. */
+void ctl_conn_serve(struct control_server *srv, struct client *c);
+
+/* --- operations (ops.c) --- */
+
+/* Parses one request line, checks the peer may run it, runs it and answers. */
+void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
+			 size_t len);
+
+/* --- events, watchers and waits (events.c) --- */
+
+/* The registry callback (registry_subscribe, arg = srv): queues the change
+ * as JSON and wakes the server thread.  Any thread, registry mutex held. */
+void ctl_events_on_registry(const struct reg_event *ev, void *arg);
+/* Hands the queued events to watchers and pending waits, in commit order.
+ * When events were lost, every watcher is told and closed. */
+void ctl_events_deliver(struct control_server *srv);
+/* Frees the events still queued (at stop). */
+void ctl_events_drop_queue(struct control_server *srv);
+/* Makes c a watcher of the n types (n = 0: every type); replaces an earlier
+ * watch.  0 or -ENOMEM. */
+int ctl_watch_begin(struct client *c, const char *const *types, size_t n);
+/* Makes c wait for type/name, answering with id (borrowed, a reference is
+ * taken) after timeout seconds (< 0: never).  0 or -ENOMEM. */
+int ctl_wait_begin(struct client *c, const char *type, const char *name, json_t *id,
+		   double timeout);
+/* Ends c's wait: answers with plugin (borrowed), or with not_found when
+ * plugin is NULL (the timeout), and marks c to resume serving lines. */
+void ctl_wait_done(struct client *c, json_t *plugin);
+/* Frees c's watch and wait state. */
+void ctl_events_release(struct client *c);
 
 #endif

@@ -19,8 +19,16 @@ static bool set(json_t *obj, const char *key, json_t *value)
 	return value && json_object_set_new(obj, key, value) == 0;
 }
 
-/* A JSON string of s.  JSON strings are UTF-8: should s not be, its bytes
- * above 0x7f become `?' rather than the whole document failing. */
+/*
+ * A JSON string of s.  JSON strings are UTF-8 and json_string() refuses any
+ * other text.  The policy here: text that is valid UTF-8 goes out unchanged;
+ * for text that is not, every byte above 0x7f becomes `?', the bytes of its
+ * valid multi-byte characters included ("caf\xc3\xa9 \xff" gives "caf?? ?"),
+ * so that one bad value never fails the whole document.  This is one of
+ * several policies in the tree: the error messages of the protocol
+ * (message_string in request.c) replace only the bytes that are not UTF-8,
+ * and the CLI refuses such arguments outright.
+ */
 static json_t *string(const char *s)
 {
 	json_t *j = json_string(s);
@@ -62,84 +70,81 @@ void control_format_time(int64_t t, char *buf, size_t len)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+/* Appends item (a new reference, stolen even on failure) to arr; arr, or
+ * NULL with arr released when either is NULL or the append failed. */
+static json_t *append(json_t *arr, json_t *item)
+{
+	if (arr && json_array_append_new(arr, item) == 0)
+		return arr;
+	json_decref(arr);
+	return NULL;
+}
+
+/* The options of r as an object of strings. */
+static json_t *options_object(const struct registration *r)
+{
+	json_t *opts = json_object();
+
+	for (size_t i = 0; opts && i < r->n_options; i++) {
+		if (!set(opts, r->options[i].key, string(r->options[i].value))) {
+			json_decref(opts);
+			opts = NULL;
+		}
+	}
+	return opts;
+}
+
 json_t *control_json_registration(const struct registration *r)
 {
-	json_t *obj = json_object(), *opts = json_object();
+	json_t *obj = json_object();
 	char reg_at[32], upd_at[32];
 
-	if (!obj || !opts)
-		goto fail;
-	for (size_t i = 0; i < r->n_options; i++)
-		if (!set(opts, r->options[i].key, string(r->options[i].value)))
-			goto fail;
 	control_format_time(r->registered_at, reg_at, sizeof(reg_at));
 	control_format_time(r->updated_at, upd_at, sizeof(upd_at));
-	if (!set(obj, "alloc", string(r->alloc)) || !set(obj, "socket", string(r->socket)) ||
+	/* Each value is made only once the sets before it succeeded. */
+	if (!obj || !set(obj, "alloc", string(r->alloc)) ||
+	    !set(obj, "socket", string(r->socket)) ||
 	    !set(obj, "version", string(r->version ? r->version : "")) ||
-	    !set(obj, "kind", string_or_null(reg_kind_name(r->kind))))
-		goto fail;
-	/* obj owns opts from here, also when the set fails. */
-	if (!set(obj, "options", opts)) {
-		opts = NULL;
-		goto fail;
-	}
-	opts = NULL;
-	if (!set(obj, "seq", json_integer(r->seq)) ||
+	    !set(obj, "kind", string_or_null(reg_kind_name(r->kind))) ||
+	    !set(obj, "options", options_object(r)) || !set(obj, "seq", json_integer(r->seq)) ||
 	    !set(obj, "registered_at", json_string(reg_at)) ||
-	    !set(obj, "updated_at", json_string(upd_at)))
-		goto fail;
+	    !set(obj, "updated_at", json_string(upd_at))) {
+		json_decref(obj);
+		return NULL;
+	}
 	return obj;
-fail:
-	json_decref(opts);
-	json_decref(obj);
-	return NULL;
 }
 
 json_t *control_json_plugin(const struct reg_plugin *p)
 {
-	json_t *obj = json_object(), *regs = json_array();
+	json_t *obj = json_object(), *regs = NULL;
 
-	if (!obj || !regs)
-		goto fail;
-	for (size_t i = 0; i < p->n_regs; i++) {
-		json_t *r = control_json_registration(&p->regs[i]);
-
-		if (!r || json_array_append_new(regs, r) != 0)
-			goto fail;
-	}
-	if (!set(obj, "type", string(p->type)) || !set(obj, "name", string(p->name)) ||
+	if (!obj || !set(obj, "type", string(p->type)) || !set(obj, "name", string(p->name)) ||
 	    !set(obj, "active", string_or_null(p->n_regs ? p->regs[0].alloc : NULL)))
 		goto fail;
-	if (!set(obj, "registrations", regs)) {
-		regs = NULL;
+	regs = json_array();
+	for (size_t i = 0; regs && i < p->n_regs; i++)
+		regs = append(regs, control_json_registration(&p->regs[i]));
+	if (!set(obj, "registrations", regs))
 		goto fail;
-	}
 	return obj;
 fail:
-	json_decref(regs);
 	json_decref(obj);
 	return NULL;
 }
 
 json_t *control_json_snapshot(const struct reg_snapshot *s)
 {
-	json_t *obj = json_object(), *plugins = json_array();
+	json_t *obj = json_object(), *plugins = NULL;
 
-	if (!obj || !plugins)
-		goto fail;
-	for (size_t i = 0; i < s->n_plugins; i++) {
-		json_t *p = control_json_plugin(&s->plugins[i]);
-
-		if (!p || json_array_append_new(plugins, p) != 0)
-			goto fail;
-	}
+	if (!obj)
+		return NULL;
+	plugins = json_array();
+	for (size_t i = 0; plugins && i < s->n_plugins; i++)
+		plugins = append(plugins, control_json_plugin(&s->plugins[i]));
 	if (!set(obj, "plugins", plugins)) {
-		plugins = NULL;
-		goto fail;
+		json_decref(obj);
+		return NULL;
 	}
 	return obj;
-fail:
-	json_decref(plugins);
-	json_decref(obj);
-	return NULL;
 }

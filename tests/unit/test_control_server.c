@@ -231,6 +231,9 @@ static void test_errors(void **state)
 	assert_ok(r);
 	assert_int_equal(json_integer_value(json_object_get(r, "registrations")), 0);
 	assert_string_equal(json_string_value(json_object_get(r, "mountpoint")), "/mnt/test");
+	/* The version is the project's (project(VERSION) in CMakeLists.txt). */
+	assert_string_equal(json_string_value(json_object_get(r, "version")),
+			    PLUGFS_PROJECT_VERSION);
 	json_decref(r);
 }
 
@@ -264,6 +267,24 @@ static json_t *recv_one(int fd, int ms)
 	return r;
 }
 
+/* The next line on fd (within 5 s) is an ok answer. */
+static void recv_ok(int fd)
+{
+	json_t *r = recv_one(fd, 5000);
+
+	assert_ok(r);
+	json_decref(r);
+}
+
+/* The next line on fd (within 5 s) is error `code' with needle in its message. */
+static void recv_error(int fd, const char *code, const char *needle)
+{
+	json_t *r = recv_one(fd, 5000);
+
+	assert_error(r, code, needle);
+	json_decref(r);
+}
+
 /* Overlong line: an error, the rest of it discarded, the connection serves on. */
 static void test_overlong_line(void **state)
 {
@@ -280,21 +301,15 @@ static void test_overlong_line(void **state)
 	big[n] = '\n';
 	raw_send(fd, big, n + 1);
 	raw_send(fd, "{\"op\":\"status\",\"id\":\"after\"}\n", 29);
-	r = recv_one(fd, 5000);
-	assert_error(r, "invalid_argument", "longer than 65536 bytes");
-	json_decref(r);
+	recv_error(fd, "invalid_argument", "longer than 65536 bytes");
 	r = recv_one(fd, 5000);
 	assert_ok(r);
 	assert_string_equal(json_string_value(json_object_get(r, "id")), "after");
 	json_decref(r);
 	/* Malformed JSON, then a good request on the same connection. */
 	raw_send(fd, "{\"op\":\n{\"op\":\"list\"}\n", 21);
-	r = recv_one(fd, 5000);
-	assert_error(r, "invalid_argument", "malformed JSON");
-	json_decref(r);
-	r = recv_one(fd, 5000);
-	assert_ok(r);
-	json_decref(r);
+	recv_error(fd, "invalid_argument", "malformed JSON");
+	recv_ok(fd);
 	close(fd);
 	free(big);
 }
@@ -336,9 +351,7 @@ static void test_wait(void **state)
 			"timeout", 0.3);
 	assert_int_equal(control_send(fd2, req, err, sizeof(err)), 0);
 	json_decref(req);
-	r = recv_one(fd2, 5000);
-	assert_error(r, "not_found", "timed out");
-	json_decref(r);
+	recv_error(fd2, "not_found", "timed out");
 	close(fd);
 	close(fd2);
 }
@@ -357,9 +370,7 @@ static void test_watch(void **state)
 
 	assert_int_equal(control_send(fd, req, err, sizeof(err)), 0);
 	json_decref(req);
-	r = recv_one(fd, 5000);
-	assert_ok(r);
-	json_decref(r);
+	recv_ok(fd);
 	json_decref(reg_req(f, "csi-node", "w", "a0"));
 	json_decref(reg_req(f, "csi-controller", "w", "c0")); /* filtered out */
 	json_decref(reg_req(f, "csi-node", "w", "a1"));
@@ -442,9 +453,7 @@ static void test_stuck_watcher_dropped(void **state)
 	json_t *r, *opts = json_object();
 
 	raw_send(w, "{\"op\":\"watch\"}\n", 15);
-	r = recv_one(w, 5000);
-	assert_ok(r);
-	json_decref(r);
+	recv_ok(w);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	for (int i = 0; i < 8; i++) {
@@ -561,12 +570,8 @@ static void test_idle_timeout(void **state)
 	idle = raw_connect(f);
 	watcher = raw_connect(f);
 	raw_send(watcher, "{\"op\":\"watch\"}\n", 15);
-	r = recv_one(watcher, 5000);
-	assert_ok(r);
-	json_decref(r);
-	r = recv_one(idle, 5000);
-	assert_error(r, "unavailable", "control.idle_timeout");
-	json_decref(r);
+	recv_ok(watcher);
+	recv_error(idle, "unavailable", "control.idle_timeout");
 	assert_int_equal(control_recv(idle, &r, 2000, err, sizeof(err)), -EPIPE);
 	/* The watcher is still served after the idle time. */
 	json_decref(reg_req(f, "csi-node", "idle", "a0"));

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-client connections of the control server: accepting, reading into the
+ * line buffer, serving lines one at a time, and non-blocking sending from a
+ * write buffer per client, so a slow or stuck client never holds up another
+ * one or the filesystem.  Runs on the server thread only.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control_server_internal.h"
+#include "log.h"
+
+#define READ_CHUNK (64 * 1024)
+#define READ_ROUNDS 4
+
+/* --- accepting and closing --- */
+
+void ctl_conn_free(struct client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	ctl_linebuf_free(&c->in);
+	free(c->out);
+	ctl_events_release(c);
+	free(c);
+}
+
+static void reject_client(int fd, const char *msg)
+{
+	json_t *o = ctl_error_response(NULL, CTL_E_UNAVAILABLE, msg);
+	size_t len = 0;
+	char *line = o ? ctl_dump_line(o, &len) : NULL;
+
+	/* Best effort, never blocks: a fresh socket has room for one line. */
+	if (line && send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		log_debug("control: cannot send the rejection: %s", strerror(errno));
+	free(line);
+	json_decref(o);
+	close(fd);
+}
+
+void ctl_conn_accept(struct control_server *srv)
+{
+	for (;;) {
+		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct client *c;
+		char msg[160];
+
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("control: accept: %s", strerror(errno));
+			return;
+		}
+		if (srv->max_clients > 0 && srv->n_clients >= srv->max_clients) {
+			snprintf(msg, sizeof(msg),
+				 "too many clients: %u connected (control.max_clients); try again "
+				 "later",
+				 srv->max_clients);
+			log_warn("control: %s", msg);
+			reject_client(fd, msg);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			reject_client(fd, "out of memory");
+			continue;
+		}
+		c->fd = fd;
+		c->serial = ++srv->next_serial;
+		ctl_linebuf_init(&c->in, CONTROL_LINE_MAX);
+		c->last_active = ctl_now_ms();
+		if (ctl_peer_creds(fd, srv->gid, srv->have_group, &c->peer) != 0) {
+			log_warn("control: cannot read the peer's credentials: %s",
+				 strerror(errno));
+			c->peer.may_mutate = false;
+		}
+		log_debug("control: client %llu connected (pid %d, uid %u%s)", c->serial,
+			  (int)c->peer.pid, (unsigned)c->peer.uid,
+			  c->peer.may_mutate ? ", may change" : ", read-only");
+		c->next = srv->clients;
+		srv->clients = c;
+		srv->n_clients++;
+	}
+}
+
+void ctl_conn_kill(struct client *c, const char *why)
+{
+	if (!c->dead && why)
+		log_debug("control: closing client %llu (uid %u): %s", c->serial,
+			  (unsigned)c->peer.uid, why);
+	c->dead = true;
+}
+
+/* --- output --- */
+
+void ctl_conn_flush(struct client *c)
+{
+	while (!c->dead && ctl_out_pending(c) > 0) {
+		ssize_t n = send(c->fd, c->out + c->out_off, ctl_out_pending(c),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				ctl_conn_kill(c, strerror(errno));
+			return;
+		}
+		c->out_off += (size_t)n;
+		c->last_active = ctl_now_ms();
+	}
+	if (ctl_out_pending(c) == 0)
+		c->out_off = c->out_len = 0;
+}
+
+void ctl_conn_write(struct client *c, const char *data, size_t n)
+{
+	if (c->dead)
+		return;
+	if (ctl_out_pending(c) + n > OUT_MAX) {
+		log_warn("control: dropping client %llu (uid %u): it does not read its "
+			 "output (%zu bytes pending)",
+			 c->serial, (unsigned)c->peer.uid, ctl_out_pending(c));
+		ctl_conn_kill(c, NULL);
+		return;
+	}
+	if (c->out_off > 0 && c->out_cap - c->out_len < n) {
+		memmove(c->out, c->out + c->out_off, ctl_out_pending(c));
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	if (c->out_cap - c->out_len < n) {
+		size_t ncap = c->out_cap ? c->out_cap : 4096;
+		char *nbuf;
+
+		while (ncap - c->out_len < n)
+			ncap *= 2;
+		nbuf = realloc(c->out, ncap);
+		if (!nbuf) {
+			ctl_conn_kill(c, "out of memory");
+			return;
+		}
+		c->out = nbuf;
+		c->out_cap = ncap;
+	}
+	memcpy(c->out + c->out_len, data, n);
+	c->out_len += n;
+	ctl_conn_flush(c);
+}
+
+void ctl_conn_send(struct client *c, json_t *obj)
+{
+	size_t len = 0;
+	char *line = obj ? ctl_dump_line(obj, &len) : NULL;
+
+	if (!line) {
+		static const char oom[] = "{\"ok\":false,\"error\":{\"code\":\"internal\","
+					  "\"message\":\"out of memory\"}}\n";
+		ctl_conn_write(c, oom, sizeof(oom) - 1);
+	} else {
+		ctl_conn_write(c, line, len);
+	}
+	free(line);
+	json_decref(obj);
+}
+
+void ctl_conn_send_error(struct client *c, json_t *id, enum ctl_code code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	ctl_conn_send(c, ctl_error_response(id, code, msg));
+}
+
+void ctl_conn_send_ok(struct client *c, json_t *id, const char *key, json_t *val)
+{
+	json_t *o = ctl_ok_response(id);
+
+	if (o && key && (!val || json_object_set_new(o, key, val))) {
+		json_decref(o);
+		o = NULL;
+	} else if (!key) {
+		json_decref(val);
+	}
+	ctl_conn_send(c, o);
+}
+
+/* --- input --- */
+
+void ctl_conn_serve(struct control_server *srv, struct client *c)
+{
+	for (;;) {
+		enum ctl_line_result r;
+		char *line = NULL;
+		size_t len = 0;
+
+		if (c->dead || c->closing || c->waiting || ctl_out_pending(c) > OUT_STALL)
+			return;
+		r = ctl_linebuf_next(&c->in, &line, &len);
+		if (r == CTL_LINE_NONE && c->eof)
+			r = ctl_linebuf_flush(&c->in, &line, &len);
+		if (r == CTL_LINE_NONE) {
+			/* The client sent everything it will send. */
+			if (c->eof && !c->watching)
+				c->closing = true;
+			return;
+		}
+		if (r == CTL_LINE_OVERLONG) {
+			ctl_conn_send_error(c, NULL, CTL_E_INVALID_ARGUMENT,
+					    "request line longer than %d bytes (CONTROL_LINE_MAX); "
+					    "it was discarded up to its newline",
+					    CONTROL_LINE_MAX);
+			continue;
+		}
+		ctl_ops_handle_line(srv, c, line, len);
+	}
+}
+
+void ctl_conn_read(struct control_server *srv, struct client *c)
+{
+	/* A bounded number of reads per poll round: one busy client cannot
+	 * keep the loop from the others. */
+	for (int round = 0; round < READ_ROUNDS; round++) {
+		size_t avail = 0;
+		char *p = ctl_linebuf_space(&c->in, READ_CHUNK, &avail);
+		ssize_t n;
+
+		if (!p) {
+			ctl_conn_kill(c, "out of memory");
+			return;
+		}
+		n = recv(c->fd, p, avail, MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				ctl_conn_kill(c, strerror(errno));
+			break;
+		}
+		if (n == 0) {
+			c->eof = true;
+			break;
+		}
+		ctl_linebuf_commit(&c->in, (size_t)n);
+		c->last_active = ctl_now_ms();
+		/* Serve between reads so that input stays bounded. */
+		ctl_conn_serve(srv, c);
+		if (c->dead || c->waiting || ctl_out_pending(c) > OUT_STALL)
+			return;
+	}
+	ctl_conn_serve(srv, c);
+}

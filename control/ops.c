@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The operations of the control protocol (docs/protocol.md), one function
+ * each, and the dispatch of a request line to them.  Each answers its client
+ * exactly once, now or (wait) when the wait ends.  Runs on the server thread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "control_server_internal.h"
+#include "log.h"
+
+/* --- checks shared by the operations --- */
+
+static bool type_known(struct control_server *srv, const char *type)
+{
+	const char *const *names = NULL;
+	const int64_t *ids = NULL;
+	size_t n = registry_types(srv->reg, &names, &ids);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], type) == 0)
+			return true;
+	return false;
+}
+
+/* 0, or sends invalid_argument naming the field and returns -EINVAL. */
+static int check_type(struct control_server *srv, struct client *c, struct ctl_request *req,
+		      const char *field, const char *type)
+{
+	const char *const *names = NULL;
+	const int64_t *ids = NULL;
+	size_t n = registry_types(srv->reg, &names, &ids);
+	char list[512] = "";
+	size_t len = 0;
+
+	if (type_known(srv, type))
+		return 0;
+	for (size_t i = 0; i < n && len < sizeof(list); i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
+					names[i]);
+	ctl_conn_send_error(
+	    c, req->id, CTL_E_INVALID_ARGUMENT,
+	    "%s: field `%s': unknown type `%.128s'; configured types (registry.types): %s",
+	    ctl_op_name(req->op), field, type, list);
+	return -EINVAL;
+}
+
+static int check_name(struct client *c, struct ctl_request *req)
+{
+	char err[REG_ERR_MAX];
+
+	if (reg_validate_name("name", req->name, err, sizeof(err)) == 0)
+		return 0;
+	ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "%s: %s", ctl_op_name(req->op),
+			    err);
+	return -EINVAL;
+}
+
+/* check_type and check_name of the request's type and name. */
+static int check_plugin(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	return check_type(srv, c, req, "type", req->type) || check_name(c, req) ? -EINVAL : 0;
+}
+
+static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
+{
+	log_info("control: %s from pid %d uid %u refused: %s", ctl_op_name(req->op),
+		 (int)c->peer.pid, (unsigned)c->peer.uid, err[0] ? err : strerror(-rc));
+	ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc), "%s: %s", ctl_op_name(req->op),
+			    err[0] ? err : strerror(-rc));
+}
+
+/* --- the operations --- */
+
+static void op_register(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	char err[REG_ERR_MAX] = "";
+	struct reg_spec spec = {
+	    .name = req->name,
+	    .alloc = req->alloc,
+	    .socket = req->socket,
+	    .version = req->version,
+	    .kind = REG_KIND_UNSET,
+	    .options = req->options,
+	    .n_options = req->n_options,
+	};
+	json_t *plugins = NULL;
+	int rc;
+
+	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
+				    "register: field `kind' must be controller, node or monolith, "
+				    "got `%.128s'",
+				    req->kind);
+		return;
+	}
+	rc = registry_register(srv->reg, req->types, req->n_types, &spec, err, sizeof(err));
+	if (rc) {
+		send_registry_error(c, req, rc, err);
+		return;
+	}
+	/* Committed and applied: answer with the plugins as they are now. */
+	plugins = json_array();
+	for (size_t i = 0; plugins && i < req->n_types; i++) {
+		struct reg_plugin p;
+
+		memset(&p, 0, sizeof(p));
+		if (registry_get_plugin(srv->reg, req->types[i], req->name, &p) == 0) {
+			json_array_append_new(plugins, control_json_plugin(&p));
+			reg_plugin_free_contents(&p);
+		}
+	}
+	ctl_conn_send_ok(c, req->id, "plugins", plugins);
+}
+
+static bool plugin_has_alloc(struct control_server *srv, const char *type, const char *name,
+			     const char *alloc)
+{
+	struct reg_plugin p;
+	bool found = false;
+
+	memset(&p, 0, sizeof(p));
+	if (registry_get_plugin(srv->reg, type, name, &p) != 0)
+		return false;
+	for (size_t i = 0; i < p.n_regs; i++)
+		if (strcmp(p.regs[i].alloc, alloc) == 0)
+			found = true;
+	reg_plugin_free_contents(&p);
+	return found;
+}
+
+static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	char err[REG_ERR_MAX] = "";
+	size_t removed = 0;
+	int rc;
+
+	if (req->type) {
+		if (check_type(srv, c, req, "type", req->type) || check_name(c, req))
+			return;
+		removed = plugin_has_alloc(srv, req->type, req->name, req->alloc) ? 1 : 0;
+		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, err,
+					 sizeof(err));
+	} else {
+		rc = registry_deregister_alloc(srv->reg, req->alloc, &removed, err, sizeof(err));
+	}
+	if (rc) {
+		send_registry_error(c, req, rc, err);
+		return;
+	}
+	ctl_conn_send_ok(c, req->id, "removed", json_integer((json_int_t)removed));
+}
+
+static void op_list(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	struct reg_snapshot snap;
+	json_t *o = NULL;
+	int rc;
+
+	if (req->type && check_type(srv, c, req, "type", req->type))
+		return;
+	memset(&snap, 0, sizeof(snap));
+	rc = registry_snapshot(srv->reg, req->type, &snap);
+	if (rc) {
+		send_registry_error(c, req, rc, "");
+		return;
+	}
+	o = control_json_snapshot(&snap);
+	reg_snapshot_free(&snap);
+	if (o && (json_object_set_new(o, "ok", json_true()) ||
+		  (req->id && json_object_set(o, "id", req->id)))) {
+		json_decref(o);
+		o = NULL;
+	}
+	ctl_conn_send(c, o);
+}
+
+static void op_show(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	struct reg_plugin p;
+	int rc;
+
+	if (check_plugin(srv, c, req))
+		return;
+	memset(&p, 0, sizeof(p));
+	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
+	if (rc == -ENOENT) {
+		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+				    "show: plugin %s/%s has no registration", req->type, req->name);
+		return;
+	}
+	if (rc) {
+		send_registry_error(c, req, rc, "");
+		return;
+	}
+	ctl_conn_send_ok(c, req->id, "plugin", control_json_plugin(&p));
+	reg_plugin_free_contents(&p);
+}
+
+static void op_wait(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	struct reg_plugin p;
+	int rc;
+
+	if (check_plugin(srv, c, req))
+		return;
+	/* Events already committed go out first; anything committed after the
+	 * lookup below is still in the queue and completes the wait. */
+	ctl_events_deliver(srv);
+	memset(&p, 0, sizeof(p));
+	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
+	if (rc == 0) {
+		ctl_conn_send_ok(c, req->id, "plugin", control_json_plugin(&p));
+		reg_plugin_free_contents(&p);
+		return;
+	}
+	if (rc != -ENOENT) {
+		send_registry_error(c, req, rc, "");
+		return;
+	}
+	if (req->timeout == 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+				    "wait: plugin %s/%s has no active registration (timeout 0 s)",
+				    req->type, req->name);
+		return;
+	}
+	if (ctl_wait_begin(c, req->type, req->name, req->id, req->timeout) != 0)
+		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "wait: out of memory");
+}
+
+static void op_watch(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	const char *const *names = NULL;
+	const int64_t *ids = NULL;
+	size_t n;
+	json_t *types = NULL;
+
+	for (size_t i = 0; i < req->n_types; i++)
+		if (check_type(srv, c, req, "types", req->types[i]))
+			return;
+	/* Deliver what was committed before this request to earlier watchers
+	 * only: this watcher sees the changes after its answer. */
+	ctl_events_deliver(srv);
+	if (ctl_watch_begin(c, req->types, req->n_types) != 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "watch: out of memory");
+		return;
+	}
+	/* The answer names the types watched: those asked for, or all. */
+	if (req->n_types > 0) {
+		names = req->types;
+		n = req->n_types;
+	} else {
+		n = registry_types(srv->reg, &names, &ids);
+	}
+	types = json_array();
+	for (size_t i = 0; types && i < n; i++)
+		json_array_append_new(types, json_string(names[i]));
+	ctl_conn_send_ok(c, req->id, "types", types);
+}
+
+static void op_status(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	size_t n_plugins = 0, n_regs = 0, n_watchers = 0;
+	char started[32];
+	json_t *o;
+
+	registry_counts(srv->reg, &n_plugins, &n_regs);
+	for (struct client *k = srv->clients; k; k = k->next)
+		n_watchers += k->watching;
+	control_format_time(srv->started_wall, started, sizeof(started));
+	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
+		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
+		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",
+		      (json_int_t)((ctl_now_ms() - srv->started_mono) / 1000), "plugins",
+		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
+		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
+		      (json_int_t)getpid());
+	if (o && req->id)
+		json_object_set(o, "id", req->id);
+	ctl_conn_send(c, o);
+}
+
+/* --- dispatch --- */
+
+typedef void op_fn(struct control_server *srv, struct client *c, struct ctl_request *req);
+
+/* One entry per enum ctl_op, in its order. */
+static op_fn *const ops[] = {
+    [CTL_OP_REGISTER] = op_register, [CTL_OP_DEREGISTER] = op_deregister,
+    [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
+    [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
+    [CTL_OP_STATUS] = op_status,
+};
+_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_STATUS + 1,
+	       "one operation per enum ctl_op; CTL_OP_STATUS is the last");
+
+void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
+{
+	struct ctl_request req;
+	enum ctl_code code = CTL_E_INTERNAL;
+	char err[REG_ERR_MAX + 128] = "";
+
+	/* Blank lines are ignored (handy with interactive tools). */
+	if (strspn(line, " \t\r") == len)
+		return;
+	if (ctl_parse_request(line, len, &req, &code, err, sizeof(err)) != 0) {
+		ctl_conn_send(c, ctl_error_response(req.id, code, err));
+		goto out;
+	}
+	if (ctl_op_mutates(req.op) && !c->peer.may_mutate) {
+		log_warn("control: %s from pid %d uid %u refused: permission denied",
+			 ctl_op_name(req.op), (int)c->peer.pid, (unsigned)c->peer.uid);
+		ctl_conn_send_error(
+		    c, req.id, CTL_E_PERMISSION_DENIED,
+		    "%s: changes need uid 0%s%s%s; this client runs as uid %u", ctl_op_name(req.op),
+		    srv->have_group ? " or membership in group `" : "",
+		    srv->have_group ? srv->group : "",
+		    srv->have_group ? "' (control.group)" : " (control.group is not set)",
+		    (unsigned)c->peer.uid);
+		goto out;
+	}
+	ops[req.op](srv, c, &req);
+out:
+	ctl_request_free(&req);
+}
