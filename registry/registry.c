@@ -97,107 +97,6 @@ static void unlock(struct registry *r)
 	pthread_mutex_unlock(&r->mu);
 }
 
-/* ---- memory helpers ---------------------------------------------------- */
-
-void registration_free_contents(struct registration *g)
-{
-	if (!g)
-		return;
-	free(g->type);
-	free(g->name);
-	free(g->alloc);
-	free(g->socket);
-	free(g->version);
-	for (size_t i = 0; i < g->n_options; i++) {
-		free(g->options[i].key);
-		free(g->options[i].value);
-	}
-	free(g->options);
-	memset(g, 0, sizeof(*g));
-}
-
-void reg_plugin_free_contents(struct reg_plugin *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->n_regs; i++)
-		registration_free_contents(&p->regs[i]);
-	free(p->regs);
-	free(p->type);
-	free(p->name);
-	memset(p, 0, sizeof(*p));
-}
-
-void reg_snapshot_free(struct reg_snapshot *s)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->n_plugins; i++)
-		reg_plugin_free_contents(&s->plugins[i]);
-	free(s->plugins);
-	memset(s, 0, sizeof(*s));
-}
-
-static char *xstrdup(const char *s)
-{
-	return strdup(s ? s : "");
-}
-
-static int copy_options(const struct reg_option *src, size_t n, struct registration *dst)
-{
-	dst->n_options = 0;
-	dst->options = NULL;
-	if (n == 0)
-		return 0;
-	dst->options = calloc(n, sizeof(*dst->options));
-	if (!dst->options)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		dst->options[i].key = xstrdup(src[i].key);
-		dst->options[i].value = xstrdup(src[i].value);
-		dst->n_options++;
-		if (!dst->options[i].key || !dst->options[i].value)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int copy_registration(const struct registration *src, struct registration *dst)
-{
-	*dst = *src;
-	dst->type = xstrdup(src->type);
-	dst->name = xstrdup(src->name);
-	dst->alloc = xstrdup(src->alloc);
-	dst->socket = xstrdup(src->socket);
-	dst->version = xstrdup(src->version);
-	if (!dst->type || !dst->name || !dst->alloc || !dst->socket || !dst->version ||
-	    copy_options(src->options, src->n_options, dst) < 0) {
-		registration_free_contents(dst);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int copy_plugin(const struct reg_plugin *src, struct reg_plugin *dst)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->id = src->id;
-	dst->type = xstrdup(src->type);
-	dst->name = xstrdup(src->name);
-	dst->regs = calloc(src->n_regs ? src->n_regs : 1, sizeof(*dst->regs));
-	if (!dst->type || !dst->name || !dst->regs)
-		goto fail;
-	for (size_t i = 0; i < src->n_regs; i++) {
-		if (copy_registration(&src->regs[i], &dst->regs[i]) < 0)
-			goto fail;
-		dst->n_regs++;
-	}
-	return 0;
-fail:
-	reg_plugin_free_contents(dst);
-	return -ENOMEM;
-}
-
 /* "type/name": neither may contain '/' (validated), so keys are unique.
  * Returns false when the key does not fit (such a plugin cannot exist). */
 static bool plugin_key(char *buf, size_t len, const char *type, const char *name)
@@ -326,18 +225,6 @@ static void set_remove(struct registry *r, const char *alloc, struct plugin_node
 		}
 	}
 	set_drop_if_empty(r, alloc, s);
-}
-
-static bool same_data(const struct registration *a, const struct registration *b)
-{
-	if (strcmp(a->socket, b->socket) != 0 || strcmp(a->version, b->version) != 0 ||
-	    a->kind != b->kind || a->n_options != b->n_options)
-		return false;
-	for (size_t i = 0; i < a->n_options; i++)
-		if (strcmp(a->options[i].key, b->options[i].key) != 0 ||
-		    strcmp(a->options[i].value, b->options[i].value) != 0)
-			return false;
-	return true;
 }
 
 /* ---- events ------------------------------------------------------------ */
@@ -718,26 +605,28 @@ static int plan_register(struct registry *r, struct batch *b, size_t ti,
 {
 	struct plugin_node *p = find_plugin(r, r->types[ti], spec->name);
 	ssize_t idx = p ? find_alloc(p, spec->alloc) : -1;
-	struct registration nr = {
+	const struct registration want = {
+	    .type = r->types[ti],
+	    .name = (char *)spec->name,
+	    .alloc = (char *)spec->alloc,
+	    .socket = (char *)spec->socket,
+	    .version = (char *)spec->version,
 	    .kind = spec->kind ? spec->kind : reg_kind_for_type(r->types[ti]),
+	    .options = (struct reg_option *)spec->options,
+	    .n_options = spec->n_options,
 	    .registered_at = t,
 	    .updated_at = t,
 	};
+	struct registration nr;
 	struct change *c;
 
-	nr.type = strdup(r->types[ti]);
-	nr.name = strdup(spec->name);
-	nr.alloc = strdup(spec->alloc);
-	nr.socket = strdup(spec->socket);
-	nr.version = xstrdup(spec->version);
-	if (!nr.type || !nr.name || !nr.alloc || !nr.socket || !nr.version ||
-	    copy_options(spec->options, spec->n_options, &nr) < 0)
-		goto nomem;
+	if (registration_copy(&want, &nr) < 0)
+		return -ENOMEM;
 	reg_options_sort(nr.options, nr.n_options);
 	if (idx >= 0) {
 		const struct registration *old = &p->pub.regs[idx];
 
-		if (same_data(old, &nr)) {
+		if (registration_same_data(old, &nr)) {
 			registration_free_contents(&nr);
 			return 0;
 		}
@@ -985,7 +874,7 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 
 		if (type && strcmp(type, p->pub.type) != 0)
 			continue;
-		if ((rc = copy_plugin(&p->pub, &out->plugins[out->n_plugins])) < 0)
+		if ((rc = reg_plugin_copy(&p->pub, &out->plugins[out->n_plugins])) < 0)
 			goto out;
 		out->n_plugins++;
 	}
@@ -1009,7 +898,7 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 		return -ENOENT;
 	lock(r);
 	p = find_plugin(r, type, name);
-	rc = p ? copy_plugin(&p->pub, out) : -ENOENT;
+	rc = p ? reg_plugin_copy(&p->pub, out) : -ENOENT;
 	unlock(r);
 	return rc;
 }

@@ -40,9 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REG_NAME_MAX 128    /* name, alloc, option keys, types */
-#define REG_VALUE_MAX 1024  /* option values and version */
-#define REG_ERR_MAX 512     /* a good size for err buffers */
+#define REG_NAME_MAX 128   /* name, alloc, option keys, types */
+#define REG_VALUE_MAX 1024 /* option values and version */
+#define REG_ERR_MAX 512	   /* a good size for err buffers */
 
 enum reg_kind {
 	REG_KIND_UNSET = 0, /* input only: derived from the type (see registry_register) */
@@ -62,23 +62,23 @@ struct reg_option {
 };
 
 struct registration {
-	int64_t id;             /* persisted row id, never reused in a state file */
+	int64_t id; /* persisted row id, never reused in a state file */
 	char *type;
 	char *name;
 	char *alloc;
 	char *socket;
-	char *version;          /* "" when not given */
+	char *version; /* "" when not given */
 	enum reg_kind kind;
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
-	int64_t seq;            /* place in the list: higher is more recent */
-	int64_t registered_at;  /* unix seconds, UTC */
-	int64_t updated_at;     /* unix seconds, UTC */
+	int64_t seq;	       /* place in the list: higher is more recent */
+	int64_t registered_at; /* unix seconds, UTC */
+	int64_t updated_at;    /* unix seconds, UTC */
 };
 
 /* One (type, name) with at least one registration. */
 struct reg_plugin {
-	int64_t id;             /* persisted plugin id, never reused in a state file */
+	int64_t id; /* persisted plugin id, never reused in a state file */
 	char *type;
 	char *name;
 	struct registration *regs; /* ordered by seq, highest (active) first */
@@ -90,29 +90,47 @@ struct reg_snapshot {
 	struct reg_plugin *plugins; /* sorted by (type, name) */
 	size_t n_plugins;
 };
+
+/*
+ * The lifetime of these values (registry/model.c).  A value owns every
+ * string and array it points to; a zeroed value is empty and may be freed.
+ * The free functions free the contents (not the struct itself), leave it
+ * zeroed and accept NULL.
+ */
 void reg_snapshot_free(struct reg_snapshot *s);
 void reg_plugin_free_contents(struct reg_plugin *p);
 void registration_free_contents(struct registration *r);
+/* Frees n options and the array. */
+void reg_options_free(struct reg_option *o, size_t n);
+/* Deep copies (a NULL string becomes ""): 0, or -ENOMEM with *dst empty.
+ * The caller owns *dst and frees it with the matching free function. */
+int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option **dst,
+		     size_t *n_dst);
+int registration_copy(const struct registration *src, struct registration *dst);
+int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
+/* Whether a and b register the same thing: socket, version, kind and
+ * options (both sorted by key).  Ids, seq and times are not compared. */
+bool registration_same_data(const struct registration *a, const struct registration *b);
 
 /* What a caller asks to register; strings are borrowed. */
 struct reg_spec {
 	const char *name;
 	const char *alloc;
 	const char *socket;
-	const char *version;    /* NULL or "" = none */
-	enum reg_kind kind;     /* REG_KIND_UNSET: csi-controller -> controller,
-				   csi-node -> node, any other type -> monolith */
+	const char *version; /* NULL or "" = none */
+	enum reg_kind kind;  /* REG_KIND_UNSET: csi-controller -> controller,
+				csi-node -> node, any other type -> monolith */
 	const struct reg_option *options;
 	size_t n_options;
 };
 
 struct registry_options {
-	const char *const *types;     /* configured types, required, >= 1 */
+	const char *const *types; /* configured types, required, >= 1 */
 	size_t n_types;
 	const char *const *socket_roots; /* allowed socket prefixes; none = any */
 	size_t n_socket_roots;
-	int64_t tombstone_ttl;        /* seconds */
-	const char *synchronous;      /* "off" | "normal" | "full" | "extra" */
+	int64_t tombstone_ttl;	 /* seconds */
+	const char *synchronous; /* "off" | "normal" | "full" | "extra" */
 	/* Clock for registered_at, updated_at and tombstone expiry; NULL =
 	 * time(NULL).  Tests inject their own. */
 	int64_t (*now)(void *arg);
@@ -180,16 +198,16 @@ struct registry;
  * tombstone_ttl are deleted on open.  opts->read_only: none of the writes
  * above happen (see struct registry_options).
  */
-int registry_open(const char *db_path, const struct registry_options *opts,
-		  struct registry **out, char *err, size_t errlen);
+int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,
+		  char *err, size_t errlen);
 void registry_close(struct registry *r);
 
 /* Checks a state file offline (quick_check, schema version, row sanity)
  * without changing it (opened read-only, never created).  0 when good,
  * including an empty file and a version-1 file that registry_open would
- * migrate (its legacy document parses and every entry passes validation); -ENOENT when missing; -ENOTSUP when newer; -EIO with the first
- * problem found (integrity, dangling rows, plugins without registrations,
- * a sequence counter below a stored seq, a field that fails validation). */
+ * migrate (its legacy document parses and every entry passes validation); -ENOENT when missing;
+ * -ENOTSUP when newer; -EIO with the first problem found (integrity, dangling rows, plugins without
+ * registrations, a sequence counter below a stored seq, a field that fails validation). */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*
@@ -202,13 +220,13 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 		      const struct reg_spec *spec, char *err, size_t errlen);
 
 /* Removes (type, name, alloc).  Unknown entry: 0, no event, no change. */
-int registry_deregister(struct registry *r, const char *type, const char *name,
-			const char *alloc, char *err, size_t errlen);
+int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
+			char *err, size_t errlen);
 
 /* Removes every registration of alloc, across all types, in one transaction.
  * *removed (may be NULL) receives the count. */
-int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed,
-			      char *err, size_t errlen);
+int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
+			      size_t errlen);
 
 /* Deep copy of all plugins, or only those of type when type != NULL. */
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out);
@@ -238,8 +256,8 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);
  * errors name the entry ("legacy JSON: Plugins.csi-node.p: ...").
  * *imported receives the entries that changed something (identical entries
  * are no-ops).  The JSON is read with SQLite's JSON functions. */
-int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported,
-				char *err, size_t errlen);
+int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported, char *err,
+				size_t errlen);
 
 /* Subscribes cb; returns a positive subscription id or -errno.  Events are
  * delivered in commit order.  Safe from a callback: cb then gets the events

@@ -746,13 +746,21 @@ static int load_legacy(struct store *s, const char *const *types, size_t n_types
 {
 	for (size_t i = 0; i < s->n_legacy; i++) {
 		const struct legacy_entry *e = &s->legacy[i];
-		struct registration r = {
+		const struct registration want = {
 		    .id = (int64_t)i + 1,
+		    .type = e->type,
+		    .name = e->name,
+		    .alloc = e->alloc,
+		    .socket = e->socket,
+		    .version = e->version,
 		    .kind = e->kind ? e->kind : reg_kind_for_type(e->type),
+		    .options = e->options,
+		    .n_options = e->n_options,
 		    .seq = (int64_t)i + 1,
 		    .registered_at = s->now,
 		    .updated_at = s->now,
 		};
+		struct registration r;
 		size_t ti;
 		int rc;
 
@@ -761,27 +769,8 @@ static int load_legacy(struct store *s, const char *const *types, size_t n_types
 				break;
 		if (ti == n_types)
 			continue; /* a type not configured: kept, not served */
-		r.type = strdup(e->type);
-		r.name = strdup(e->name);
-		r.alloc = strdup(e->alloc);
-		r.socket = strdup(e->socket);
-		r.version = strdup(e->version ? e->version : "");
-		r.options = e->n_options ? calloc(e->n_options, sizeof(*r.options)) : NULL;
-		rc = !r.type || !r.name || !r.alloc || !r.socket || !r.version ||
-			     (e->n_options && !r.options)
-			 ? -ENOMEM
-			 : 0;
-		for (size_t k = 0; rc == 0 && k < e->n_options; k++) {
-			r.options[k].key = strdup(e->options[k].key);
-			r.options[k].value = strdup(e->options[k].value);
-			r.n_options++;
-			if (!r.options[k].key || !r.options[k].value)
-				rc = -ENOMEM;
-		}
-		if (rc < 0) {
-			registration_free_contents(&r);
-			return reg_errf(err, errlen, rc, "out of memory");
-		}
+		if (registration_copy(&want, &r) < 0)
+			return reg_errf(err, errlen, -ENOMEM, "out of memory");
 		if ((rc = fn(arg, ti, (int64_t)i + 1, &r, err, errlen)) < 0) {
 			registration_free_contents(&r);
 			return rc;
