@@ -97,6 +97,7 @@ fail:
 
 json_t *control_json_plugin(const struct reg_plugin *p)
 {
+	const struct registration *act = reg_plugin_active(p);
 	json_t *obj = json_object(), *regs = json_array();
 
 	if (!obj || !regs)
@@ -108,7 +109,7 @@ json_t *control_json_plugin(const struct reg_plugin *p)
 			goto fail;
 	}
 	if (!set(obj, "type", string(p->type)) || !set(obj, "name", string(p->name)) ||
-	    !set(obj, "active", string_or_null(p->n_regs ? p->regs[0].alloc : NULL)))
+	    !set(obj, "active", string_or_null(act ? act->alloc : NULL)))
 		goto fail;
 	if (!set(obj, "registrations", regs)) {
 		regs = NULL;

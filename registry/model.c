@@ -106,6 +106,7 @@ int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst)
 {
 	memset(dst, 0, sizeof(*dst));
 	dst->id = src->id;
+	dst->active = src->active;
 	dst->type = dup_or_empty(src->type);
 	dst->name = dup_or_empty(src->name);
 	dst->regs = calloc(src->n_regs ? src->n_regs : 1, sizeof(*dst->regs));
@@ -132,4 +133,9 @@ bool registration_same_data(const struct registration *a, const struct registrat
 		    strcmp(a->options[i].value, b->options[i].value) != 0)
 			return false;
 	return true;
+}
+
+const struct registration *reg_plugin_active(const struct reg_plugin *p)
+{
+	return p && p->active < p->n_regs ? &p->regs[p->active] : NULL;
 }

@@ -481,11 +481,40 @@ static void add_event(struct batch *b, enum reg_event_type type, struct plugin_n
 	};
 }
 
+/* The registry's one rule for which registration of p is active: today
+ * the most recent (regs[0]).  Readers go through reg_plugin_active. */
+static void elect_active(struct plugin_node *p)
+{
+	p->pub.active = 0;
+}
+
+/* Elects p's active registration again after a change and adds an ACTIVE
+ * event when it is not old_alloc's (NULL: none was active). */
+static void reelect(struct batch *b, struct plugin_node *p, bool emptied, const char *old_alloc)
+{
+	const struct registration *now;
+
+	elect_active(p);
+	now = reg_plugin_active(&p->pub);
+	if (!old_alloc && !now)
+		return;
+	if (old_alloc && now && strcmp(old_alloc, now->alloc) == 0)
+		return;
+	add_event(b, REG_EV_ACTIVE, p, emptied, now, old_alloc, now ? now->alloc : NULL);
+}
+
+static const char *active_alloc(const struct plugin_node *p)
+{
+	const struct registration *a = reg_plugin_active(&p->pub);
+
+	return a ? a->alloc : NULL;
+}
+
 static void apply_insert(struct registry *r, struct batch *b, struct change *c)
 {
 	struct plugin_node *p = c->p;
 	struct registration *v = p->pub.regs;
-	const char *old_front = p->pub.n_regs ? v[0].alloc : NULL;
+	const char *old_active = active_alloc(p);
 	size_t pos = 0;
 
 	while (pos < p->pub.n_regs && v[pos].seq > c->nr.seq)
@@ -497,33 +526,33 @@ static void apply_insert(struct registry *r, struct batch *b, struct change *c)
 	r->n_regs++;
 	c->set->v[c->set->n++] = p;
 	add_event(b, REG_EV_REGISTERED, p, false, &v[pos], NULL, NULL);
-	if (pos == 0)
-		add_event(b, REG_EV_ACTIVE, p, false, &v[0], old_front, v[0].alloc);
+	reelect(b, p, false, old_active);
 }
 
 static void apply_update(struct batch *b, struct change *c)
 {
 	struct registration *g = &c->p->pub.regs[c->idx];
 	struct registration old = *g;
+	const char *old_active = active_alloc(c->p); /* alive until old is freed */
 
 	/* The new entry carries the same id, type, name, alloc and seq;
 	 * swap it in and free the old contents. */
 	*g = c->nr;
 	memset(&c->nr, 0, sizeof(c->nr));
-	registration_free_contents(&old);
 	add_event(b, REG_EV_UPDATED, c->p, false, g, NULL, NULL);
+	reelect(b, c->p, false, old_active);
+	registration_free_contents(&old);
 }
 
 static void apply_remove(struct registry *r, struct batch *b, struct change *c)
 {
 	struct plugin_node *p = c->p;
 	struct registration *dead = &b->dead_regs[b->n_dead_regs++];
-	const char *old_front;
+	const char *old_active = active_alloc(p); /* dead stays alive until emitted */
 	char key[PLUGIN_KEY_MAX];
 	bool emptied;
 
 	*dead = p->pub.regs[c->idx];
-	old_front = c->idx == 0 ? dead->alloc : p->pub.regs[0].alloc;
 	memmove(&p->pub.regs[c->idx], &p->pub.regs[c->idx + 1],
 		(p->pub.n_regs - c->idx - 1) * sizeof(*p->pub.regs));
 	p->pub.n_regs--;
@@ -536,9 +565,7 @@ static void apply_remove(struct registry *r, struct batch *b, struct change *c)
 		b->dead_plugins[b->n_dead_plugins++] = p;
 	}
 	add_event(b, REG_EV_DEREGISTERED, p, emptied, dead, NULL, NULL);
-	if (c->idx == 0)
-		add_event(b, REG_EV_ACTIVE, p, emptied, emptied ? NULL : &p->pub.regs[0], old_front,
-			  emptied ? NULL : p->pub.regs[0].alloc);
+	reelect(b, p, emptied, old_active);
 }
 
 /* Runs a planned batch: prepare, persist, apply, emit.  Consumes b. */
@@ -966,6 +993,7 @@ static int load_one(void *arg, size_t type_idx, int64_t plugin_id, struct regist
 	p->pub.regs[p->pub.n_regs++] = *g;
 	s->v[s->n++] = p;
 	r->n_regs++;
+	elect_active(p);
 	return 0;
 }
 

@@ -81,9 +81,19 @@ struct reg_plugin {
 	int64_t id; /* persisted plugin id, never reused in a state file */
 	char *type;
 	char *name;
-	struct registration *regs; /* ordered by seq, highest (active) first */
+	struct registration *regs; /* ordered by seq, highest (most recent) first */
 	size_t n_regs;
+	/* The index in regs of the active registration, chosen by the
+	 * registry; n_regs or more when none is active.  Read it through
+	 * reg_plugin_active, never as regs[0]: today the active one is the
+	 * most recent, but the registry may pass over some (e.g. dead ones).
+	 * A zeroed field with n_regs > 0 means regs[0]. */
+	size_t active;
 };
+
+/* The active registration of p (the one its `active' link points at), or
+ * NULL when none is (p NULL or without registrations).  Borrowed from p. */
+const struct registration *reg_plugin_active(const struct reg_plugin *p);
 
 /* A deep copy of the whole registry (or one type of it); owned by the caller. */
 struct reg_snapshot {
