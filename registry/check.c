@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "schema.h"
 #include "store.h"
 
 static int check_rows(struct store *s, char *err, size_t errlen)
@@ -72,12 +73,12 @@ out:
 	return rc;
 }
 
-static int check_v2(struct store *s, char *err, size_t errlen)
+static int check_current(struct store *s, char *err, size_t errlen)
 {
 	int64_t n, meta_seq, max_seq;
 	int rc;
 
-	if ((rc = store_check_tables(s, -EIO, err, errlen)) < 0)
+	if ((rc = schema_check_tables(s, -EIO, err, errlen)) < 0)
 		return rc;
 	if ((rc = store_query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &n,
 				  "checking foreign keys", err, errlen)) < 0)
@@ -148,8 +149,7 @@ out:
 int registry_check_file(const char *db_path, char *err, size_t errlen)
 {
 	struct store s = {0};
-	int64_t version, n_tables;
-	bool kv;
+	int64_t version;
 	int rc;
 
 	if (!db_path || !db_path[0])
@@ -162,33 +162,14 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 		return reg_errf(err, errlen, -ENOMEM, "out of memory");
 	if ((rc = store_open_db_read_only(&s, db_path, err, errlen)) < 0 ||
 	    (rc = store_quick_check(&s, err, errlen)) < 0 ||
-	    (rc = store_query_int(&s, "PRAGMA user_version", &version, "reading the schema version",
-				  err, errlen)) < 0 ||
-	    (rc = store_query_int(&s, "SELECT count(*) FROM sqlite_master", &n_tables,
-				  "reading the schema", err, errlen)) < 0 ||
-	    (rc = store_table_exists(&s, "kv", &kv, err, errlen)) < 0)
+	    (rc = schema_version(&s, -EIO, &version, err, errlen)) < 0)
 		goto out;
-	if (version > REG_SCHEMA_VERSION)
-		rc = reg_errf(err, errlen, -ENOTSUP,
-			      "state file `%s': schema version %lld is newer than this plugfs "
-			      "supports (%d)",
-			      db_path, (long long)version, REG_SCHEMA_VERSION);
-	else if (version == 1 || (version == 0 && kv))
-		rc = kv ? check_v1(&s, err, errlen)
-			: reg_errf(err, errlen, -EIO,
-				   "state file `%s': schema version 1 without its `kv' table",
-				   db_path);
-	else if (version == 0)
-		rc = n_tables == 0 ? 0
-				   : reg_errf(err, errlen, -EINVAL,
-					      "state file `%s': not a plugfs state file "
-					      "(user_version 0 and unknown tables)",
-					      db_path);
-	else if (version == REG_SCHEMA_VERSION)
-		rc = check_v2(&s, err, errlen);
+	if (version == 1)
+		rc = check_v1(&s, err, errlen);
+	else if (version == SCHEMA_VERSION)
+		rc = check_current(&s, err, errlen);
 	else
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': unknown schema version %lld",
-			      db_path, (long long)version);
+		rc = 0; /* a file without tables yet */
 out:
 	store_close(&s);
 	return rc;

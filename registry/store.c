@@ -7,29 +7,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "schema.h"
 #include "store.h"
-
-static const char schema_sql[] =
-    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
-    "CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"
-    "CREATE TABLE plugins(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " type_id INTEGER NOT NULL REFERENCES types(id), name TEXT NOT NULL,"
-    " UNIQUE(type_id, name));"
-    "CREATE TABLE registrations(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " plugin_id INTEGER NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,"
-    " alloc TEXT NOT NULL, socket TEXT NOT NULL, version TEXT NOT NULL DEFAULT '',"
-    " kind TEXT NOT NULL CHECK (kind IN ('controller', 'node', 'monolith')),"
-    " seq INTEGER NOT NULL UNIQUE, registered_at INTEGER NOT NULL,"
-    " updated_at INTEGER NOT NULL, UNIQUE(plugin_id, alloc));"
-    "CREATE INDEX registrations_alloc ON registrations(alloc);"
-    "CREATE TABLE reg_options(reg_id INTEGER NOT NULL REFERENCES registrations(id)"
-    " ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,"
-    " PRIMARY KEY(reg_id, key)) WITHOUT ROWID;"
-    "CREATE TABLE tombstones(type TEXT NOT NULL, name TEXT NOT NULL, alloc TEXT NOT NULL,"
-    " seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
-    " PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
-    "CREATE INDEX tombstones_deleted ON tombstones(deleted_at);"
-    "PRAGMA user_version = 2;";
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
@@ -57,7 +36,7 @@ int store_fail(struct store *s, int rc, const char *what, char *err, size_t errl
 			s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-static int exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
+int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
 {
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
@@ -113,7 +92,7 @@ int store_begin(struct store *s, char *err, size_t errlen)
 				"state file `%s': starting a transaction: the previous one cannot "
 				"be rolled back: %s",
 				s->path, sqlite3_errmsg(s->db));
-	return exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
+	return store_exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
 }
 
 int store_commit(struct store *s, char *err, size_t errlen)
@@ -206,25 +185,7 @@ int store_table_exists(struct store *s, const char *name, bool *exists, char *er
 	return rc;
 }
 
-int store_check_tables(struct store *s, int code, char *err, size_t errlen)
-{
-	static const char *const tables[] = {"meta",	      "types",	     "plugins",
-					     "registrations", "reg_options", "tombstones"};
-	bool exists;
-	int rc;
-
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
-			return rc;
-		if (!exists)
-			return reg_errf(err, errlen, code,
-					"state file `%s': schema version 2 without table `%s'",
-					s->path, tables[i]);
-	}
-	return 0;
-}
-
-static int ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
+int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO types(name) VALUES(?1)", -1, &st,
@@ -254,7 +215,7 @@ static int ensure_type(struct store *s, const char *name, int64_t *id, char *err
 	return rc;
 }
 
-static int backup_to(struct store *s, const char *dest, char *err, size_t errlen)
+int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 {
 	sqlite3 *d = NULL;
 	sqlite3_backup *b = NULL;
@@ -286,102 +247,6 @@ out:
 	return rc;
 }
 
-static int read_legacy_json(struct store *s, char **json, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM kv WHERE key = ?1", -1, &st, NULL);
-
-	*json = NULL;
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-	bind_text(st, 1, REG_LEGACY_KV_KEY);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*json = strdup((const char *)sqlite3_column_text(st, 0));
-		rc = *json ? 0 : -ENOMEM;
-	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-		rc = 0; /* no registry saved yet: an empty one */
-	} else {
-		rc = store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Inserts the legacy entries inside the migration transaction. */
-static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, int64_t now,
-			   char *err, size_t errlen)
-{
-	char msg[REG_ERR_MAX];
-	int64_t seq = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		struct registration r = {
-		    .alloc = e[i].alloc,
-		    .socket = e[i].socket,
-		    .version = e[i].version ? e[i].version : (char *)"",
-		    .kind = e[i].kind ? e[i].kind : reg_kind_for_type(e[i].type),
-		    .options = e[i].options,
-		    .n_options = e[i].n_options,
-		    .seq = ++seq,
-		    .registered_at = now,
-		    .updated_at = now,
-		};
-		int64_t type_id, plugin_id;
-
-		/* Any valid type: those not configured are kept, not served. */
-		if ((rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg))) < 0)
-			return reg_errf(err, errlen, rc,
-					"state file `%s': cannot migrate version 1: %s", s->path,
-					msg);
-		if ((rc = ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
-		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) <
-			0 ||
-		    (rc = store_insert_reg(s, plugin_id, &r, err, errlen)) < 0)
-			return rc;
-	}
-	if (seq > 0)
-		rc = store_set_seq(s, seq, err, errlen);
-	return rc;
-}
-
-static int migrate_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
-{
-	struct legacy_entry *e = NULL;
-	size_t n = 0;
-	char *json = NULL, *bak = NULL;
-	int rc;
-
-	if (strcmp(s->path, ":memory:") != 0 && s->path[0] != '\0') {
-		if (asprintf(&bak, "%s.v1.bak", s->path) < 0) {
-			bak = NULL;
-			rc = -ENOMEM;
-			goto out;
-		}
-		if ((rc = backup_to(s, bak, err, errlen)) < 0)
-			goto out;
-	}
-	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
-		goto out;
-	if (json && (rc = legacy_parse(s->db, json, &e, &n, err, errlen)) < 0)
-		goto out;
-	if ((rc = store_begin(s, err, errlen)) < 0)
-		goto out;
-	if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0 ||
-	    (rc = migrate_entries(s, e, n, o->now, err, errlen)) < 0 ||
-	    (rc = exec(s, "DROP TABLE kv", "dropping the version 1 `kv' table", err, errlen)) < 0) {
-		store_rollback(s);
-		goto out;
-	}
-	rc = store_commit(s, err, errlen);
-out:
-	legacy_free(e, n);
-	free(json);
-	free(bak);
-	return rc;
-}
-
 /* Read-only: parses and validates the legacy document of a version-1 file
  * and keeps its entries in memory, as the migration would store them;
  * writes nothing (no backup, no schema). */
@@ -393,7 +258,7 @@ static int load_v1(struct store *s, const struct store_open_options *o, char *er
 
 	s->v1 = true;
 	s->now = o->now;
-	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
+	if ((rc = schema_read_legacy_json(s, &json, err, errlen)) < 0)
 		goto out;
 	if (json && (rc = legacy_parse(s->db, json, &s->legacy, &s->n_legacy, err, errlen)) < 0)
 		goto out;
@@ -413,56 +278,26 @@ out:
 	return rc;
 }
 
-/* Reads user_version and the layout; creates, migrates or refuses (read
- * only: reads a version-1 file into memory, accepts an empty one). */
+/* Reads the schema version and brings the file to SCHEMA_VERSION, or
+ * refuses it (read only: reads a version-1 file into memory, accepts an
+ * empty one). */
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
 			size_t errlen)
 {
-	int64_t version, n_tables;
-	bool kv;
+	int64_t version;
 	int rc;
 
-	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version",
-				  err, errlen)) < 0 ||
-	    (rc = store_query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables,
-				  "reading the schema", err, errlen)) < 0 ||
-	    (rc = store_table_exists(s, "kv", &kv, err, errlen)) < 0)
+	if ((rc = schema_version(s, -EINVAL, &version, err, errlen)) < 0)
 		return rc;
-	if (version > REG_SCHEMA_VERSION)
-		return reg_errf(err, errlen, -ENOTSUP,
-				"state file `%s': schema version %lld is newer than this plugfs "
-				"supports (%d); use a newer plugfs or another state file",
-				s->path, (long long)version, REG_SCHEMA_VERSION);
-	if (version == 1 || (version == 0 && kv)) {
-		if (!kv)
-			return reg_errf(err, errlen, -EINVAL,
-					"state file `%s': schema version 1 without its `kv' table",
-					s->path);
-		return s->read_only ? load_v1(s, o, err, errlen) : migrate_v1(s, o, err, errlen);
+	if (s->read_only && version == 1)
+		return load_v1(s, o, err, errlen);
+	if (s->read_only && version == 0) {
+		s->empty = true; /* served as an empty registry; not created */
+		return 0;
 	}
-	if (version == 0) {
-		if (n_tables != 0)
-			return reg_errf(err, errlen, -EINVAL,
-					"state file `%s': not a plugfs state file (user_version 0 "
-					"and unknown tables)",
-					s->path);
-		if (s->read_only) {
-			s->empty = true; /* served as an empty registry; not created */
-			return 0;
-		}
-		if ((rc = store_begin(s, err, errlen)) < 0)
-			return rc;
-		if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0) {
-			store_rollback(s);
-			return rc;
-		}
-		return store_commit(s, err, errlen);
-	}
-	if (version != REG_SCHEMA_VERSION)
-		return reg_errf(err, errlen, -EINVAL,
-				"state file `%s': unknown schema version %lld", s->path,
-				(long long)version);
-	return store_check_tables(s, -EINVAL, err, errlen);
+	if (!s->read_only && (rc = schema_upgrade(s, version, o->now, err, errlen)) < 0)
+		return rc;
+	return schema_check_tables(s, -EINVAL, err, errlen);
 }
 
 static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)
@@ -498,8 +333,9 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	}
 	sqlite3_finalize(st);
 	snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s", synchronous);
-	if ((rc = exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
-	    (rc = exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) < 0)
+	if ((rc = store_exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
+	    (rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) <
+		0)
 		return rc;
 	return 0;
 }
@@ -607,7 +443,7 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 		return store_fail(s, rc, "cannot open", err, errlen);
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, 5000);
-	return exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
+	return store_exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
 }
 
 static int open_read_only(struct store *s, const char *path, const struct store_open_options *o,
@@ -661,7 +497,7 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	if ((rc = store_begin(s, err, errlen)) < 0)
 		goto fail;
 	for (size_t i = 0; i < o->n_types; i++) {
-		if ((rc = ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
+		if ((rc = store_ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
 			store_rollback(s);
 			goto fail;
 		}
