@@ -146,18 +146,20 @@ struct registry_options {
 	int64_t (*now)(void *arg);
 	void *now_arg;
 	/* Read-only (for tools that only look, e.g. `plugfs state dump'):
-	 * the file is opened with SQLITE_OPEN_READONLY and never written: no
-	 * schema creation, no type rows, no migration, no backup, no tombstone
-	 * expiry; quick_check still runs and a newer schema is still refused.
-	 * A missing file is -ENOENT (not created); an empty one is an empty
-	 * registry.  A version-1 file is read into memory as the migration
-	 * would store it (ids and seq 1, 2, ... in document order, registered
-	 * at the open time) and stays version 1.  A configured type absent
-	 * from the file has no plugins and id 0 in registry_types.  A WAL file
-	 * without its -wal (no connection open) is read as immutable, so no
-	 * -wal or -shm is created.  Every mutating function (register,
-	 * deregister, deregister_alloc, import_legacy_json, expire_tombstones)
-	 * returns -EROFS.  tombstone_ttl and synchronous are unused. */
+	 * the file is opened with SQLITE_OPEN_READONLY, quick_check runs on
+	 * it, and it is copied with the SQLite backup API into a private
+	 * in-memory database; the normal open (migration included) then runs
+	 * on that copy, and the file is never written: no schema creation,
+	 * no type rows, no migration, no backup, no -wal or -shm left behind
+	 * (a WAL file without its -wal is read as immutable).  A newer schema
+	 * is still refused.  A missing file is -ENOENT (not created); an
+	 * empty one is an empty registry; a version-1 file is served as its
+	 * migration stores it (ids and seq 1, 2, ... in document order,
+	 * registered at the open time) and stays version 1.  A configured
+	 * type absent from the file has no plugins and id 0 in
+	 * registry_types.  Every mutating function (register, deregister,
+	 * deregister_alloc, import_legacy_json, expire_tombstones) returns
+	 * -EROFS.  synchronous is unused. */
 	bool read_only;
 };
 
@@ -199,7 +201,7 @@ struct registry;
  *
  * Failures (nothing is changed in the file): -EIO "integrity check failed"
  * (not a database, quick_check found damage), -ENOTSUP (user_version newer
- * than 2), -EINVAL (bad options, unknown tables with user_version 0, a
+ * than this binary's schema version), -EINVAL (bad options, unknown tables with user_version 0, a
  * version-1 entry that fails validation: the file stays version 1), -EROFS
  * (the file can only be opened read-only).  A version-1 file is user_version
  * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
@@ -212,12 +214,14 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 		  char *err, size_t errlen);
 void registry_close(struct registry *r);
 
-/* Checks a state file offline (quick_check, schema version, row sanity)
- * without changing it (opened read-only, never created).  0 when good,
- * including an empty file and a version-1 file that registry_open would
- * migrate (its legacy document parses and every entry passes validation); -ENOENT when missing;
- * -ENOTSUP when newer; -EIO with the first problem found (integrity, dangling rows, plugins without
- * registrations, a sequence counter below a stored seq, a field that fails validation). */
+/* Checks a state file offline without changing it (opened read-only,
+ * never created; the checks run on an in-memory copy, migrated as
+ * registry_open would).  0 when good, including an empty file and a
+ * version-1 file that registry_open would migrate (the migration's own
+ * words otherwise); -ENOENT when missing; -ENOTSUP when newer; -EIO with
+ * the first problem found (integrity, dangling rows, plugins without
+ * registrations, a sequence counter below a stored seq, a field that fails
+ * validation). */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*

@@ -18,6 +18,8 @@
 #include "internal.h"
 #include "schema.h"
 
+#define REG_LEGACY_KV_KEY "dynamic_plugin_registry"
+
 static const char v2_sql[] =
     "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
     "CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"

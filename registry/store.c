@@ -215,87 +215,45 @@ int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err,
 	return rc;
 }
 
+/* Copies src's main database over dst's with the backup API; an SQLite
+ * result code. */
+static int backup_db(sqlite3 *dst, sqlite3 *src)
+{
+	sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+	int rc;
+
+	if (!b)
+		return sqlite3_errcode(dst);
+	rc = sqlite3_backup_step(b, -1);
+	sqlite3_backup_finish(b);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 {
 	sqlite3 *d = NULL;
-	sqlite3_backup *b = NULL;
 	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 
-	if (rc != SQLITE_OK) {
+	if (rc == SQLITE_OK)
+		rc = backup_db(d, s->db);
+	if (rc != SQLITE_OK)
 		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
 			      "state file `%s': backing up to `%s': %s", s->path, dest,
 			      d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
-		goto out;
-	}
-	b = sqlite3_backup_init(d, "main", s->db, "main");
-	if (!b) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': backing up to `%s': %s", s->path,
-			      dest, sqlite3_errmsg(d));
-		goto out;
-	}
-	rc = sqlite3_backup_step(b, -1);
-	sqlite3_backup_finish(b);
-	if (rc != SQLITE_DONE) {
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
-			      "state file `%s': backing up to `%s': %s", s->path, dest,
-			      sqlite3_errstr(rc));
-		goto out;
-	}
-	rc = 0;
-out:
 	sqlite3_close(d);
 	return rc;
 }
 
-/* Read-only: parses and validates the legacy document of a version-1 file
- * and keeps its entries in memory, as the migration would store them;
- * writes nothing (no backup, no schema). */
-static int load_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
-{
-	char msg[REG_ERR_MAX];
-	char *json = NULL;
-	int rc;
-
-	s->v1 = true;
-	s->now = o->now;
-	if ((rc = schema_read_legacy_json(s, &json, err, errlen)) < 0)
-		goto out;
-	if (json && (rc = legacy_parse(s->db, json, &s->legacy, &s->n_legacy, err, errlen)) < 0)
-		goto out;
-	for (size_t i = 0; i < s->n_legacy; i++) {
-		/* Any valid type, as the migration: those not configured are
-		 * kept, not served. */
-		if ((rc = legacy_validate(&s->legacy[i], NULL, 0, NULL, 0, NULL, msg,
-					  sizeof(msg))) < 0) {
-			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path,
-				      msg);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	free(json);
-	return rc;
-}
-
-/* Reads the schema version and brings the file to SCHEMA_VERSION, or
- * refuses it (read only: reads a version-1 file into memory, accepts an
- * empty one). */
+/* Reads the schema version and brings the file to SCHEMA_VERSION (along
+ * the ladder of schema.c), or refuses it. */
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
 			size_t errlen)
 {
 	int64_t version;
 	int rc;
 
-	if ((rc = schema_version(s, -EINVAL, &version, err, errlen)) < 0)
-		return rc;
-	if (s->read_only && version == 1)
-		return load_v1(s, o, err, errlen);
-	if (s->read_only && version == 0) {
-		s->empty = true; /* served as an empty registry; not created */
-		return 0;
-	}
-	if (!s->read_only && (rc = schema_upgrade(s, version, o->now, err, errlen)) < 0)
+	if ((rc = schema_version(s, -EINVAL, &version, err, errlen)) < 0 ||
+	    (rc = schema_upgrade(s, version, o->now, err, errlen)) < 0)
 		return rc;
 	return schema_check_tables(s, -EINVAL, err, errlen);
 }
@@ -389,8 +347,7 @@ static char *read_only_uri(const char *path)
 	return u;
 }
 
-/* The ids of the configured types; 0 for a type absent from the file (and
- * for every type of an empty or version-1 file). */
+/* The ids of the configured types; 0 for a type absent from the file. */
 static int read_type_ids(struct store *s, const struct store_open_options *o, int64_t *type_ids,
 			 char *err, size_t errlen)
 {
@@ -399,8 +356,6 @@ static int read_type_ids(struct store *s, const struct store_open_options *o, in
 
 	for (size_t i = 0; i < o->n_types; i++)
 		type_ids[i] = 0;
-	if (s->empty || s->v1)
-		return 0;
 	rc = sqlite3_prepare_v2(s->db, "SELECT id FROM types WHERE name = ?1", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading a type", err, errlen);
@@ -446,17 +401,68 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 	return store_exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
 }
 
-static int open_read_only(struct store *s, const char *path, const struct store_open_options *o,
-			  int64_t *type_ids, char *err, size_t errlen)
+int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
+{
+	struct store file = {.path = s->path};
+	int rc;
+
+	if ((rc = store_open_db_read_only(&file, path, err, errlen)) < 0 ||
+	    (rc = store_quick_check(&file, err, errlen)) < 0)
+		goto out;
+	rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE, NULL);
+	if (rc == SQLITE_OK)
+		rc = backup_db(s->db, file.db);
+	if (rc != SQLITE_OK) {
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
+			      "state file `%s': copying into memory: %s", path,
+			      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	s->copy = true;
+	rc = 0;
+out:
+	if (file.db)
+		sqlite3_close(file.db);
+	return rc;
+}
+
+/* The configured types and their ids: created when missing, except in a
+ * read-only open, which leaves the copy as the file is (0 for a type the
+ * file does not have). */
+static int open_types(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+		      char *err, size_t errlen)
 {
 	int rc;
 
-	s->read_only = true;
-	if ((rc = store_open_db_read_only(s, path, err, errlen)) < 0 ||
-	    (rc = store_quick_check(s, err, errlen)) < 0 ||
-	    (rc = check_schema(s, o, err, errlen)) < 0)
+	if (o->read_only)
+		return read_type_ids(s, o, type_ids, err, errlen);
+	if ((rc = store_begin(s, err, errlen)) < 0)
 		return rc;
-	return read_type_ids(s, o, type_ids, err, errlen);
+	for (size_t i = 0; i < o->n_types; i++) {
+		if ((rc = store_ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
+			store_rollback(s);
+			return rc;
+		}
+	}
+	return store_commit(s, err, errlen);
+}
+
+/* Opens path for writing, refusing a file that can only be read. */
+static int open_file(struct store *s, const char *path, char *err, size_t errlen)
+{
+	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "cannot open", err, errlen);
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	if (sqlite3_db_readonly(s->db, "main") == 1)
+		return reg_errf(err, errlen, -EROFS,
+				"state file `%s': opened read-only; plugfs needs "
+				"to write it",
+				path);
+	return store_quick_check(s, err, errlen);
 }
 
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
@@ -468,41 +474,14 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	s->path = strdup(path);
 	if (!s->path)
 		return reg_errf(err, errlen, -ENOMEM, "out of memory");
-	if (o->read_only) {
-		if ((rc = open_read_only(s, path, o, type_ids, err, errlen)) < 0)
-			goto fail;
-		return 0;
-	}
-	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (rc != SQLITE_OK) {
-		rc = store_fail(s, rc, "cannot open", err, errlen);
-		goto fail;
-	}
-	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, 5000);
-	if (sqlite3_db_readonly(s->db, "main") == 1) {
-		rc = reg_errf(err, errlen, -EROFS,
-			      "state file `%s': opened read-only; plugfs needs "
-			      "to write it",
-			      path);
-		goto fail;
-	}
-	if ((rc = store_quick_check(s, err, errlen)) < 0)
+	if ((rc = o->read_only ? store_open_copy(s, path, err, errlen)
+			       : open_file(s, path, err, errlen)) < 0)
 		goto fail;
 	/* WAL before the schema check would change a version-1 file before
 	 * its backup; the backup API copies it as it is. */
 	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
-	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0)
-		goto fail;
-	if ((rc = store_begin(s, err, errlen)) < 0)
-		goto fail;
-	for (size_t i = 0; i < o->n_types; i++) {
-		if ((rc = store_ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
-			store_rollback(s);
-			goto fail;
-		}
-	}
-	if ((rc = store_commit(s, err, errlen)) < 0)
+	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
+	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -516,17 +495,12 @@ void store_close(struct store *s)
 		sqlite3_finalize(s->stmts[i]);
 	if (s->db)
 		sqlite3_close(s->db);
-	legacy_free(s->legacy, s->n_legacy);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
 }
 
 int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
 {
-	if (s->empty || s->v1) {
-		*seq = s->v1 ? (int64_t)s->n_legacy : 0; /* as migrate_entries numbers them */
-		return 0;
-	}
 	return store_query_int(
 	    s,
 	    "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
@@ -574,47 +548,6 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 	return 0;
 }
 
-/* Read-only, version 1: the entries as the migration would store them (one
- * plugin and one registration per entry, ids and seq 1, 2, ... in document
- * order, registered at s->now). */
-static int load_legacy(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
-		       void *arg, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < s->n_legacy; i++) {
-		const struct legacy_entry *e = &s->legacy[i];
-		const struct registration want = {
-		    .id = (int64_t)i + 1,
-		    .type = e->type,
-		    .name = e->name,
-		    .alloc = e->alloc,
-		    .socket = e->socket,
-		    .version = e->version,
-		    .kind = e->kind ? e->kind : reg_kind_for_type(e->type),
-		    .options = e->options,
-		    .n_options = e->n_options,
-		    .seq = (int64_t)i + 1,
-		    .registered_at = s->now,
-		    .updated_at = s->now,
-		};
-		struct registration r;
-		size_t ti;
-		int rc;
-
-		for (ti = 0; ti < n_types; ti++)
-			if (strcmp(e->type, types[ti]) == 0)
-				break;
-		if (ti == n_types)
-			continue; /* a type not configured: kept, not served */
-		if (registration_copy(&want, &r) < 0)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
-		if ((rc = fn(arg, ti, (int64_t)i + 1, &r, err, errlen)) < 0) {
-			registration_free_contents(&r);
-			return rc;
-		}
-	}
-	return 0;
-}
-
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
 	       void *arg, char *err, size_t errlen)
 {
@@ -622,10 +555,6 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	struct registration r;
 	int rc;
 
-	if (s->empty)
-		return 0;
-	if (s->v1)
-		return load_legacy(s, types, n_types, fn, arg, err, errlen);
 	memset(&r, 0, sizeof(r));
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"

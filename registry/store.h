@@ -43,19 +43,12 @@ enum store_stmt {
 	ST_COUNT
 };
 
-struct legacy_entry;
-
 struct store {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *stmts[ST_COUNT];
-	bool read_only;		     /* opened SQLITE_OPEN_READONLY: nothing is written */
-	bool copy;		     /* db is a private in-memory copy of the file at path */
-	bool empty;		     /* read-only: a file without a schema yet */
-	bool v1;		     /* read-only: a version-1 file, served from `legacy' */
-	struct legacy_entry *legacy; /* v1: the validated entries, in document order */
-	size_t n_legacy;
-	int64_t now; /* v1: registered_at of its entries (as migrated) */
+	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
+	bool copy;	/* db is a private in-memory copy of the file at path */
 };
 
 struct store_open_options {
@@ -63,15 +56,15 @@ struct store_open_options {
 	const char *const *types;
 	size_t n_types;
 	int64_t now; /* for migrated rows */
-	/* Open with SQLITE_OPEN_READONLY and never write: no schema creation,
-	 * no type rows, no migration (a version-1 file is parsed and kept in
-	 * memory), type ids of types absent from the file are 0. */
+	/* Never write the file: work on a private in-memory copy of it
+	 * (store_open_copy), migrated there as usual; type ids of types
+	 * absent from the file are 0. */
 	bool read_only;
 };
 
 /* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
- * with the persisted ids of the configured types.  With o->read_only: opens,
- * checks and reads only (see struct store_open_options). */
+ * with the persisted ids of the configured types.  With o->read_only the
+ * same runs on an in-memory copy of the file (see store_open_copy). */
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
@@ -82,6 +75,12 @@ void store_close(struct store *s);
  * the -wal and -shm and keep them.  -ENOENT (and nothing created) when path
  * does not exist.  s->path must be set. */
 int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen);
+
+/* Opens path read-only (store_open_db_read_only), runs quick_check on it,
+ * copies it with the backup API into a private in-memory database that
+ * becomes s->db (s->copy) and closes the file again: nothing is written to
+ * it.  s->path must be set. */
+int store_open_copy(struct store *s, const char *path, char *err, size_t errlen);
 
 /* BEGIN IMMEDIATE; first rolls back a transaction left open by a ROLLBACK
  * that failed, so that one bad moment of the disk does not fail every later
