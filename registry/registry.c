@@ -94,13 +94,16 @@ out:
 }
 
 int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
-			char *err, size_t errlen)
+			bool *removed, char *err, size_t errlen)
 {
 	struct batch b = {0};
 	struct plugin_node *p;
+	bool done = false;
 	ssize_t idx;
 	int rc;
 
+	if (removed)
+		*removed = false;
 	if ((rc = refuse_read_only(r, "deregistering", err, errlen)) < 0)
 		return rc;
 	lock(r);
@@ -119,7 +122,10 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 		goto out;
 	}
 	rc = txn_execute(r, &b, registry_now(r), err, errlen);
+	done = rc == 0;
 out:
+	if (removed)
+		*removed = done;
 	unlock(r);
 	return rc;
 }

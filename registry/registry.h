@@ -233,9 +233,11 @@ int registry_check_file(const char *db_path, char *err, size_t errlen);
 int registry_register(struct registry *r, const char *const *types, size_t n_types,
 		      const struct reg_spec *spec, char *err, size_t errlen);
 
-/* Removes (type, name, alloc).  Unknown entry: 0, no event, no change. */
+/* Removes (type, name, alloc).  Unknown entry: 0, no event, no change.
+ * *removed (may be NULL) says whether an entry was removed (false on an
+ * error), so that a caller needs no lookup first (which would race). */
 int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
-			char *err, size_t errlen);
+			bool *removed, char *err, size_t errlen);
 
 /* Removes every registration of alloc, across all types, in one transaction.
  * *removed (may be NULL) receives the count. */

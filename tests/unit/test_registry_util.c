@@ -148,7 +148,7 @@ int reg(struct fixture *f, const char *type, const char *name, const char *alloc
 int dereg(struct fixture *f, const char *type, const char *name, const char *alloc)
 {
 	char err[REG_ERR_MAX];
-	int rc = registry_deregister(f->r, type, name, alloc, err, sizeof(err));
+	int rc = registry_deregister(f->r, type, name, alloc, NULL, err, sizeof(err));
 
 	if (rc < 0)
 		print_message("deregister: %s\n", err);

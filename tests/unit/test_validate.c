@@ -298,13 +298,14 @@ static void test_deregister_inputs(void **state)
 
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	events_clear(f);
-	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", NULL, err, sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(
 	    err, "type `gpu': must be one of the configured types (csi-controller, csi-node)");
-	assert_int_equal(registry_deregister(f->r, "csi-node", "p/", "a0", err, sizeof(err)),
+	assert_int_equal(registry_deregister(f->r, "csi-node", "p/", "a0", NULL, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "name `p/': " NAME_RULE);
-	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, err, sizeof(err)),
+	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, NULL, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "alloc: missing");
 	assert_int_equal(registry_deregister_alloc(f->r, ".a0", NULL, err, sizeof(err)), -EINVAL);
