@@ -104,6 +104,11 @@ int txn_plan_remove(struct batch *b, struct plugin_node *p, size_t idx);
 /* Orders the planned changes by type (as configured), then plugin name, so
  * that their events come in a stable order. */
 void txn_sort(struct batch *b);
+/* Sets regs[idx].runtime of p to *rt (different from what it is), elects
+ * the active registration again and emits RUNTIME, and ACTIVE when the
+ * active one changed.  Nothing is persisted; cannot fail. */
+void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
+		     const struct reg_runtime *rt);
 /* Runs b: prepare, persist in one transaction, apply to memory, emit.
  * Consumes b.  A failure changes nothing (memory, file, no event). */
 int txn_execute(struct registry *r, struct batch *b, int64_t t, char *err, size_t errlen);

@@ -227,6 +227,40 @@ out:
 
 /* ---- getters ----------------------------------------------------------- */
 
+int registry_set_runtime(struct registry *r, const char *type, const char *name, const char *alloc,
+			 const struct reg_runtime *rt, bool *changed, char *err, size_t errlen)
+{
+	struct plugin_node *p;
+	const struct registration *g;
+	ssize_t idx;
+	int rc;
+
+	if (changed)
+		*changed = false;
+	if (!rt)
+		return reg_errf(err, errlen, -EINVAL, "runtime state: missing");
+	lock(r);
+	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
+	    (rc = find_type(r, type, NULL, err, errlen)) < 0)
+		goto out;
+	p = name && alloc ? index_find_plugin(&r->ix, type, name) : NULL;
+	idx = p ? plugin_find_alloc(p, alloc) : -1;
+	if (idx < 0) {
+		rc = reg_errf(err, errlen, -ENOENT, "%s/%s: no registration of alloc %s", type,
+			      name ? name : "", alloc ? alloc : "");
+		goto out;
+	}
+	g = &p->pub.regs[idx];
+	if (g->runtime.state == rt->state && g->runtime.since == rt->since)
+		goto out; /* identical: no event */
+	txn_set_runtime(r, p, (size_t)idx, rt);
+	if (changed)
+		*changed = true;
+out:
+	unlock(r);
+	return rc;
+}
+
 static int plugin_cmp(const void *a, const void *b)
 {
 	const struct reg_plugin *x = a, *y = b;

@@ -61,6 +61,14 @@ struct reg_option {
 	char *value;
 };
 
+/* State of a registration that lives in memory only (never persisted;
+ * zero when the registry opens), changed through registry_set_runtime.
+ * The registry gives it no meaning: its user does (e.g. health). */
+struct reg_runtime {
+	int state;
+	int64_t since; /* unix seconds, UTC, as its user sets it */
+};
+
 struct registration {
 	int64_t id; /* persisted row id, never reused in a state file */
 	char *type;
@@ -71,9 +79,10 @@ struct registration {
 	enum reg_kind kind;
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
-	int64_t seq;	       /* place in the list: higher is more recent */
-	int64_t registered_at; /* unix seconds, UTC */
-	int64_t updated_at;    /* unix seconds, UTC */
+	int64_t seq;		    /* place in the list: higher is more recent */
+	int64_t registered_at;	    /* unix seconds, UTC */
+	int64_t updated_at;	    /* unix seconds, UTC */
+	struct reg_runtime runtime; /* not persisted; kept by an update */
 };
 
 /* One (type, name) with at least one registration. */
@@ -168,8 +177,9 @@ enum reg_event_type {
 	REG_EV_UPDATED,
 	REG_EV_DEREGISTERED,
 	REG_EV_ACTIVE,
+	REG_EV_RUNTIME, /* registry_set_runtime changed a registration */
 };
-/* "registered", "updated", "deregistered", "active" */
+/* "registered", "updated", "deregistered", "active", "runtime" */
 const char *reg_event_name(enum reg_event_type t);
 
 struct reg_event {
@@ -177,8 +187,9 @@ struct reg_event {
 	const char *plugin_type;
 	const char *plugin_name;
 	int64_t plugin_id;
-	/* REGISTERED, UPDATED: the new state of the entry; DEREGISTERED: the
-	 * removed entry; ACTIVE: the new front, or NULL when the list emptied. */
+	/* REGISTERED, UPDATED, RUNTIME: the new state of the entry;
+	 * DEREGISTERED: the removed entry; ACTIVE: the new active entry, or
+	 * NULL when none is (the list emptied). */
 	const struct registration *reg;
 	/* ACTIVE only: the previous and new active alloc, either may be NULL. */
 	const char *old_alloc;
@@ -243,6 +254,20 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
  * *removed (may be NULL) receives the count. */
 int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
 			      size_t errlen);
+
+/*
+ * A change that is not persisted: sets the runtime state of (type, name,
+ * alloc) to *rt in memory, under the registry mutex, without touching
+ * SQLite.  Then the registry elects the active registration again, and
+ * events go out through the same delivery as persisted mutations (in
+ * order, after memory changed): RUNTIME with the entry, then ACTIVE when
+ * the active one changed.  *changed (may be NULL) says whether anything
+ * changed; an identical state is a no-op without events.  Works on a
+ * read-only registry too (nothing is written).  0; -ENOENT when there is no
+ * such entry; -EINVAL for a type not configured; -EDEADLK from a callback.
+ */
+int registry_set_runtime(struct registry *r, const char *type, const char *name, const char *alloc,
+			 const struct reg_runtime *rt, bool *changed, char *err, size_t errlen);
 
 /* Deep copy of all plugins, or only those of type when type != NULL. */
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out);

@@ -328,6 +328,7 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 		nr.id = old->id;
 		nr.seq = old->seq;
 		nr.registered_at = old->registered_at;
+		nr.runtime = old->runtime;
 	}
 	c = batch_add(b);
 	if (!c)
@@ -369,4 +370,17 @@ void txn_sort(struct batch *b)
 {
 	if (b->n > 1)
 		qsort(b->c, b->n, sizeof(*b->c), change_cmp);
+}
+
+void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
+		     const struct reg_runtime *rt)
+{
+	struct reg_event ev[2];
+	struct batch b = {.ev = ev};
+	const char *old_active = active_alloc(p);
+
+	p->pub.regs[idx].runtime = *rt;
+	add_event(&b, REG_EV_RUNTIME, p, false, &p->pub.regs[idx], NULL, NULL);
+	reelect(&b, p, false, old_active);
+	registry_emit(r, b.ev, b.n_ev);
 }

@@ -358,6 +358,7 @@ static void test_public_helpers(void **state)
 	assert_string_equal(reg_event_name(REG_EV_UPDATED), "updated");
 	assert_string_equal(reg_event_name(REG_EV_DEREGISTERED), "deregistered");
 	assert_string_equal(reg_event_name(REG_EV_ACTIVE), "active");
+	assert_string_equal(reg_event_name(REG_EV_RUNTIME), "runtime");
 }
 
 int main(void)
