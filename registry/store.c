@@ -264,6 +264,7 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	char sql[64];
 	sqlite3_stmt *st = NULL;
 	const char *mode;
+	int64_t fk = 0;
 	bool known = false;
 	int rc;
 
@@ -293,8 +294,15 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s", synchronous);
 	if ((rc = store_exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
 	    (rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) <
-		0)
+		0 ||
+	    (rc = store_query_int(s, "PRAGMA foreign_keys", &fk, "enabling foreign keys", err,
+				  errlen)) < 0)
 		return rc;
+	/* Deleting a registration relies on ON DELETE CASCADE for its options. */
+	if (fk != 1)
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': this SQLite does not enforce foreign keys",
+				s->path);
 	return 0;
 }
 
@@ -746,13 +754,10 @@ int store_delete_reg(struct store *s, const struct registration *r, int64_t now,
 		     size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, r->id);
-	if ((rc = run(s, st, "deleting options", err, errlen)) < 0)
-		return rc;
+	/* Its options go with it: ON DELETE CASCADE (foreign keys are on,
+	 * set_pragmas checks). */
 	if ((rc = stmt(s, ST_DELETE_REG, &st, err, errlen)) < 0)
 		return rc;
 	sqlite3_bind_int64(st, 1, r->id);
