@@ -5,7 +5,8 @@
  *   txn.c       a mutation: plan, prepare, persist, apply, emit
  *   events.c    subscribers and the delivery of events
  *   index.c     the in-memory lookups (index.h)
- *   store.c     the SQLite store (store.h), schema.c its versions
+ *   store.c     the SQLite store (store.h); store_open.c opens it
+ *   schema.c    schema versions and the migration ladder (schema.h)
  *   model.c     the value types (registry.h)
  * Every function here expects the registry mutex held by its caller.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry's semantics (DESIGN.md "Semantics") against a real SQLite
+ * The registry's semantics (docs/design.md, "Semantics") against a real SQLite
  * file in a temporary directory; "restart" closes the registry and opens
  * it again from the same file.
  */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Validation (DESIGN.md "Validation"): a table of bad inputs for every
+ * Validation (docs/design.md, "Validation"): a table of bad inputs for every
  * field, each rejected through the registry with its exact message and
  * nothing stored; the public reg_validate_* helpers; kind and event names.
  */
