@@ -70,6 +70,8 @@ static void log_change(const struct reg_event *ev, void *arg)
 			 ev->old_alloc ? ev->old_alloc : "(none)",
 			 ev->new_alloc ? ev->new_alloc : "(none)");
 		break;
+	case REG_EV_RUNTIME:
+		break; /* not a committed change */
 	}
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs show: the registrations of one plugin, active first. */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,15 @@ static const char *str(json_t *o, const char *key)
 	const char *s = json_string_value(json_object_get(o, key));
 
 	return s && s[0] ? s : "-";
+}
+
+/* Whether registration r is the one the plugin's "active" names. */
+static bool is_active(json_t *plugin, json_t *r)
+{
+	const char *active = json_string_value(json_object_get(plugin, "active"));
+	const char *alloc = json_string_value(json_object_get(r, "alloc"));
+
+	return active && alloc && strcmp(active, alloc) == 0;
 }
 
 int show_main(int argc, char *argv[])
@@ -84,7 +94,7 @@ int show_main(int argc, char *argv[])
 		json_t *v;
 
 		printf("%s %s  seq %lld  %s  kind %s  version %s  registered %s  updated %s\n",
-		       i == 0 ? "*" : " ", str(r, "alloc"),
+		       is_active(plugin, r) ? "*" : " ", str(r, "alloc"),
 		       (long long)json_integer_value(json_object_get(r, "seq")), str(r, "socket"),
 		       str(r, "kind"), str(r, "version"), str(r, "registered_at"),
 		       str(r, "updated_at"));

@@ -218,13 +218,13 @@ static int print_human(const struct reg_snapshot *s, const char *path, bool exis
 
 	for (size_t i = 0; i < s->n_plugins; i++) {
 		const struct reg_plugin *p = &s->plugins[i];
+		const struct registration *act = reg_plugin_active(p);
 
 		if (i > 0)
 			printf("\n");
-		printf("%s/%s  active %s\n", p->type, p->name,
-		       p->n_regs ? p->regs[0].alloc : "(none)");
+		printf("%s/%s  active %s\n", p->type, p->name, act ? act->alloc : "(none)");
 		for (size_t j = 0; j < p->n_regs; j++)
-			print_registration(&p->regs[j], j == 0);
+			print_registration(&p->regs[j], &p->regs[j] == act);
 		n_regs += p->n_regs;
 	}
 	if (s->n_plugins)

@@ -117,10 +117,11 @@ json_t *control_json_registration(const struct registration *r)
 
 json_t *control_json_plugin(const struct reg_plugin *p)
 {
+	const struct registration *act = reg_plugin_active(p);
 	json_t *obj = json_object(), *regs = NULL;
 
 	if (!obj || !set(obj, "type", string(p->type)) || !set(obj, "name", string(p->name)) ||
-	    !set(obj, "active", string_or_null(p->n_regs ? p->regs[0].alloc : NULL)))
+	    !set(obj, "active", string_or_null(act ? act->alloc : NULL)))
 		goto fail;
 	regs = json_array();
 	for (size_t i = 0; regs && i < p->n_regs; i++)

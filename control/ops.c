@@ -117,22 +117,6 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	ctl_conn_send_ok(c, req->id, "plugins", plugins);
 }
 
-static bool plugin_has_alloc(struct control_server *srv, const char *type, const char *name,
-			     const char *alloc)
-{
-	struct reg_plugin p;
-	bool found = false;
-
-	memset(&p, 0, sizeof(p));
-	if (registry_get_plugin(srv->reg, type, name, &p) != 0)
-		return false;
-	for (size_t i = 0; i < p.n_regs; i++)
-		if (strcmp(p.regs[i].alloc, alloc) == 0)
-			found = true;
-	reg_plugin_free_contents(&p);
-	return found;
-}
-
 static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	char err[REG_ERR_MAX] = "";
@@ -140,11 +124,13 @@ static void op_deregister(struct control_server *srv, struct client *c, struct c
 	int rc;
 
 	if (req->type) {
+		bool one = false;
+
 		if (check_type(srv, c, req, "type", req->type) || check_name(c, req))
 			return;
-		removed = plugin_has_alloc(srv, req->type, req->name, req->alloc) ? 1 : 0;
-		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, err,
+		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, &one, err,
 					 sizeof(err));
+		removed = one ? 1 : 0;
 	} else {
 		rc = registry_deregister_alloc(srv->reg, req->alloc, &removed, err, sizeof(err));
 	}

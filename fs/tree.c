@@ -383,6 +383,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			struct fs_inval_batch *b)
 {
 	struct fs_node *tdir = find_type_dir(v, type);
+	const struct registration *act = reg_plugin_active(p);
 	struct fs_node *pdir, *active, *allocs, *info;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
@@ -392,13 +393,13 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (!tdir)
 		return 0; /* not a configured type */
 	pdir = fs_view_child(tdir, name);
-	if (pdir && (!p || p->n_regs == 0 || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
+	if (pdir && (!act || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
 		node_remove(v, tdir, pdir);
 		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
 		touch(tdir, now, b);
 		pdir = NULL;
 	}
-	if (!p || p->n_regs == 0)
+	if (!act)
 		return 0;
 	if (!b) {
 		/* Loading at start: the mtimes come from the stored times. */
@@ -422,7 +423,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			tdir->mtime = mt;
 	}
 	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
-			  p->regs[0].socket, &mt, b);
+			  act->socket, &mt, b);
 	allocs =
 	    node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
 	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", text, &mt, b);
@@ -430,8 +431,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (strcmp(active->data, p->regs[0].socket) != 0) {
-		if ((rc = set_data(active, p->regs[0].socket)) != 0)
+	if (strcmp(active->data, act->socket) != 0) {
+		if ((rc = set_data(active, act->socket)) != 0)
 			goto out;
 		touch(active, now, b);
 		changed = true;

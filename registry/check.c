@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "schema.h"
 #include "store.h"
 
 static int check_rows(struct store *s, char *err, size_t errlen)
@@ -72,12 +74,12 @@ out:
 	return rc;
 }
 
-static int check_v2(struct store *s, char *err, size_t errlen)
+static int check_current(struct store *s, char *err, size_t errlen)
 {
 	int64_t n, meta_seq, max_seq;
 	int rc;
 
-	if ((rc = store_check_tables(s, -EIO, err, errlen)) < 0)
+	if ((rc = schema_check_tables(s, -EIO, err, errlen)) < 0)
 		return rc;
 	if ((rc = store_query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &n,
 				  "checking foreign keys", err, errlen)) < 0)
@@ -111,45 +113,10 @@ static int check_v2(struct store *s, char *err, size_t errlen)
 	return check_rows(s, err, errlen);
 }
 
-static int check_v1(struct store *s, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	struct legacy_entry *e = NULL;
-	size_t n = 0;
-	char msg[REG_ERR_MAX];
-	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM kv WHERE key = ?1", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-	sqlite3_bind_text(st, 1, REG_LEGACY_KV_KEY, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		/* What the migration on open would refuse, in its words. */
-		rc = legacy_parse(s->db, (const char *)sqlite3_column_text(st, 0), &e, &n, msg,
-				  sizeof(msg));
-		for (size_t i = 0; rc == 0 && i < n; i++)
-			rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg));
-		if (rc < 0) {
-			rc = reg_errf(err, errlen, rc == -ENOMEM ? rc : -EIO,
-				      "state file `%s': version 1: %s", s->path, msg);
-			goto out;
-		}
-	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		rc = store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-		goto out;
-	}
-	rc = 0;
-out:
-	legacy_free(e, n);
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int registry_check_file(const char *db_path, char *err, size_t errlen)
 {
 	struct store s = {0};
-	int64_t version, n_tables;
-	bool kv;
+	int64_t version;
 	int rc;
 
 	if (!db_path || !db_path[0])
@@ -160,35 +127,17 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 	s.path = strdup(db_path);
 	if (!s.path)
 		return reg_errf(err, errlen, -ENOMEM, "out of memory");
-	if ((rc = store_open_db_read_only(&s, db_path, err, errlen)) < 0 ||
-	    (rc = store_quick_check(&s, err, errlen)) < 0 ||
-	    (rc = store_query_int(&s, "PRAGMA user_version", &version, "reading the schema version",
-				  err, errlen)) < 0 ||
-	    (rc = store_query_int(&s, "SELECT count(*) FROM sqlite_master", &n_tables,
-				  "reading the schema", err, errlen)) < 0 ||
-	    (rc = store_table_exists(&s, "kv", &kv, err, errlen)) < 0)
+	/* On a private copy, brought to SCHEMA_VERSION as registry_open would
+	 * (what the migration refuses, in its words), then the rows. */
+	if ((rc = store_open_copy(&s, db_path, err, errlen)) < 0 ||
+	    (rc = schema_version(&s, -EIO, &version, err, errlen)) < 0)
 		goto out;
-	if (version > REG_SCHEMA_VERSION)
-		rc = reg_errf(err, errlen, -ENOTSUP,
-			      "state file `%s': schema version %lld is newer than this plugfs "
-			      "supports (%d)",
-			      db_path, (long long)version, REG_SCHEMA_VERSION);
-	else if (version == 1 || (version == 0 && kv))
-		rc = kv ? check_v1(&s, err, errlen)
-			: reg_errf(err, errlen, -EIO,
-				   "state file `%s': schema version 1 without its `kv' table",
-				   db_path);
-	else if (version == 0)
-		rc = n_tables == 0 ? 0
-				   : reg_errf(err, errlen, -EINVAL,
-					      "state file `%s': not a plugfs state file "
-					      "(user_version 0 and unknown tables)",
-					      db_path);
-	else if (version == REG_SCHEMA_VERSION)
-		rc = check_v2(&s, err, errlen);
-	else
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': unknown schema version %lld",
-			      db_path, (long long)version);
+	if ((rc = schema_upgrade(&s, version, (int64_t)time(NULL), err, errlen)) < 0) {
+		if (rc != -ENOMEM)
+			rc = -EIO;
+		goto out;
+	}
+	rc = check_current(&s, err, errlen);
 out:
 	store_close(&s);
 	return rc;

@@ -12,9 +12,6 @@
 
 #include "registry.h"
 
-#define REG_SCHEMA_VERSION 2
-#define REG_LEGACY_KV_KEY "dynamic_plugin_registry"
-
 /* Formats into err (when errlen > 0) and returns rc. */
 int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

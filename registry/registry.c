@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry: per (type, name) lists ordered by seq, kept in memory and
- * persisted first ("persist, then apply").  Every mutation runs in four
- * steps: plan (validate, compute the changes, allocate everything the apply
- * step needs), one SQLite transaction, apply to memory (cannot fail), emit
- * events.  A failed transaction undoes the plan and leaves memory as it was.
+ * The registry's public API: open and close, the mutations (each planned
+ * here and run by txn.c), the getters.  See core.h for the other units.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -13,676 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "hash.h"
-#include "internal.h"
-#include "store.h"
+#include "core.h"
 
-struct plugin_node {
-	struct reg_plugin pub; /* regs ordered by seq, highest first */
-	size_t cap;
-	size_t type_idx;
-};
-
-/* The plugins holding a registration of one alloc. */
-struct alloc_set {
-	struct plugin_node **v;
-	size_t n, cap;
-	size_t pending; /* inserts planned by the current mutation */
-};
-
-struct subscriber {
-	int id;
-	reg_event_cb cb; /* NULL once unsubscribed during an emission */
-	void *arg;
-};
-
-struct registry {
-	pthread_mutex_t mu; /* recursive: getters work from event callbacks */
-	struct store st;
-	char **types;
-	int64_t *type_ids;
-	size_t n_types;
-	char **roots;
-	size_t n_roots;
-	int64_t ttl;
-	bool read_only;
-	int64_t (*now)(void *arg);
-	void *now_arg;
-	int64_t last_seq;
-	struct hash plugins; /* "type/name" -> struct plugin_node */
-	struct hash allocs;  /* alloc -> struct alloc_set */
-	size_t n_regs;
-	struct subscriber *subs;
-	size_t n_subs, cap_subs;
-	int next_sub_id;
-	int emitting;
-};
-
-enum change_op { CH_INSERT, CH_UPDATE, CH_REMOVE };
-
-struct change {
-	enum change_op op;
-	size_t type_idx;
-	struct plugin_node *p;	/* NULL before planning an INSERT of a new plugin */
-	bool new_plugin;	/* p was created by this mutation */
-	size_t idx;		/* UPDATE, REMOVE: index in p->pub.regs */
-	struct registration nr; /* INSERT, UPDATE: the new entry (owned) */
-	struct alloc_set *set;	/* INSERT: the set p joins */
-};
-
-/* What one mutation needs after its commit, allocated before it. */
-struct batch {
-	struct change *c;
-	size_t n, cap;
-	struct reg_event *ev; /* 2 per change at most */
-	size_t n_ev;
-	struct registration *dead_regs; /* removed entries, alive until emitted */
-	size_t n_dead_regs;
-	struct plugin_node **dead_plugins;
-	size_t n_dead_plugins;
-};
-
-static int64_t now(struct registry *r)
+int64_t registry_now(const struct registry *r)
 {
 	return r->now ? r->now(r->now_arg) : (int64_t)time(NULL);
-}
-
-static void lock(struct registry *r)
-{
-	pthread_mutex_lock(&r->mu);
-}
-
-static void unlock(struct registry *r)
-{
-	pthread_mutex_unlock(&r->mu);
-}
-
-/* ---- memory helpers ---------------------------------------------------- */
-
-void registration_free_contents(struct registration *g)
-{
-	if (!g)
-		return;
-	free(g->type);
-	free(g->name);
-	free(g->alloc);
-	free(g->socket);
-	free(g->version);
-	for (size_t i = 0; i < g->n_options; i++) {
-		free(g->options[i].key);
-		free(g->options[i].value);
-	}
-	free(g->options);
-	memset(g, 0, sizeof(*g));
-}
-
-void reg_plugin_free_contents(struct reg_plugin *p)
-{
-	if (!p)
-		return;
-	for (size_t i = 0; i < p->n_regs; i++)
-		registration_free_contents(&p->regs[i]);
-	free(p->regs);
-	free(p->type);
-	free(p->name);
-	memset(p, 0, sizeof(*p));
-}
-
-void reg_snapshot_free(struct reg_snapshot *s)
-{
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->n_plugins; i++)
-		reg_plugin_free_contents(&s->plugins[i]);
-	free(s->plugins);
-	memset(s, 0, sizeof(*s));
-}
-
-static char *xstrdup(const char *s)
-{
-	return strdup(s ? s : "");
-}
-
-static int copy_options(const struct reg_option *src, size_t n, struct registration *dst)
-{
-	dst->n_options = 0;
-	dst->options = NULL;
-	if (n == 0)
-		return 0;
-	dst->options = calloc(n, sizeof(*dst->options));
-	if (!dst->options)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		dst->options[i].key = xstrdup(src[i].key);
-		dst->options[i].value = xstrdup(src[i].value);
-		dst->n_options++;
-		if (!dst->options[i].key || !dst->options[i].value)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-static int copy_registration(const struct registration *src, struct registration *dst)
-{
-	*dst = *src;
-	dst->type = xstrdup(src->type);
-	dst->name = xstrdup(src->name);
-	dst->alloc = xstrdup(src->alloc);
-	dst->socket = xstrdup(src->socket);
-	dst->version = xstrdup(src->version);
-	if (!dst->type || !dst->name || !dst->alloc || !dst->socket || !dst->version ||
-	    copy_options(src->options, src->n_options, dst) < 0) {
-		registration_free_contents(dst);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int copy_plugin(const struct reg_plugin *src, struct reg_plugin *dst)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->id = src->id;
-	dst->type = xstrdup(src->type);
-	dst->name = xstrdup(src->name);
-	dst->regs = calloc(src->n_regs ? src->n_regs : 1, sizeof(*dst->regs));
-	if (!dst->type || !dst->name || !dst->regs)
-		goto fail;
-	for (size_t i = 0; i < src->n_regs; i++) {
-		if (copy_registration(&src->regs[i], &dst->regs[i]) < 0)
-			goto fail;
-		dst->n_regs++;
-	}
-	return 0;
-fail:
-	reg_plugin_free_contents(dst);
-	return -ENOMEM;
-}
-
-/* "type/name": neither may contain '/' (validated), so keys are unique.
- * Returns false when the key does not fit (such a plugin cannot exist). */
-static bool plugin_key(char *buf, size_t len, const char *type, const char *name)
-{
-	int n = snprintf(buf, len, "%s/%s", type, name);
-
-	return n >= 0 && (size_t)n < len;
-}
-
-#define PLUGIN_KEY_MAX (2 * REG_NAME_MAX + 2)
-
-static struct plugin_node *find_plugin(struct registry *r, const char *type, const char *name)
-{
-	char key[PLUGIN_KEY_MAX];
-
-	if (!plugin_key(key, sizeof(key), type, name))
-		return NULL;
-	return hash_get(&r->plugins, key);
-}
-
-/* Index of alloc in p, or -1.  Lists hold the few allocs of one plugin
- * running at once, so this scan is short. */
-static ssize_t find_alloc(const struct plugin_node *p, const char *alloc)
-{
-	for (size_t i = 0; i < p->pub.n_regs; i++)
-		if (strcmp(p->pub.regs[i].alloc, alloc) == 0)
-			return (ssize_t)i;
-	return -1;
-}
-
-static void plugin_node_free(struct plugin_node *p)
-{
-	if (!p)
-		return;
-	reg_plugin_free_contents(&p->pub);
-	free(p);
-}
-
-static struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx)
-{
-	struct plugin_node *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->type_idx = type_idx;
-	p->pub.type = strdup(type);
-	p->pub.name = strdup(name);
-	p->pub.regs = calloc(1, sizeof(*p->pub.regs));
-	p->cap = 1;
-	if (!p->pub.type || !p->pub.name || !p->pub.regs) {
-		plugin_node_free(p);
-		return NULL;
-	}
-	return p;
-}
-
-static int plugin_reserve(struct plugin_node *p, size_t n)
-{
-	struct registration *v;
-	size_t cap = p->cap ? p->cap : 1;
-
-	if (n <= p->cap)
-		return 0;
-	while (cap < n)
-		cap *= 2;
-	v = realloc(p->pub.regs, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	p->pub.regs = v;
-	p->cap = cap;
-	return 0;
-}
-
-static int set_reserve(struct alloc_set *s, size_t n)
-{
-	struct plugin_node **v;
-	size_t cap = s->cap ? s->cap : 2;
-
-	if (n <= s->cap)
-		return 0;
-	while (cap < n)
-		cap *= 2;
-	v = realloc(s->v, cap * sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	s->v = v;
-	s->cap = cap;
-	return 0;
-}
-
-static struct alloc_set *set_get_or_create(struct registry *r, const char *alloc)
-{
-	struct alloc_set *s = hash_get(&r->allocs, alloc);
-
-	if (s)
-		return s;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return NULL;
-	if (hash_put(&r->allocs, alloc, s) < 0) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-static void set_drop_if_empty(struct registry *r, const char *alloc, struct alloc_set *s)
-{
-	if (s->n != 0)
-		return;
-	hash_del(&r->allocs, alloc);
-	free(s->v);
-	free(s);
-}
-
-static void set_remove(struct registry *r, const char *alloc, struct plugin_node *p)
-{
-	struct alloc_set *s = hash_get(&r->allocs, alloc);
-
-	if (!s)
-		return;
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->v[i] == p) {
-			s->v[i] = s->v[--s->n];
-			break;
-		}
-	}
-	set_drop_if_empty(r, alloc, s);
-}
-
-static bool same_data(const struct registration *a, const struct registration *b)
-{
-	if (strcmp(a->socket, b->socket) != 0 || strcmp(a->version, b->version) != 0 ||
-	    a->kind != b->kind || a->n_options != b->n_options)
-		return false;
-	for (size_t i = 0; i < a->n_options; i++)
-		if (strcmp(a->options[i].key, b->options[i].key) != 0 ||
-		    strcmp(a->options[i].value, b->options[i].value) != 0)
-			return false;
-	return true;
-}
-
-/* ---- events ------------------------------------------------------------ */
-
-static void emit(struct registry *r, const struct reg_event *ev, size_t n)
-{
-	/* Only those subscribed before: one that subscribes from a callback
-	 * can already read this mutation's state, so none of its events may
-	 * reach it.  Subscribing appends and unsubscribing only marks the slot
-	 * while emitting, so these indexes stay valid (r->subs may move). */
-	size_t n_subs = r->n_subs, w = 0;
-
-	r->emitting++;
-	for (size_t e = 0; e < n; e++)
-		for (size_t i = 0; i < n_subs; i++)
-			if (r->subs[i].cb)
-				r->subs[i].cb(&ev[e], r->subs[i].arg);
-	r->emitting--;
-	if (r->emitting)
-		return;
-	for (size_t i = 0; i < r->n_subs; i++)
-		if (r->subs[i].cb)
-			r->subs[w++] = r->subs[i];
-	r->n_subs = w;
-}
-
-int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg)
-{
-	int id = -ENOMEM;
-
-	if (!cb)
-		return -EINVAL;
-	lock(r);
-	if (r->n_subs == r->cap_subs) {
-		size_t cap = r->cap_subs ? r->cap_subs * 2 : 4;
-		struct subscriber *v = realloc(r->subs, cap * sizeof(*v));
-
-		if (!v)
-			goto out;
-		r->subs = v;
-		r->cap_subs = cap;
-	}
-	id = ++r->next_sub_id;
-	r->subs[r->n_subs++] = (struct subscriber){.id = id, .cb = cb, .arg = arg};
-out:
-	unlock(r);
-	return id;
-}
-
-void registry_unsubscribe(struct registry *r, int id)
-{
-	lock(r);
-	for (size_t i = 0; i < r->n_subs; i++) {
-		if (r->subs[i].id == id) {
-			/* During an emission the array is being walked: mark
-			 * the slot, emit() compacts it afterwards. */
-			r->subs[i].cb = NULL;
-			if (!r->emitting) {
-				memmove(&r->subs[i], &r->subs[i + 1],
-					(r->n_subs - i - 1) * sizeof(*r->subs));
-				r->n_subs--;
-			}
-			break;
-		}
-	}
-	unlock(r);
-}
-
-void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *arg), void *arg)
-{
-	lock(r);
-	fn(r, arg);
-	unlock(r);
-}
-
-/* ---- the mutation machinery -------------------------------------------- */
-
-static void batch_free(struct batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		registration_free_contents(&b->c[i].nr);
-	free(b->c);
-	free(b->ev);
-	for (size_t i = 0; i < b->n_dead_regs; i++)
-		registration_free_contents(&b->dead_regs[i]);
-	free(b->dead_regs);
-	for (size_t i = 0; i < b->n_dead_plugins; i++)
-		plugin_node_free(b->dead_plugins[i]);
-	free(b->dead_plugins);
-	memset(b, 0, sizeof(*b));
-}
-
-static struct change *batch_add(struct batch *b)
-{
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
-		struct change *v = realloc(b->c, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		b->c = v;
-		b->cap = cap;
-	}
-	memset(&b->c[b->n], 0, sizeof(b->c[0]));
-	return &b->c[b->n++];
-}
-
-/* Undoes what prepare() did to the indexes (the mutation failed). */
-static void unprepare(struct registry *r, struct batch *b)
-{
-	char key[PLUGIN_KEY_MAX];
-
-	for (size_t i = 0; i < b->n; i++) {
-		struct change *c = &b->c[i];
-
-		if (c->op != CH_INSERT)
-			continue;
-		if (c->set) {
-			/* Several changes may share one set: look it up again,
-			 * an earlier iteration may have freed it. */
-			struct alloc_set *s = hash_get(&r->allocs, c->nr.alloc);
-
-			c->set = NULL;
-			if (s) {
-				s->pending = 0;
-				set_drop_if_empty(r, c->nr.alloc, s);
-			}
-		}
-		if (c->new_plugin && c->p) {
-			if (plugin_key(key, sizeof(key), c->p->pub.type, c->p->pub.name))
-				hash_del(&r->plugins, key);
-			plugin_node_free(c->p);
-			c->p = NULL;
-			c->new_plugin = false;
-		}
-	}
-}
-
-/* Allocates everything apply() will need, so that nothing can fail after
- * the commit.  New plugins enter the index empty; nobody can see them
- * before the mutex is released, and unprepare() removes them on failure. */
-static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen)
-{
-	char key[PLUGIN_KEY_MAX];
-	size_t n_removes = 0;
-
-	b->ev = calloc(2 * b->n, sizeof(*b->ev));
-	for (size_t i = 0; i < b->n; i++)
-		n_removes += b->c[i].op == CH_REMOVE;
-	b->dead_regs = calloc(n_removes ? n_removes : 1, sizeof(*b->dead_regs));
-	b->dead_plugins = calloc(n_removes ? n_removes : 1, sizeof(*b->dead_plugins));
-	if (!b->ev || !b->dead_regs || !b->dead_plugins)
-		goto nomem;
-	for (size_t i = 0; i < b->n; i++) {
-		struct change *c = &b->c[i];
-
-		if (c->op != CH_INSERT)
-			continue;
-		if (!c->p) {
-			c->p = plugin_node_new(c->nr.type, c->nr.name, c->type_idx);
-			if (!c->p)
-				goto nomem;
-			c->new_plugin = true;
-			if (!plugin_key(key, sizeof(key), c->nr.type, c->nr.name) ||
-			    hash_put(&r->plugins, key, c->p) < 0) {
-				plugin_node_free(c->p);
-				c->p = NULL;
-				c->new_plugin = false;
-				goto nomem;
-			}
-		}
-		if (plugin_reserve(c->p, c->p->pub.n_regs + 1) < 0)
-			goto nomem;
-		c->set = set_get_or_create(r, c->nr.alloc);
-		if (!c->set)
-			goto nomem;
-		c->set->pending++;
-		if (set_reserve(c->set, c->set->n + c->set->pending) < 0)
-			goto nomem;
-	}
-	for (size_t i = 0; i < b->n; i++)
-		if (b->c[i].set)
-			b->c[i].set->pending = 0;
-	return 0;
-nomem:
-	unprepare(r, b);
-	return reg_errf(err, errlen, -ENOMEM, "out of memory");
-}
-
-/* The SQL of every change, in one transaction. */
-static int persist(struct registry *r, struct batch *b, int64_t t, int64_t *last_seq, char *err,
-		   size_t errlen)
-{
-	int64_t seq = r->last_seq;
-	int rc;
-
-	if ((rc = store_begin(&r->st, err, errlen)) < 0)
-		return rc;
-	for (size_t i = 0; i < b->n; i++) {
-		struct change *c = &b->c[i];
-		struct registration *old = c->op == CH_INSERT ? NULL : &c->p->pub.regs[c->idx];
-
-		switch (c->op) {
-		case CH_INSERT:
-			if (c->new_plugin &&
-			    (rc = store_insert_plugin(&r->st, r->type_ids[c->type_idx], c->nr.name,
-						      &c->p->pub.id, err, errlen)) < 0)
-				goto fail;
-			if ((rc = store_take_tombstone(&r->st, c->nr.type, c->nr.name, c->nr.alloc,
-						       t - r->ttl, &c->nr.seq, err, errlen)) < 0)
-				goto fail;
-			if (c->nr.seq == 0)
-				c->nr.seq = ++seq;
-			if ((rc = store_insert_reg(&r->st, c->p->pub.id, &c->nr, err, errlen)) < 0)
-				goto fail;
-			break;
-		case CH_UPDATE:
-			if ((rc = store_update_reg(&r->st, &c->nr, err, errlen)) < 0)
-				goto fail;
-			break;
-		case CH_REMOVE:
-			if ((rc = store_delete_reg(&r->st, old, t, err, errlen)) < 0)
-				goto fail;
-			if (c->p->pub.n_regs == 1 &&
-			    (rc = store_delete_plugin(&r->st, c->p->pub.id, err, errlen)) < 0)
-				goto fail;
-			break;
-		}
-	}
-	if (seq != r->last_seq && (rc = store_set_seq(&r->st, seq, err, errlen)) < 0)
-		goto fail;
-	if ((rc = store_commit(&r->st, err, errlen)) < 0)
-		return rc;
-	*last_seq = seq;
-	return 0;
-fail:
-	store_rollback(&r->st);
-	return rc;
-}
-
-static void add_event(struct batch *b, enum reg_event_type type, struct plugin_node *p,
-		      bool emptied, const struct registration *reg, const char *old_alloc,
-		      const char *new_alloc)
-{
-	b->ev[b->n_ev++] = (struct reg_event){
-	    .type = type,
-	    .plugin_type = p->pub.type,
-	    .plugin_name = p->pub.name,
-	    .plugin_id = p->pub.id,
-	    .reg = reg,
-	    .old_alloc = old_alloc,
-	    .new_alloc = new_alloc,
-	    .plugin = emptied ? NULL : &p->pub,
-	};
-}
-
-static void apply_insert(struct registry *r, struct batch *b, struct change *c)
-{
-	struct plugin_node *p = c->p;
-	struct registration *v = p->pub.regs;
-	const char *old_front = p->pub.n_regs ? v[0].alloc : NULL;
-	size_t pos = 0;
-
-	while (pos < p->pub.n_regs && v[pos].seq > c->nr.seq)
-		pos++;
-	memmove(&v[pos + 1], &v[pos], (p->pub.n_regs - pos) * sizeof(*v));
-	v[pos] = c->nr;
-	memset(&c->nr, 0, sizeof(c->nr));
-	p->pub.n_regs++;
-	r->n_regs++;
-	c->set->v[c->set->n++] = p;
-	add_event(b, REG_EV_REGISTERED, p, false, &v[pos], NULL, NULL);
-	if (pos == 0)
-		add_event(b, REG_EV_ACTIVE, p, false, &v[0], old_front, v[0].alloc);
-}
-
-static void apply_update(struct batch *b, struct change *c)
-{
-	struct registration *g = &c->p->pub.regs[c->idx];
-	struct registration old = *g;
-
-	/* The new entry carries the same id, type, name, alloc and seq;
-	 * swap it in and free the old contents. */
-	*g = c->nr;
-	memset(&c->nr, 0, sizeof(c->nr));
-	registration_free_contents(&old);
-	add_event(b, REG_EV_UPDATED, c->p, false, g, NULL, NULL);
-}
-
-static void apply_remove(struct registry *r, struct batch *b, struct change *c)
-{
-	struct plugin_node *p = c->p;
-	struct registration *dead = &b->dead_regs[b->n_dead_regs++];
-	const char *old_front;
-	char key[PLUGIN_KEY_MAX];
-	bool emptied;
-
-	*dead = p->pub.regs[c->idx];
-	old_front = c->idx == 0 ? dead->alloc : p->pub.regs[0].alloc;
-	memmove(&p->pub.regs[c->idx], &p->pub.regs[c->idx + 1],
-		(p->pub.n_regs - c->idx - 1) * sizeof(*p->pub.regs));
-	p->pub.n_regs--;
-	r->n_regs--;
-	set_remove(r, dead->alloc, p);
-	emptied = p->pub.n_regs == 0;
-	if (emptied) {
-		if (plugin_key(key, sizeof(key), p->pub.type, p->pub.name))
-			hash_del(&r->plugins, key);
-		b->dead_plugins[b->n_dead_plugins++] = p;
-	}
-	add_event(b, REG_EV_DEREGISTERED, p, emptied, dead, NULL, NULL);
-	if (c->idx == 0)
-		add_event(b, REG_EV_ACTIVE, p, emptied, emptied ? NULL : &p->pub.regs[0], old_front,
-			  emptied ? NULL : p->pub.regs[0].alloc);
-}
-
-/* Runs a planned batch: prepare, persist, apply, emit.  Consumes b. */
-static int execute(struct registry *r, struct batch *b, int64_t t, char *err, size_t errlen)
-{
-	int64_t last_seq = r->last_seq;
-	int rc = 0;
-
-	if (b->n == 0)
-		goto out;
-	if ((rc = prepare(r, b, err, errlen)) < 0)
-		goto out;
-	if ((rc = persist(r, b, t, &last_seq, err, errlen)) < 0) {
-		unprepare(r, b);
-		goto out;
-	}
-	r->last_seq = last_seq;
-	for (size_t i = 0; i < b->n; i++) {
-		struct change *c = &b->c[i];
-
-		if (c->op == CH_INSERT)
-			apply_insert(r, b, c);
-		else if (c->op == CH_UPDATE)
-			apply_update(b, c);
-		else
-			apply_remove(r, b, c);
-	}
-	emit(r, b->ev, b->n_ev);
-out:
-	batch_free(b);
-	return rc;
 }
 
 /* -EROFS for every mutation of a registry opened read-only. */
@@ -710,53 +42,6 @@ static int find_type(const struct registry *r, const char *type, size_t *idx, ch
 		     size_t errlen)
 {
 	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
-}
-
-/* Plans registering spec under types[ti] into b; no change when identical. */
-static int plan_register(struct registry *r, struct batch *b, size_t ti,
-			 const struct reg_spec *spec, int64_t t)
-{
-	struct plugin_node *p = find_plugin(r, r->types[ti], spec->name);
-	ssize_t idx = p ? find_alloc(p, spec->alloc) : -1;
-	struct registration nr = {
-	    .kind = spec->kind ? spec->kind : reg_kind_for_type(r->types[ti]),
-	    .registered_at = t,
-	    .updated_at = t,
-	};
-	struct change *c;
-
-	nr.type = strdup(r->types[ti]);
-	nr.name = strdup(spec->name);
-	nr.alloc = strdup(spec->alloc);
-	nr.socket = strdup(spec->socket);
-	nr.version = xstrdup(spec->version);
-	if (!nr.type || !nr.name || !nr.alloc || !nr.socket || !nr.version ||
-	    copy_options(spec->options, spec->n_options, &nr) < 0)
-		goto nomem;
-	reg_options_sort(nr.options, nr.n_options);
-	if (idx >= 0) {
-		const struct registration *old = &p->pub.regs[idx];
-
-		if (same_data(old, &nr)) {
-			registration_free_contents(&nr);
-			return 0;
-		}
-		nr.id = old->id;
-		nr.seq = old->seq;
-		nr.registered_at = old->registered_at;
-	}
-	c = batch_add(b);
-	if (!c)
-		goto nomem;
-	c->op = idx >= 0 ? CH_UPDATE : CH_INSERT;
-	c->type_idx = ti;
-	c->p = p;
-	c->idx = idx >= 0 ? (size_t)idx : 0;
-	c->nr = nr;
-	return 0;
-nomem:
-	registration_free_contents(&nr);
-	return -ENOMEM;
 }
 
 int registry_register(struct registry *r, const char *const *types, size_t n_types,
@@ -791,32 +76,34 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 	if ((rc = reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err, errlen)) <
 	    0)
 		goto out;
-	t = now(r);
+	t = registry_now(r);
 	for (size_t i = 0; i < n_types; i++) {
 		size_t ti = 0;
 
 		(void)find_type(r, types[i], &ti, NULL, 0); /* found above */
-		if ((rc = plan_register(r, &b, ti, spec, t)) < 0) {
+		if ((rc = txn_plan_register(r, &b, ti, spec, t)) < 0) {
 			rc = reg_errf(err, errlen, rc, "out of memory");
 			batch_free(&b);
 			goto out;
 		}
 	}
-	rc = execute(r, &b, t, err, errlen);
+	rc = txn_execute(r, &b, t, err, errlen);
 out:
 	unlock(r);
 	return rc;
 }
 
 int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
-			char *err, size_t errlen)
+			bool *removed, char *err, size_t errlen)
 {
 	struct batch b = {0};
 	struct plugin_node *p;
-	struct change *c;
+	bool done = false;
 	ssize_t idx;
 	int rc;
 
+	if (removed)
+		*removed = false;
 	if ((rc = refuse_read_only(r, "deregistering", err, errlen)) < 0)
 		return rc;
 	lock(r);
@@ -826,32 +113,21 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 	    (rc = reg_validate_name("name", name, err, errlen)) < 0 ||
 	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
 		goto out;
-	p = find_plugin(r, type, name);
-	idx = p ? find_alloc(p, alloc) : -1;
+	p = index_find_plugin(&r->ix, type, name);
+	idx = p ? plugin_find_alloc(p, alloc) : -1;
 	if (idx < 0)
 		goto out; /* unknown: success, no event */
-	c = batch_add(&b);
-	if (!c) {
+	if (txn_plan_remove(&b, p, (size_t)idx) < 0) {
 		rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	c->op = CH_REMOVE;
-	c->p = p;
-	c->idx = (size_t)idx;
-	c->type_idx = p->type_idx;
-	rc = execute(r, &b, now(r), err, errlen);
+	rc = txn_execute(r, &b, registry_now(r), err, errlen);
+	done = rc == 0;
 out:
+	if (removed)
+		*removed = done;
 	unlock(r);
 	return rc;
-}
-
-static int change_cmp(const void *a, const void *b)
-{
-	const struct change *x = a, *y = b;
-
-	if (x->type_idx != y->type_idx)
-		return x->type_idx < y->type_idx ? -1 : 1;
-	return strcmp(x->p->pub.name, y->p->pub.name);
 }
 
 int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
@@ -871,30 +147,22 @@ int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *rem
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
 	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
 		goto out;
-	s = hash_get(&r->allocs, alloc);
+	s = index_alloc_set(&r->ix, alloc);
 	for (size_t i = 0; s && i < s->n; i++) {
-		struct change *c = batch_add(&b);
-		ssize_t idx = find_alloc(s->v[i], alloc);
+		ssize_t idx = plugin_find_alloc(s->v[i], alloc);
 
-		if (!c) {
+		if (idx < 0) /* cannot happen: the set mirrors the lists */
+			continue;
+		if (txn_plan_remove(&b, s->v[i], (size_t)idx) < 0) {
 			batch_free(&b);
 			rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
-		if (idx < 0) { /* cannot happen: the set mirrors the lists */
-			b.n--;
-			continue;
-		}
-		c->op = CH_REMOVE;
-		c->p = s->v[i];
-		c->idx = (size_t)idx;
-		c->type_idx = s->v[i]->type_idx;
 	}
 	/* Events in a stable order: by type as configured, then name. */
-	if (b.n > 1)
-		qsort(b.c, b.n, sizeof(*b.c), change_cmp);
+	txn_sort(&b);
 	n = b.n;
-	rc = execute(r, &b, now(r), err, errlen);
+	rc = txn_execute(r, &b, registry_now(r), err, errlen);
 	if (rc < 0)
 		n = 0;
 out:
@@ -928,7 +196,7 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	}
 	if ((rc = legacy_parse(r->st.db, json, &e, &n, err, errlen)) < 0)
 		goto out;
-	t = now(r);
+	t = registry_now(r);
 	for (size_t i = 0; i < n; i++) {
 		struct reg_spec spec = legacy_spec(&e[i]);
 		size_t ti = 0;
@@ -939,13 +207,13 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 			rc = reg_errf(err, errlen, rc, "legacy JSON: %s", msg);
 			goto out;
 		}
-		if ((rc = plan_register(r, &b, ti, &spec, t)) < 0) {
+		if ((rc = txn_plan_register(r, &b, ti, &spec, t)) < 0) {
 			rc = reg_errf(err, errlen, rc, "out of memory");
 			goto out;
 		}
 	}
 	changed = b.n;
-	rc = execute(r, &b, t, err, errlen);
+	rc = txn_execute(r, &b, t, err, errlen);
 	if (rc < 0)
 		changed = 0;
 out:
@@ -958,6 +226,40 @@ out:
 }
 
 /* ---- getters ----------------------------------------------------------- */
+
+int registry_set_runtime(struct registry *r, const char *type, const char *name, const char *alloc,
+			 const struct reg_runtime *rt, bool *changed, char *err, size_t errlen)
+{
+	struct plugin_node *p;
+	const struct registration *g;
+	ssize_t idx;
+	int rc;
+
+	if (changed)
+		*changed = false;
+	if (!rt)
+		return reg_errf(err, errlen, -EINVAL, "runtime state: missing");
+	lock(r);
+	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
+	    (rc = find_type(r, type, NULL, err, errlen)) < 0)
+		goto out;
+	p = name && alloc ? index_find_plugin(&r->ix, type, name) : NULL;
+	idx = p ? plugin_find_alloc(p, alloc) : -1;
+	if (idx < 0) {
+		rc = reg_errf(err, errlen, -ENOENT, "%s/%s: no registration of alloc %s", type,
+			      name ? name : "", alloc ? alloc : "");
+		goto out;
+	}
+	g = &p->pub.regs[idx];
+	if (g->runtime.state == rt->state && g->runtime.since == rt->since)
+		goto out; /* identical: no event */
+	txn_set_runtime(r, p, (size_t)idx, rt);
+	if (changed)
+		*changed = true;
+out:
+	unlock(r);
+	return rc;
+}
 
 static int plugin_cmp(const void *a, const void *b)
 {
@@ -975,17 +277,17 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 
 	memset(out, 0, sizeof(*out));
 	lock(r);
-	out->plugins = calloc(r->plugins.n ? r->plugins.n : 1, sizeof(*out->plugins));
+	out->plugins = calloc(r->ix.plugins.n ? r->ix.plugins.n : 1, sizeof(*out->plugins));
 	if (!out->plugins) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((e = hash_next(&r->plugins, &pos, e))) {
+	while ((e = hash_next(&r->ix.plugins, &pos, e))) {
 		const struct plugin_node *p = e->value;
 
 		if (type && strcmp(type, p->pub.type) != 0)
 			continue;
-		if ((rc = copy_plugin(&p->pub, &out->plugins[out->n_plugins])) < 0)
+		if ((rc = reg_plugin_copy(&p->pub, &out->plugins[out->n_plugins])) < 0)
 			goto out;
 		out->n_plugins++;
 	}
@@ -1008,8 +310,8 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 	if (!type || !name)
 		return -ENOENT;
 	lock(r);
-	p = find_plugin(r, type, name);
-	rc = p ? copy_plugin(&p->pub, out) : -ENOENT;
+	p = index_find_plugin(&r->ix, type, name);
+	rc = p ? reg_plugin_copy(&p->pub, out) : -ENOENT;
 	unlock(r);
 	return rc;
 }
@@ -1027,9 +329,9 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = r->plugins.n;
+		*n_plugins = r->ix.plugins.n;
 	if (n_registrations)
-		*n_registrations = r->n_regs;
+		*n_registrations = r->ix.n_regs;
 	unlock(r);
 }
 
@@ -1041,7 +343,7 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 	if ((rc = refuse_read_only(r, "expiring tombstones", err, errlen)) < 0)
 		return rc;
 	lock(r);
-	rc = store_expire_tombstones(&r->st, now(r) - r->ttl, &n, err, errlen);
+	rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen);
 	unlock(r);
 	return rc < 0 ? rc : (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
@@ -1051,33 +353,7 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 static int load_one(void *arg, size_t type_idx, int64_t plugin_id, struct registration *g,
 		    char *err, size_t errlen)
 {
-	struct registry *r = arg;
-	struct plugin_node *p = find_plugin(r, g->type, g->name);
-	struct alloc_set *s;
-	char key[PLUGIN_KEY_MAX];
-
-	if (!p) {
-		p = plugin_node_new(g->type, g->name, type_idx);
-		if (!p)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
-		p->pub.id = plugin_id;
-		if (!plugin_key(key, sizeof(key), g->type, g->name) ||
-		    hash_put(&r->plugins, key, p) < 0) {
-			plugin_node_free(p);
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
-		}
-	}
-	if (find_alloc(p, g->alloc) >= 0)
-		return reg_errf(err, errlen, -EIO, "state file: %s/%s has alloc %s twice", g->type,
-				g->name, g->alloc);
-	s = set_get_or_create(r, g->alloc);
-	if (!s || plugin_reserve(p, p->pub.n_regs + 1) < 0 || set_reserve(s, s->n + 1) < 0)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
-	/* Rows arrive by seq, highest first: append keeps the stored order. */
-	p->pub.regs[p->pub.n_regs++] = *g;
-	s->v[s->n++] = p;
-	r->n_regs++;
-	return 0;
+	return index_load(arg, type_idx, plugin_id, g, err, errlen);
 }
 
 static char **copy_strv(const char *const *v, size_t n)
@@ -1175,16 +451,16 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	    .synchronous = opts->synchronous,
 	    .types = (const char *const *)r->types,
 	    .n_types = r->n_types,
-	    .now = now(r),
+	    .now = registry_now(r),
 	    .read_only = r->read_only,
 	};
 	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
-	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, r, err,
-			     errlen)) < 0 ||
+	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, &r->ix,
+			     err, errlen)) < 0 ||
 	    (!r->read_only &&
-	     (rc = store_expire_tombstones(&r->st, now(r) - r->ttl, &n, err, errlen)) < 0))
+	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
 		goto fail;
 	*out = r;
 	return 0;
@@ -1200,22 +476,9 @@ sqlite3 *registry_db(struct registry *r)
 
 void registry_close(struct registry *r)
 {
-	struct hash_entry *e = NULL;
-	size_t pos = 0;
-
 	if (!r)
 		return;
-	while ((e = hash_next(&r->plugins, &pos, e)))
-		plugin_node_free(e->value);
-	hash_free(&r->plugins);
-	pos = 0;
-	while ((e = hash_next(&r->allocs, &pos, e))) {
-		struct alloc_set *s = e->value;
-
-		free(s->v);
-		free(s);
-	}
-	hash_free(&r->allocs);
+	index_free(&r->ix);
 	store_close(&r->st);
 	free_strv(r->types, r->n_types);
 	free(r->type_ids);

@@ -40,9 +40,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define REG_NAME_MAX 128    /* name, alloc, option keys, types */
-#define REG_VALUE_MAX 1024  /* option values and version */
-#define REG_ERR_MAX 512     /* a good size for err buffers */
+#define REG_NAME_MAX 128   /* name, alloc, option keys, types */
+#define REG_VALUE_MAX 1024 /* option values and version */
+#define REG_ERR_MAX 512	   /* a good size for err buffers */
 
 enum reg_kind {
 	REG_KIND_UNSET = 0, /* input only: derived from the type (see registry_register) */
@@ -61,75 +61,114 @@ struct reg_option {
 	char *value;
 };
 
+/* State of a registration that lives in memory only (never persisted;
+ * zero when the registry opens), changed through registry_set_runtime.
+ * The registry gives it no meaning: its user does (e.g. health). */
+struct reg_runtime {
+	int state;
+	int64_t since; /* unix seconds, UTC, as its user sets it */
+};
+
 struct registration {
-	int64_t id;             /* persisted row id, never reused in a state file */
+	int64_t id; /* persisted row id, never reused in a state file */
 	char *type;
 	char *name;
 	char *alloc;
 	char *socket;
-	char *version;          /* "" when not given */
+	char *version; /* "" when not given */
 	enum reg_kind kind;
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
-	int64_t seq;            /* place in the list: higher is more recent */
-	int64_t registered_at;  /* unix seconds, UTC */
-	int64_t updated_at;     /* unix seconds, UTC */
+	int64_t seq;		    /* place in the list: higher is more recent */
+	int64_t registered_at;	    /* unix seconds, UTC */
+	int64_t updated_at;	    /* unix seconds, UTC */
+	struct reg_runtime runtime; /* not persisted; kept by an update */
 };
 
 /* One (type, name) with at least one registration. */
 struct reg_plugin {
-	int64_t id;             /* persisted plugin id, never reused in a state file */
+	int64_t id; /* persisted plugin id, never reused in a state file */
 	char *type;
 	char *name;
-	struct registration *regs; /* ordered by seq, highest (active) first */
+	struct registration *regs; /* ordered by seq, highest (most recent) first */
 	size_t n_regs;
+	/* The index in regs of the active registration, chosen by the
+	 * registry; n_regs or more when none is active.  Read it through
+	 * reg_plugin_active, never as regs[0]: today the active one is the
+	 * most recent, but the registry may pass over some (e.g. dead ones).
+	 * A zeroed field with n_regs > 0 means regs[0]. */
+	size_t active;
 };
+
+/* The active registration of p (the one its `active' link points at), or
+ * NULL when none is (p NULL or without registrations).  Borrowed from p. */
+const struct registration *reg_plugin_active(const struct reg_plugin *p);
 
 /* A deep copy of the whole registry (or one type of it); owned by the caller. */
 struct reg_snapshot {
 	struct reg_plugin *plugins; /* sorted by (type, name) */
 	size_t n_plugins;
 };
+
+/*
+ * The lifetime of these values (registry/model.c).  A value owns every
+ * string and array it points to; a zeroed value is empty and may be freed.
+ * The free functions free the contents (not the struct itself), leave it
+ * zeroed and accept NULL.
+ */
 void reg_snapshot_free(struct reg_snapshot *s);
 void reg_plugin_free_contents(struct reg_plugin *p);
 void registration_free_contents(struct registration *r);
+/* Frees n options and the array. */
+void reg_options_free(struct reg_option *o, size_t n);
+/* Deep copies (a NULL string becomes ""): 0, or -ENOMEM with *dst empty.
+ * The caller owns *dst and frees it with the matching free function. */
+int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option **dst,
+		     size_t *n_dst);
+int registration_copy(const struct registration *src, struct registration *dst);
+int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
+/* Whether a and b register the same thing: socket, version, kind and
+ * options (both sorted by key).  Ids, seq and times are not compared. */
+bool registration_same_data(const struct registration *a, const struct registration *b);
 
 /* What a caller asks to register; strings are borrowed. */
 struct reg_spec {
 	const char *name;
 	const char *alloc;
 	const char *socket;
-	const char *version;    /* NULL or "" = none */
-	enum reg_kind kind;     /* REG_KIND_UNSET: csi-controller -> controller,
-				   csi-node -> node, any other type -> monolith */
+	const char *version; /* NULL or "" = none */
+	enum reg_kind kind;  /* REG_KIND_UNSET: csi-controller -> controller,
+				csi-node -> node, any other type -> monolith */
 	const struct reg_option *options;
 	size_t n_options;
 };
 
 struct registry_options {
-	const char *const *types;     /* configured types, required, >= 1 */
+	const char *const *types; /* configured types, required, >= 1 */
 	size_t n_types;
 	const char *const *socket_roots; /* allowed socket prefixes; none = any */
 	size_t n_socket_roots;
-	int64_t tombstone_ttl;        /* seconds */
-	const char *synchronous;      /* "off" | "normal" | "full" | "extra" */
+	int64_t tombstone_ttl;	 /* seconds */
+	const char *synchronous; /* "off" | "normal" | "full" | "extra" */
 	/* Clock for registered_at, updated_at and tombstone expiry; NULL =
 	 * time(NULL).  Tests inject their own. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
 	/* Read-only (for tools that only look, e.g. `plugfs state dump'):
-	 * the file is opened with SQLITE_OPEN_READONLY and never written: no
-	 * schema creation, no type rows, no migration, no backup, no tombstone
-	 * expiry; quick_check still runs and a newer schema is still refused.
-	 * A missing file is -ENOENT (not created); an empty one is an empty
-	 * registry.  A version-1 file is read into memory as the migration
-	 * would store it (ids and seq 1, 2, ... in document order, registered
-	 * at the open time) and stays version 1.  A configured type absent
-	 * from the file has no plugins and id 0 in registry_types.  A WAL file
-	 * without its -wal (no connection open) is read as immutable, so no
-	 * -wal or -shm is created.  Every mutating function (register,
-	 * deregister, deregister_alloc, import_legacy_json, expire_tombstones)
-	 * returns -EROFS.  tombstone_ttl and synchronous are unused. */
+	 * the file is opened with SQLITE_OPEN_READONLY, quick_check runs on
+	 * it, and it is copied with the SQLite backup API into a private
+	 * in-memory database; the normal open (migration included) then runs
+	 * on that copy, and the file is never written: no schema creation,
+	 * no type rows, no migration, no backup, no -wal or -shm left behind
+	 * (a WAL file without its -wal is read as immutable).  A newer schema
+	 * is still refused.  A missing file is -ENOENT (not created); an
+	 * empty one is an empty registry; a version-1 file is served as its
+	 * migration stores it (ids and seq 1, 2, ... in document order,
+	 * registered at the open time) and stays version 1.  A configured
+	 * type absent from the file has no plugins and id 0 in
+	 * registry_types.  Every mutating function (register, deregister,
+	 * deregister_alloc, import_legacy_json, expire_tombstones) returns
+	 * -EROFS.  synchronous is unused. */
 	bool read_only;
 };
 
@@ -138,8 +177,9 @@ enum reg_event_type {
 	REG_EV_UPDATED,
 	REG_EV_DEREGISTERED,
 	REG_EV_ACTIVE,
+	REG_EV_RUNTIME, /* registry_set_runtime changed a registration */
 };
-/* "registered", "updated", "deregistered", "active" */
+/* "registered", "updated", "deregistered", "active", "runtime" */
 const char *reg_event_name(enum reg_event_type t);
 
 struct reg_event {
@@ -147,8 +187,9 @@ struct reg_event {
 	const char *plugin_type;
 	const char *plugin_name;
 	int64_t plugin_id;
-	/* REGISTERED, UPDATED: the new state of the entry; DEREGISTERED: the
-	 * removed entry; ACTIVE: the new front, or NULL when the list emptied. */
+	/* REGISTERED, UPDATED, RUNTIME: the new state of the entry;
+	 * DEREGISTERED: the removed entry; ACTIVE: the new active entry, or
+	 * NULL when none is (the list emptied). */
 	const struct registration *reg;
 	/* ACTIVE only: the previous and new active alloc, either may be NULL. */
 	const char *old_alloc;
@@ -171,7 +212,7 @@ struct registry;
  *
  * Failures (nothing is changed in the file): -EIO "integrity check failed"
  * (not a database, quick_check found damage), -ENOTSUP (user_version newer
- * than 2), -EINVAL (bad options, unknown tables with user_version 0, a
+ * than this binary's schema version), -EINVAL (bad options, unknown tables with user_version 0, a
  * version-1 entry that fails validation: the file stays version 1), -EROFS
  * (the file can only be opened read-only).  A version-1 file is user_version
  * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
@@ -180,16 +221,18 @@ struct registry;
  * tombstone_ttl are deleted on open.  opts->read_only: none of the writes
  * above happen (see struct registry_options).
  */
-int registry_open(const char *db_path, const struct registry_options *opts,
-		  struct registry **out, char *err, size_t errlen);
+int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,
+		  char *err, size_t errlen);
 void registry_close(struct registry *r);
 
-/* Checks a state file offline (quick_check, schema version, row sanity)
- * without changing it (opened read-only, never created).  0 when good,
- * including an empty file and a version-1 file that registry_open would
- * migrate (its legacy document parses and every entry passes validation); -ENOENT when missing; -ENOTSUP when newer; -EIO with the first
- * problem found (integrity, dangling rows, plugins without registrations,
- * a sequence counter below a stored seq, a field that fails validation). */
+/* Checks a state file offline without changing it (opened read-only,
+ * never created; the checks run on an in-memory copy, migrated as
+ * registry_open would).  0 when good, including an empty file and a
+ * version-1 file that registry_open would migrate (the migration's own
+ * words otherwise); -ENOENT when missing; -ENOTSUP when newer; -EIO with
+ * the first problem found (integrity, dangling rows, plugins without
+ * registrations, a sequence counter below a stored seq, a field that fails
+ * validation). */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*
@@ -201,14 +244,30 @@ int registry_check_file(const char *db_path, char *err, size_t errlen);
 int registry_register(struct registry *r, const char *const *types, size_t n_types,
 		      const struct reg_spec *spec, char *err, size_t errlen);
 
-/* Removes (type, name, alloc).  Unknown entry: 0, no event, no change. */
-int registry_deregister(struct registry *r, const char *type, const char *name,
-			const char *alloc, char *err, size_t errlen);
+/* Removes (type, name, alloc).  Unknown entry: 0, no event, no change.
+ * *removed (may be NULL) says whether an entry was removed (false on an
+ * error), so that a caller needs no lookup first (which would race). */
+int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
+			bool *removed, char *err, size_t errlen);
 
 /* Removes every registration of alloc, across all types, in one transaction.
  * *removed (may be NULL) receives the count. */
-int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed,
-			      char *err, size_t errlen);
+int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
+			      size_t errlen);
+
+/*
+ * A change that is not persisted: sets the runtime state of (type, name,
+ * alloc) to *rt in memory, under the registry mutex, without touching
+ * SQLite.  Then the registry elects the active registration again, and
+ * events go out through the same delivery as persisted mutations (in
+ * order, after memory changed): RUNTIME with the entry, then ACTIVE when
+ * the active one changed.  *changed (may be NULL) says whether anything
+ * changed; an identical state is a no-op without events.  Works on a
+ * read-only registry too (nothing is written).  0; -ENOENT when there is no
+ * such entry; -EINVAL for a type not configured; -EDEADLK from a callback.
+ */
+int registry_set_runtime(struct registry *r, const char *type, const char *name, const char *alloc,
+			 const struct reg_runtime *rt, bool *changed, char *err, size_t errlen);
 
 /* Deep copy of all plugins, or only those of type when type != NULL. */
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out);
@@ -238,8 +297,8 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);
  * errors name the entry ("legacy JSON: Plugins.csi-node.p: ...").
  * *imported receives the entries that changed something (identical entries
  * are no-ops).  The JSON is read with SQLite's JSON functions. */
-int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported,
-				char *err, size_t errlen);
+int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported, char *err,
+				size_t errlen);
 
 /* Subscribes cb; returns a positive subscription id or -errno.  Events are
  * delivered in commit order.  Safe from a callback: cb then gets the events

@@ -1,35 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* The SQLite store: open, check, migrate, load, and the mutation statements. */
+/* The SQLite store: transactions, the load, and the statements of each
+ * mutation (store_open.c opens it). */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "internal.h"
 #include "store.h"
-
-static const char schema_sql[] =
-    "CREATE TABLE meta(key TEXT PRIMARY KEY NOT NULL, value);"
-    "CREATE TABLE types(id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE);"
-    "CREATE TABLE plugins(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " type_id INTEGER NOT NULL REFERENCES types(id), name TEXT NOT NULL,"
-    " UNIQUE(type_id, name));"
-    "CREATE TABLE registrations(id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " plugin_id INTEGER NOT NULL REFERENCES plugins(id) ON DELETE CASCADE,"
-    " alloc TEXT NOT NULL, socket TEXT NOT NULL, version TEXT NOT NULL DEFAULT '',"
-    " kind TEXT NOT NULL CHECK (kind IN ('controller', 'node', 'monolith')),"
-    " seq INTEGER NOT NULL UNIQUE, registered_at INTEGER NOT NULL,"
-    " updated_at INTEGER NOT NULL, UNIQUE(plugin_id, alloc));"
-    "CREATE INDEX registrations_alloc ON registrations(alloc);"
-    "CREATE TABLE reg_options(reg_id INTEGER NOT NULL REFERENCES registrations(id)"
-    " ON DELETE CASCADE, key TEXT NOT NULL, value TEXT NOT NULL,"
-    " PRIMARY KEY(reg_id, key)) WITHOUT ROWID;"
-    "CREATE TABLE tombstones(type TEXT NOT NULL, name TEXT NOT NULL, alloc TEXT NOT NULL,"
-    " seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
-    " PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
-    "CREATE INDEX tombstones_deleted ON tombstones(deleted_at);"
-    "PRAGMA user_version = 2;";
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
@@ -57,7 +34,7 @@ int store_fail(struct store *s, int rc, const char *what, char *err, size_t errl
 			s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
-static int exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
+int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
 {
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
 
@@ -113,7 +90,7 @@ int store_begin(struct store *s, char *err, size_t errlen)
 				"state file `%s': starting a transaction: the previous one cannot "
 				"be rolled back: %s",
 				s->path, sqlite3_errmsg(s->db));
-	return exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
+	return store_exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
 }
 
 int store_commit(struct store *s, char *err, size_t errlen)
@@ -159,72 +136,7 @@ int store_query_int(struct store *s, const char *sql, int64_t *out, const char *
 	return rc;
 }
 
-int store_quick_check(struct store *s, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	const char *msg;
-	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
-
-	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, sqlite3_errmsg(s->db));
-		goto out;
-	}
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, sqlite3_errmsg(s->db));
-		goto out;
-	}
-	msg = (const char *)sqlite3_column_text(st, 0);
-	if (!msg || strcmp(msg, "ok") != 0) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, msg ? msg : "no answer");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
-	    s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading the schema", err, errlen);
-	bind_text(st, 1, name);
-	rc = sqlite3_step(st);
-	*exists = rc == SQLITE_ROW;
-	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		 ? 0
-		 : store_fail(s, rc, "reading the schema", err, errlen);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int store_check_tables(struct store *s, int code, char *err, size_t errlen)
-{
-	static const char *const tables[] = {"meta",	      "types",	     "plugins",
-					     "registrations", "reg_options", "tombstones"};
-	bool exists;
-	int rc;
-
-	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++) {
-		if ((rc = store_table_exists(s, tables[i], &exists, err, errlen)) < 0)
-			return rc;
-		if (!exists)
-			return reg_errf(err, errlen, code,
-					"state file `%s': schema version 2 without table `%s'",
-					s->path, tables[i]);
-	}
-	return 0;
-}
-
-static int ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
+int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO types(name) VALUES(?1)", -1, &st,
@@ -254,443 +166,8 @@ static int ensure_type(struct store *s, const char *name, int64_t *id, char *err
 	return rc;
 }
 
-static int backup_to(struct store *s, const char *dest, char *err, size_t errlen)
-{
-	sqlite3 *d = NULL;
-	sqlite3_backup *b = NULL;
-	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-
-	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
-			      "state file `%s': backing up to `%s': %s", s->path, dest,
-			      d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
-		goto out;
-	}
-	b = sqlite3_backup_init(d, "main", s->db, "main");
-	if (!b) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': backing up to `%s': %s", s->path,
-			      dest, sqlite3_errmsg(d));
-		goto out;
-	}
-	rc = sqlite3_backup_step(b, -1);
-	sqlite3_backup_finish(b);
-	if (rc != SQLITE_DONE) {
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
-			      "state file `%s': backing up to `%s': %s", s->path, dest,
-			      sqlite3_errstr(rc));
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_close(d);
-	return rc;
-}
-
-static int read_legacy_json(struct store *s, char **json, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db, "SELECT value FROM kv WHERE key = ?1", -1, &st, NULL);
-
-	*json = NULL;
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-	bind_text(st, 1, REG_LEGACY_KV_KEY);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
-		*json = strdup((const char *)sqlite3_column_text(st, 0));
-		rc = *json ? 0 : -ENOMEM;
-	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
-		rc = 0; /* no registry saved yet: an empty one */
-	} else {
-		rc = store_fail(s, rc, "reading the version 1 `kv' table", err, errlen);
-	}
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Inserts the legacy entries inside the migration transaction. */
-static int migrate_entries(struct store *s, struct legacy_entry *e, size_t n, int64_t now,
-			   char *err, size_t errlen)
-{
-	char msg[REG_ERR_MAX];
-	int64_t seq = 0;
-	int rc = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		struct registration r = {
-		    .alloc = e[i].alloc,
-		    .socket = e[i].socket,
-		    .version = e[i].version ? e[i].version : (char *)"",
-		    .kind = e[i].kind ? e[i].kind : reg_kind_for_type(e[i].type),
-		    .options = e[i].options,
-		    .n_options = e[i].n_options,
-		    .seq = ++seq,
-		    .registered_at = now,
-		    .updated_at = now,
-		};
-		int64_t type_id, plugin_id;
-
-		/* Any valid type: those not configured are kept, not served. */
-		if ((rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg))) < 0)
-			return reg_errf(err, errlen, rc,
-					"state file `%s': cannot migrate version 1: %s", s->path,
-					msg);
-		if ((rc = ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
-		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) <
-			0 ||
-		    (rc = store_insert_reg(s, plugin_id, &r, err, errlen)) < 0)
-			return rc;
-	}
-	if (seq > 0)
-		rc = store_set_seq(s, seq, err, errlen);
-	return rc;
-}
-
-static int migrate_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
-{
-	struct legacy_entry *e = NULL;
-	size_t n = 0;
-	char *json = NULL, *bak = NULL;
-	int rc;
-
-	if (strcmp(s->path, ":memory:") != 0 && s->path[0] != '\0') {
-		if (asprintf(&bak, "%s.v1.bak", s->path) < 0) {
-			bak = NULL;
-			rc = -ENOMEM;
-			goto out;
-		}
-		if ((rc = backup_to(s, bak, err, errlen)) < 0)
-			goto out;
-	}
-	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
-		goto out;
-	if (json && (rc = legacy_parse(s->db, json, &e, &n, err, errlen)) < 0)
-		goto out;
-	if ((rc = store_begin(s, err, errlen)) < 0)
-		goto out;
-	if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0 ||
-	    (rc = migrate_entries(s, e, n, o->now, err, errlen)) < 0 ||
-	    (rc = exec(s, "DROP TABLE kv", "dropping the version 1 `kv' table", err, errlen)) < 0) {
-		store_rollback(s);
-		goto out;
-	}
-	rc = store_commit(s, err, errlen);
-out:
-	legacy_free(e, n);
-	free(json);
-	free(bak);
-	return rc;
-}
-
-/* Read-only: parses and validates the legacy document of a version-1 file
- * and keeps its entries in memory, as the migration would store them;
- * writes nothing (no backup, no schema). */
-static int load_v1(struct store *s, const struct store_open_options *o, char *err, size_t errlen)
-{
-	char msg[REG_ERR_MAX];
-	char *json = NULL;
-	int rc;
-
-	s->v1 = true;
-	s->now = o->now;
-	if ((rc = read_legacy_json(s, &json, err, errlen)) < 0)
-		goto out;
-	if (json && (rc = legacy_parse(s->db, json, &s->legacy, &s->n_legacy, err, errlen)) < 0)
-		goto out;
-	for (size_t i = 0; i < s->n_legacy; i++) {
-		/* Any valid type, as the migration: those not configured are
-		 * kept, not served. */
-		if ((rc = legacy_validate(&s->legacy[i], NULL, 0, NULL, 0, NULL, msg,
-					  sizeof(msg))) < 0) {
-			rc = reg_errf(err, errlen, rc, "state file `%s': version 1: %s", s->path,
-				      msg);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	free(json);
-	return rc;
-}
-
-/* Reads user_version and the layout; creates, migrates or refuses (read
- * only: reads a version-1 file into memory, accepts an empty one). */
-static int check_schema(struct store *s, const struct store_open_options *o, char *err,
-			size_t errlen)
-{
-	int64_t version, n_tables;
-	bool kv;
-	int rc;
-
-	if ((rc = store_query_int(s, "PRAGMA user_version", &version, "reading the schema version",
-				  err, errlen)) < 0 ||
-	    (rc = store_query_int(s, "SELECT count(*) FROM sqlite_master", &n_tables,
-				  "reading the schema", err, errlen)) < 0 ||
-	    (rc = store_table_exists(s, "kv", &kv, err, errlen)) < 0)
-		return rc;
-	if (version > REG_SCHEMA_VERSION)
-		return reg_errf(err, errlen, -ENOTSUP,
-				"state file `%s': schema version %lld is newer than this plugfs "
-				"supports (%d); use a newer plugfs or another state file",
-				s->path, (long long)version, REG_SCHEMA_VERSION);
-	if (version == 1 || (version == 0 && kv)) {
-		if (!kv)
-			return reg_errf(err, errlen, -EINVAL,
-					"state file `%s': schema version 1 without its `kv' table",
-					s->path);
-		return s->read_only ? load_v1(s, o, err, errlen) : migrate_v1(s, o, err, errlen);
-	}
-	if (version == 0) {
-		if (n_tables != 0)
-			return reg_errf(err, errlen, -EINVAL,
-					"state file `%s': not a plugfs state file (user_version 0 "
-					"and unknown tables)",
-					s->path);
-		if (s->read_only) {
-			s->empty = true; /* served as an empty registry; not created */
-			return 0;
-		}
-		if ((rc = store_begin(s, err, errlen)) < 0)
-			return rc;
-		if ((rc = exec(s, schema_sql, "creating the schema", err, errlen)) < 0) {
-			store_rollback(s);
-			return rc;
-		}
-		return store_commit(s, err, errlen);
-	}
-	if (version != REG_SCHEMA_VERSION)
-		return reg_errf(err, errlen, -EINVAL,
-				"state file `%s': unknown schema version %lld", s->path,
-				(long long)version);
-	return store_check_tables(s, -EINVAL, err, errlen);
-}
-
-static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)
-{
-	static const char *const sync_values[] = {"off", "normal", "full", "extra"};
-	char sql[64];
-	sqlite3_stmt *st = NULL;
-	const char *mode;
-	bool known = false;
-	int rc;
-
-	if (!synchronous)
-		synchronous = "full";
-	for (size_t i = 0; i < 4; i++)
-		known |= strcmp(synchronous, sync_values[i]) == 0;
-	if (!known)
-		return reg_errf(err, errlen, -EINVAL,
-				"synchronous `%s': must be one of off, normal, full, extra",
-				synchronous);
-	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "switching to WAL", err, errlen);
-	rc = sqlite3_step(st);
-	mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
-		rc = rc == SQLITE_ROW
-			 ? reg_errf(err, errlen, -EIO,
-				    "state file `%s': cannot use WAL (journal mode %s)", s->path,
-				    mode ? mode : "?")
-			 : store_fail(s, rc, "switching to WAL", err, errlen);
-		sqlite3_finalize(st);
-		return rc;
-	}
-	sqlite3_finalize(st);
-	snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s", synchronous);
-	if ((rc = exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
-	    (rc = exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) < 0)
-		return rc;
-	return 0;
-}
-
-/* Whether path is a WAL-mode database (header bytes 18 and 19 are 2) whose
- * -wal file does not exist: then no connection is open on it and the file
- * holds every commit. */
-static bool wal_without_log(const char *path)
-{
-	unsigned char h[20];
-	char *wal = NULL;
-	bool log;
-	FILE *f = fopen(path, "rb");
-
-	if (!f)
-		return false;
-	if (fread(h, 1, sizeof(h), f) != sizeof(h) || h[18] != 2 || h[19] != 2) {
-		fclose(f);
-		return false;
-	}
-	fclose(f);
-	if (asprintf(&wal, "%s-wal", path) < 0)
-		return false;
-	log = access(wal, F_OK) == 0;
-	free(wal);
-	return !log;
-}
-
-/* "file:" URI of path for a read-only open ('?', '#' and '%' escaped).  A
- * read-only connection on a WAL database creates the -shm and -wal files
- * when they are missing and leaves them behind; when there is no -wal, the
- * database file is complete and opening it immutable reads it without
- * them.  (While a daemon has the file open its -wal exists, and the shared
- * -shm is used as usual.) */
-static char *read_only_uri(const char *path)
-{
-	bool immutable = wal_without_log(path);
-	size_t len = strlen(path), n = 0;
-	char *u = malloc(3 * len + 32);
-
-	if (!u)
-		return NULL;
-	n += (size_t)sprintf(u, "file:%s", path[0] == '/' ? "//" : "");
-	for (const char *p = path; *p; p++) {
-		if (*p == '?' || *p == '#' || *p == '%')
-			n += (size_t)sprintf(u + n, "%%%02X", (unsigned char)*p);
-		else
-			u[n++] = *p;
-	}
-	sprintf(u + n, "?mode=ro%s", immutable ? "&immutable=1" : "");
-	return u;
-}
-
-/* The ids of the configured types; 0 for a type absent from the file (and
- * for every type of an empty or version-1 file). */
-static int read_type_ids(struct store *s, const struct store_open_options *o, int64_t *type_ids,
-			 char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	for (size_t i = 0; i < o->n_types; i++)
-		type_ids[i] = 0;
-	if (s->empty || s->v1)
-		return 0;
-	rc = sqlite3_prepare_v2(s->db, "SELECT id FROM types WHERE name = ?1", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading a type", err, errlen);
-	for (size_t i = 0; i < o->n_types; i++) {
-		sqlite3_reset(st);
-		bind_text(st, 1, o->types[i]);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW)
-			type_ids[i] = sqlite3_column_int64(st, 0);
-		else if (rc != SQLITE_DONE) {
-			rc = store_fail(s, rc, "reading a type", err, errlen);
-			goto out;
-		}
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
-	return rc;
-}
-
-int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen)
-{
-	char *uri = NULL;
-	int rc;
-
-	if (strcmp(path, ":memory:") == 0) {
-		rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL);
-	} else {
-		if (access(path, F_OK) < 0)
-			return reg_errf(err, errlen, -errno,
-					"state file `%s': %s (a read-only open does not create it)",
-					path, strerror(errno));
-		uri = read_only_uri(path);
-		if (!uri)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
-		rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
-		free(uri);
-	}
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "cannot open", err, errlen);
-	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, 5000);
-	return exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
-}
-
-static int open_read_only(struct store *s, const char *path, const struct store_open_options *o,
-			  int64_t *type_ids, char *err, size_t errlen)
-{
-	int rc;
-
-	s->read_only = true;
-	if ((rc = store_open_db_read_only(s, path, err, errlen)) < 0 ||
-	    (rc = store_quick_check(s, err, errlen)) < 0 ||
-	    (rc = check_schema(s, o, err, errlen)) < 0)
-		return rc;
-	return read_type_ids(s, o, type_ids, err, errlen);
-}
-
-int store_open(struct store *s, const char *path, const struct store_open_options *o,
-	       int64_t *type_ids, char *err, size_t errlen)
-{
-	int rc;
-
-	memset(s, 0, sizeof(*s));
-	s->path = strdup(path);
-	if (!s->path)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
-	if (o->read_only) {
-		if ((rc = open_read_only(s, path, o, type_ids, err, errlen)) < 0)
-			goto fail;
-		return 0;
-	}
-	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-	if (rc != SQLITE_OK) {
-		rc = store_fail(s, rc, "cannot open", err, errlen);
-		goto fail;
-	}
-	sqlite3_extended_result_codes(s->db, 1);
-	sqlite3_busy_timeout(s->db, 5000);
-	if (sqlite3_db_readonly(s->db, "main") == 1) {
-		rc = reg_errf(err, errlen, -EROFS,
-			      "state file `%s': opened read-only; plugfs needs "
-			      "to write it",
-			      path);
-		goto fail;
-	}
-	if ((rc = store_quick_check(s, err, errlen)) < 0)
-		goto fail;
-	/* WAL before the schema check would change a version-1 file before
-	 * its backup; the backup API copies it as it is. */
-	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
-	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0)
-		goto fail;
-	if ((rc = store_begin(s, err, errlen)) < 0)
-		goto fail;
-	for (size_t i = 0; i < o->n_types; i++) {
-		if ((rc = ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
-			store_rollback(s);
-			goto fail;
-		}
-	}
-	if ((rc = store_commit(s, err, errlen)) < 0)
-		goto fail;
-	return 0;
-fail:
-	store_close(s);
-	return rc;
-}
-
-void store_close(struct store *s)
-{
-	for (size_t i = 0; i < ST_COUNT; i++)
-		sqlite3_finalize(s->stmts[i]);
-	if (s->db)
-		sqlite3_close(s->db);
-	legacy_free(s->legacy, s->n_legacy);
-	free(s->path);
-	memset(s, 0, sizeof(*s));
-}
-
 int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
 {
-	if (s->empty || s->v1) {
-		*seq = s->v1 ? (int64_t)s->n_legacy : 0; /* as migrate_entries numbers them */
-		return 0;
-	}
 	return store_query_int(
 	    s,
 	    "SELECT max(coalesce((SELECT CAST(value AS INTEGER) FROM meta"
@@ -738,58 +215,6 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 	return 0;
 }
 
-/* Read-only, version 1: the entries as the migration would store them (one
- * plugin and one registration per entry, ids and seq 1, 2, ... in document
- * order, registered at s->now). */
-static int load_legacy(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
-		       void *arg, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < s->n_legacy; i++) {
-		const struct legacy_entry *e = &s->legacy[i];
-		struct registration r = {
-		    .id = (int64_t)i + 1,
-		    .kind = e->kind ? e->kind : reg_kind_for_type(e->type),
-		    .seq = (int64_t)i + 1,
-		    .registered_at = s->now,
-		    .updated_at = s->now,
-		};
-		size_t ti;
-		int rc;
-
-		for (ti = 0; ti < n_types; ti++)
-			if (strcmp(e->type, types[ti]) == 0)
-				break;
-		if (ti == n_types)
-			continue; /* a type not configured: kept, not served */
-		r.type = strdup(e->type);
-		r.name = strdup(e->name);
-		r.alloc = strdup(e->alloc);
-		r.socket = strdup(e->socket);
-		r.version = strdup(e->version ? e->version : "");
-		r.options = e->n_options ? calloc(e->n_options, sizeof(*r.options)) : NULL;
-		rc = !r.type || !r.name || !r.alloc || !r.socket || !r.version ||
-			     (e->n_options && !r.options)
-			 ? -ENOMEM
-			 : 0;
-		for (size_t k = 0; rc == 0 && k < e->n_options; k++) {
-			r.options[k].key = strdup(e->options[k].key);
-			r.options[k].value = strdup(e->options[k].value);
-			r.n_options++;
-			if (!r.options[k].key || !r.options[k].value)
-				rc = -ENOMEM;
-		}
-		if (rc < 0) {
-			registration_free_contents(&r);
-			return reg_errf(err, errlen, rc, "out of memory");
-		}
-		if ((rc = fn(arg, ti, (int64_t)i + 1, &r, err, errlen)) < 0) {
-			registration_free_contents(&r);
-			return rc;
-		}
-	}
-	return 0;
-}
-
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
 	       void *arg, char *err, size_t errlen)
 {
@@ -797,10 +222,6 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	struct registration r;
 	int rc;
 
-	if (s->empty)
-		return 0;
-	if (s->v1)
-		return load_legacy(s, types, n_types, fn, arg, err, errlen);
 	memset(&r, 0, sizeof(r));
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"
@@ -992,13 +413,10 @@ int store_delete_reg(struct store *s, const struct registration *r, int64_t now,
 		     size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen);
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, r->id);
-	if ((rc = run(s, st, "deleting options", err, errlen)) < 0)
-		return rc;
+	/* Its options go with it: ON DELETE CASCADE (foreign keys are on,
+	 * set_pragmas checks). */
 	if ((rc = stmt(s, ST_DELETE_REG, &st, err, errlen)) < 0)
 		return rc;
 	sqlite3_bind_int64(st, 1, r->id);

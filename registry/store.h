@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The SQLite store of the registry, private to registry/: schema version 2,
- * migration from version 1, load, and the statements of each mutation.  The
- * caller (registry.c) wraps mutations in store_begin ... store_commit and
- * serialises every call with the registry mutex.
+ * The SQLite store of the registry, private to registry/: open, load, and
+ * the statements of each mutation (schema.c owns the schema versions and
+ * their migrations).  The caller (txn.c) wraps mutations in store_begin ...
+ * store_commit and serialises every call with the registry mutex.
  *
- * Schema (PRAGMA user_version = 2):
+ * Schema (SCHEMA_VERSION 2):
  *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
  *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
  *   plugins(id AUTOINCREMENT, type_id, name, UNIQUE(type_id, name))
@@ -43,18 +43,12 @@ enum store_stmt {
 	ST_COUNT
 };
 
-struct legacy_entry;
-
 struct store {
 	sqlite3 *db;
 	char *path;
 	sqlite3_stmt *stmts[ST_COUNT];
-	bool read_only;		     /* opened SQLITE_OPEN_READONLY: nothing is written */
-	bool empty;		     /* read-only: a file without a schema yet */
-	bool v1;		     /* read-only: a version-1 file, served from `legacy' */
-	struct legacy_entry *legacy; /* v1: the validated entries, in document order */
-	size_t n_legacy;
-	int64_t now; /* v1: registered_at of its entries (as migrated) */
+	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
+	bool copy;	/* db is a private in-memory copy of the file at path */
 };
 
 struct store_open_options {
@@ -62,15 +56,15 @@ struct store_open_options {
 	const char *const *types;
 	size_t n_types;
 	int64_t now; /* for migrated rows */
-	/* Open with SQLITE_OPEN_READONLY and never write: no schema creation,
-	 * no type rows, no migration (a version-1 file is parsed and kept in
-	 * memory), type ids of types absent from the file are 0. */
+	/* Never write the file: work on a private in-memory copy of it
+	 * (store_open_copy), migrated there as usual; type ids of types
+	 * absent from the file are 0. */
 	bool read_only;
 };
 
 /* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
- * with the persisted ids of the configured types.  With o->read_only: opens,
- * checks and reads only (see struct store_open_options). */
+ * with the persisted ids of the configured types.  With o->read_only the
+ * same runs on an in-memory copy of the file (see store_open_copy). */
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
@@ -81,6 +75,12 @@ void store_close(struct store *s);
  * the -wal and -shm and keep them.  -ENOENT (and nothing created) when path
  * does not exist.  s->path must be set. */
 int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen);
+
+/* Opens path read-only (store_open_db_read_only), runs quick_check on it,
+ * copies it with the backup API into a private in-memory database that
+ * becomes s->db (s->copy) and closes the file again: nothing is written to
+ * it.  s->path must be set. */
+int store_open_copy(struct store *s, const char *path, char *err, size_t errlen);
 
 /* BEGIN IMMEDIATE; first rolls back a transaction left open by a ROLLBACK
  * that failed, so that one bad moment of the disk does not fail every later
@@ -124,12 +124,17 @@ int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *e
  * message with SQLite's answer. */
 int store_quick_check(struct store *s, char *err, size_t errlen);
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
-/* Every table of schema version 2 exists: 0, else `code' and a message
- * naming the missing one. */
-int store_check_tables(struct store *s, int code, char *err, size_t errlen);
 /* Runs a one-value query; *out receives column 0 (0 when there is no row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
 		    size_t errlen);
+
+/* Runs sql (any number of statements): 0 or -errno naming what. */
+int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen);
+/* The id of the type name, inserted when missing. */
+int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen);
+/* Copies the whole database of s to the file dest (created or replaced)
+ * with the SQLite backup API. */
+int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
 
 /* The error of the last failing call on s, as "what: sqlite message". */
 int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen);

@@ -52,6 +52,8 @@ const char *reg_event_name(enum reg_event_type t)
 		return "deregistered";
 	case REG_EV_ACTIVE:
 		return "active";
+	case REG_EV_RUNTIME:
+		return "runtime";
 	}
 	return "unknown";
 }

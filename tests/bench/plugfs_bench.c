@@ -332,7 +332,7 @@ static double register_baseline(struct bench *b, long n)
 		if (do_register(b, alloc, b->sock) != 0)
 			exit(1);
 		t[i] = now_ns() - t0;
-		if (registry_deregister(b->reg, TYPE, NAME, prev, err, sizeof(err)) != 0) {
+		if (registry_deregister(b->reg, TYPE, NAME, prev, NULL, err, sizeof(err)) != 0) {
 			fprintf(stderr, "plugfs-bench: deregister %s: %s\n", prev, err);
 			exit(1);
 		}
@@ -424,7 +424,7 @@ static int run_switches(struct bench *b, double *median_us, double *p99_us, doub
 		 * link does not change). */
 		char err[REG_ERR_MAX];
 
-		if (registry_deregister(b->reg, TYPE, NAME, prev, err, sizeof(err)) != 0) {
+		if (registry_deregister(b->reg, TYPE, NAME, prev, NULL, err, sizeof(err)) != 0) {
 			fprintf(stderr, "plugfs-bench: deregister %s: %s\n", prev, err);
 			rc = -1;
 		}

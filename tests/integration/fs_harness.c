@@ -96,7 +96,7 @@ static int do_deregister(struct registry *reg, const char *type, const char *nam
 			 const char *alloc)
 {
 	char err[REG_ERR_MAX];
-	int rc = registry_deregister(reg, type, name, alloc, err, sizeof(err));
+	int rc = registry_deregister(reg, type, name, alloc, NULL, err, sizeof(err));
 
 	if (rc != 0)
 		fprintf(stderr, "fs-harness: deregister %s/%s %s: %s\n", type, name, alloc, err);

@@ -103,13 +103,17 @@ static void check_mutations_refused(struct registry *r, const char *path)
 	static const char *const node[] = {"csi-node"};
 	struct reg_spec spec = {.name = "p", .alloc = "new", .socket = "/run/csi/new/csi.sock"};
 	char err[REG_ERR_MAX] = "";
+	bool removed;
 	size_t n = 7;
 
 	assert_int_equal(registry_register(r, node, 1, &spec, err, sizeof(err)), -EROFS);
 	assert_non_null(strstr(err, "read-only"));
 	assert_non_null(strstr(err, path));
 	err[0] = '\0';
-	assert_int_equal(registry_deregister(r, "csi-node", "p", "a0", err, sizeof(err)), -EROFS);
+	removed = true;
+	assert_int_equal(registry_deregister(r, "csi-node", "p", "a0", &removed, err, sizeof(err)),
+			 -EROFS);
+	assert_false(removed);
 	assert_non_null(strstr(err, "read-only"));
 	err[0] = '\0';
 	assert_int_equal(registry_deregister_alloc(r, "a0", &n, err, sizeof(err)), -EROFS);
@@ -301,8 +305,9 @@ static void test_refusals_change_nothing(void **state)
 	/* A version-1 entry that fails validation: refused, file as it was. */
 	registry_close(f->r);
 	f->r = NULL;
-	write_v1(f->path, 1, "{\"Plugins\": {\"csi-node\": {\"p/1\": {\"AllocID\": \"a\","
-			  " \"ConnectionInfo\": {\"SocketPath\": \"/a.sock\"}}}}}");
+	write_v1(f->path, 1,
+		 "{\"Plugins\": {\"csi-node\": {\"p/1\": {\"AllocID\": \"a\","
+		 " \"ConnectionInfo\": {\"SocketPath\": \"/a.sock\"}}}}}");
 	before = read_bytes(f->path);
 	assert_int_equal(open_ro(f, &r, err, sizeof(err)), -EINVAL);
 	assert_null(r);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry's semantics (DESIGN.md "Semantics") against a real SQLite
+ * The registry's semantics (docs/design.md, "Semantics") against a real SQLite
  * file in a temporary directory; "restart" closes the registry and opens
  * it again from the same file.
  */
@@ -286,6 +286,30 @@ static void test_deregister_unknown_is_noop(void **state)
 	assert_int_equal(count_rows(f, "tombstones"), 0);
 }
 
+/* registry_deregister says whether it removed something, without a lookup
+ * before it. */
+static void test_deregister_reports_removed(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX] = "";
+	bool removed = true;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(
+	    registry_deregister(f->r, "csi-node", "p", "zz", &removed, err, sizeof(err)), 0);
+	assert_false(removed);
+	assert_int_equal(
+	    registry_deregister(f->r, "csi-node", "p", "a0", &removed, err, sizeof(err)), 0);
+	assert_true(removed);
+	assert_int_equal(
+	    registry_deregister(f->r, "csi-node", "p", "a0", &removed, err, sizeof(err)), 0);
+	assert_false(removed); /* already gone */
+	removed = true;
+	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", &removed, err, sizeof(err)),
+			 -EINVAL);
+	assert_false(removed);
+}
+
 static void test_seq_is_global_and_persisted(void **state)
 {
 	struct fixture *f = *state;
@@ -414,7 +438,7 @@ static void mutate_from_callback(const struct reg_event *ev, void *arg)
 
 	(void)ev;
 	n->rc_register = registry_register(n->f->r, &type, 1, &spec, err, sizeof(err));
-	n->rc_dereg = registry_deregister(n->f->r, "csi-node", "p", "a0", err, sizeof(err));
+	n->rc_dereg = registry_deregister(n->f->r, "csi-node", "p", "a0", NULL, err, sizeof(err));
 	n->rc_alloc = registry_deregister_alloc(n->f->r, "a0", NULL, err, sizeof(err));
 	n->rc_import =
 	    registry_import_legacy_json(n->f->r, "{\"Plugins\": {}}", NULL, err, sizeof(err));
@@ -692,6 +716,7 @@ int main(void)
 	    T(test_scenario6_deregister_alloc),
 	    T(test_update_in_place),
 	    T(test_deregister_unknown_is_noop),
+	    T(test_deregister_reports_removed),
 	    T(test_seq_is_global_and_persisted),
 	    T(test_plugin_ids_not_reused),
 	    T(test_types_persisted),

@@ -41,7 +41,7 @@ static void record(const struct reg_event *ev, void *arg)
 	}
 	if (ev->type == REG_EV_ACTIVE) {
 		if (ev->plugin)
-			assert_string_equal(ev->plugin->regs[0].alloc, ev->new_alloc);
+			assert_string_equal(reg_plugin_active(ev->plugin)->alloc, ev->new_alloc);
 		snprintf(f->events + len, sizeof(f->events) - len, "%s %s/%s %s->%s%s;",
 			 reg_event_name(ev->type), ev->plugin_type, ev->plugin_name,
 			 ev->old_alloc ? ev->old_alloc : "(null)",
@@ -148,7 +148,7 @@ int reg(struct fixture *f, const char *type, const char *name, const char *alloc
 int dereg(struct fixture *f, const char *type, const char *name, const char *alloc)
 {
 	char err[REG_ERR_MAX];
-	int rc = registry_deregister(f->r, type, name, alloc, err, sizeof(err));
+	int rc = registry_deregister(f->r, type, name, alloc, NULL, err, sizeof(err));
 
 	if (rc < 0)
 		print_message("deregister: %s\n", err);
@@ -162,8 +162,8 @@ const char *active(struct fixture *f, const char *type, const char *name)
 
 	if (registry_get_plugin(f->r, type, name, &p) < 0)
 		return NULL;
-	assert_true(p.n_regs > 0);
-	snprintf(buf, sizeof(buf), "%s", p.regs[0].alloc);
+	assert_non_null(reg_plugin_active(&p));
+	snprintf(buf, sizeof(buf), "%s", reg_plugin_active(&p)->alloc);
 	reg_plugin_free_contents(&p);
 	return buf;
 }

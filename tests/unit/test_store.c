@@ -395,7 +395,8 @@ static void test_migrate_bad_entry_leaves_v1(void **state)
 	assert_non_null(strstr(err, "cannot migrate version 1: Plugins.csi-node.p\\x1b: name"));
 	write_v1(f->path, 1, "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": 1}}}}");
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
-	assert_non_null(strstr(err, "version 1: legacy JSON: Plugins.csi-node.p1.AllocID: must be"));
+	assert_non_null(
+	    strstr(err, "version 1: legacy JSON: Plugins.csi-node.p1.AllocID: must be"));
 	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM kv"), 1);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master"
@@ -584,6 +585,33 @@ static void test_unconfigured_type_kept_not_served(void **state)
 	assert_string_equal(active(f, "gpu", "g"), "a0");
 }
 
+/* A deleted registration takes its options with it (ON DELETE CASCADE):
+ * foreign keys are on for the registry's connection. */
+static void test_deregister_cascades_options(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_option opts[] = {{"a", "1"}, {"b", "2"}};
+	struct reg_spec spec = {.name = "p",
+				.alloc = "a0",
+				.socket = "/run/csi/a0/csi.sock",
+				.options = opts,
+				.n_options = 2};
+	char err[REG_ERR_MAX] = "";
+	sqlite3_stmt *st = NULL;
+
+	assert_int_equal(
+	    sqlite3_prepare_v2(registry_db(f->r), "PRAGMA foreign_keys", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(st, 0), 1);
+	sqlite3_finalize(st);
+	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
+	assert_int_equal(count_rows(f, "reg_options"), 2);
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(count_rows(f, "reg_options"), 0);
+	assert_int_equal(count_rows(f, "registrations"), 0);
+}
+
 static void test_check_file(void **state)
 {
 	struct fixture *f = *state;
@@ -711,6 +739,7 @@ int main(void)
 	    T(test_import_rejects_all_or_nothing),
 	    T(test_unconfigured_type_kept_not_served),
 	    T(test_check_file),
+	    T(test_deregister_cascades_options),
 	    T(test_missing_table),
 	    T(test_bad_open_options),
 	    T(test_memory_database),

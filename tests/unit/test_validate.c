@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Validation (DESIGN.md "Validation"): a table of bad inputs for every
+ * Validation (docs/design.md, "Validation"): a table of bad inputs for every
  * field, each rejected through the registry with its exact message and
  * nothing stored; the public reg_validate_* helpers; kind and event names.
  */
@@ -298,13 +298,14 @@ static void test_deregister_inputs(void **state)
 
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	events_clear(f);
-	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", err, sizeof(err)), -EINVAL);
+	assert_int_equal(registry_deregister(f->r, "gpu", "p", "a0", NULL, err, sizeof(err)),
+			 -EINVAL);
 	assert_string_equal(
 	    err, "type `gpu': must be one of the configured types (csi-controller, csi-node)");
-	assert_int_equal(registry_deregister(f->r, "csi-node", "p/", "a0", err, sizeof(err)),
+	assert_int_equal(registry_deregister(f->r, "csi-node", "p/", "a0", NULL, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "name `p/': " NAME_RULE);
-	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, err, sizeof(err)),
+	assert_int_equal(registry_deregister(f->r, "csi-node", "p", NULL, NULL, err, sizeof(err)),
 			 -EINVAL);
 	assert_string_equal(err, "alloc: missing");
 	assert_int_equal(registry_deregister_alloc(f->r, ".a0", NULL, err, sizeof(err)), -EINVAL);
@@ -357,6 +358,7 @@ static void test_public_helpers(void **state)
 	assert_string_equal(reg_event_name(REG_EV_UPDATED), "updated");
 	assert_string_equal(reg_event_name(REG_EV_DEREGISTERED), "deregistered");
 	assert_string_equal(reg_event_name(REG_EV_ACTIVE), "active");
+	assert_string_equal(reg_event_name(REG_EV_RUNTIME), "runtime");
 }
 
 int main(void)

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry object and the units that work on it, private to registry/:
+ *   registry.c  the public API (open, close, mutations, getters)
+ *   txn.c       a mutation: plan, prepare, persist, apply, emit
+ *   events.c    subscribers and the delivery of events
+ *   index.c     the in-memory lookups (index.h)
+ *   store.c     the SQLite store (store.h); store_open.c opens it
+ *   schema.c    schema versions and the migration ladder (schema.h)
+ *   model.c     the value types (registry.h)
+ * Every function here expects the registry mutex held by its caller.
+ */
+#ifndef PLUGFS_REGISTRY_CORE_H
+#define PLUGFS_REGISTRY_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "index.h"
+#include "internal.h"
+#include "store.h"
+
+struct subscriber {
+	int id;
+	reg_event_cb cb; /* NULL once unsubscribed during an emission */
+	void *arg;
+};
+
+struct registry {
+	pthread_mutex_t mu; /* recursive: getters work from event callbacks */
+	struct store st;
+	char **types;
+	int64_t *type_ids;
+	size_t n_types;
+	char **roots;
+	size_t n_roots;
+	int64_t ttl;
+	bool read_only;
+	int64_t (*now)(void *arg);
+	void *now_arg;
+	int64_t last_seq;
+	struct reg_index ix;
+	struct subscriber *subs;
+	size_t n_subs, cap_subs;
+	int next_sub_id;
+	int emitting; /* > 0 while callbacks run */
+};
+
+static inline void lock(struct registry *r)
+{
+	pthread_mutex_lock(&r->mu);
+}
+
+static inline void unlock(struct registry *r)
+{
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* The registry's clock (registry_options.now, else time(NULL)). */
+int64_t registry_now(const struct registry *r);
+
+/* ---- events.c ---- */
+
+/* Delivers ev[0..n) to every subscriber of before the call, in order.
+ * Subscribers see the state after the change (the caller applied it). */
+void registry_emit(struct registry *r, const struct reg_event *ev, size_t n);
+
+/* ---- txn.c ---- */
+
+enum change_op { CH_INSERT, CH_UPDATE, CH_REMOVE };
+
+struct change {
+	enum change_op op;
+	size_t type_idx;
+	struct plugin_node *p;	/* NULL before planning an INSERT of a new plugin */
+	bool new_plugin;	/* p was created by this mutation */
+	size_t idx;		/* UPDATE, REMOVE: index in p->pub.regs */
+	struct registration nr; /* INSERT, UPDATE: the new entry (owned) */
+	struct alloc_set *set;	/* INSERT: the set p joins */
+};
+
+/* One mutation: its planned changes, and what it needs after its commit
+ * (allocated before it).  A zeroed batch is empty. */
+struct batch {
+	struct change *c;
+	size_t n, cap;
+	struct reg_event *ev; /* 2 per change at most */
+	size_t n_ev;
+	struct registration *dead_regs; /* removed entries, alive until emitted */
+	size_t n_dead_regs;
+	struct plugin_node **dead_plugins;
+	size_t n_dead_plugins;
+};
+
+void batch_free(struct batch *b);
+
+/* Plans registering spec (validated) under the configured type ti at time
+ * t into b; nothing when identical to what is registered.  0 or -ENOMEM. */
+int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const struct reg_spec *spec,
+		      int64_t t);
+/* Plans removing regs[idx] of p into b.  0 or -ENOMEM. */
+int txn_plan_remove(struct batch *b, struct plugin_node *p, size_t idx);
+/* Orders the planned changes by type (as configured), then plugin name, so
+ * that their events come in a stable order. */
+void txn_sort(struct batch *b);
+/* Sets regs[idx].runtime of p to *rt (different from what it is), elects
+ * the active registration again and emits RUNTIME, and ACTIVE when the
+ * active one changed.  Nothing is persisted; cannot fail. */
+void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
+		     const struct reg_runtime *rt);
+/* Runs b: prepare, persist in one transaction, apply to memory, emit.
+ * Consumes b.  A failure changes nothing (memory, file, no event). */
+int txn_execute(struct registry *r, struct batch *b, int64_t t, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry's in-memory indexes, private to registry/: each plugin's
+ * ordered list by (type, name), and the plugins holding a registration of
+ * each alloc.  Both are hash lookups (hash.h); not thread-safe, the registry
+ * mutex guards them.  The index owns its plugin nodes and alloc sets.
+ */
+#ifndef PLUGFS_REGISTRY_INDEX_H
+#define PLUGFS_REGISTRY_INDEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "hash.h"
+#include "registry.h"
+
+/* One plugin: the public value (its list and active index) plus room. */
+struct plugin_node {
+	struct reg_plugin pub; /* regs ordered by seq, highest first */
+	size_t cap;	       /* slots allocated in pub.regs */
+	size_t type_idx;       /* index of its type in the configured types */
+};
+
+/* The plugins holding a registration of one alloc. */
+struct alloc_set {
+	struct plugin_node **v;
+	size_t n, cap;
+	size_t pending; /* inserts planned by the current mutation */
+};
+
+struct reg_index {
+	struct hash plugins; /* "type/name" -> struct plugin_node */
+	struct hash allocs;  /* alloc -> struct alloc_set */
+	size_t n_regs;	     /* registrations over all plugins */
+};
+
+/* A zeroed index is empty.  index_free frees every node and set. */
+void index_free(struct reg_index *ix);
+
+/* The plugin (type, name), or NULL. */
+struct plugin_node *index_find_plugin(const struct reg_index *ix, const char *type,
+				      const char *name);
+/* Enters p (no registration yet is fine) under its type and name: 0 or
+ * -ENOMEM (p is then not entered and still the caller's). */
+int index_add_plugin(struct reg_index *ix, struct plugin_node *p);
+/* Removes p from the lookup by (type, name); p is not freed. */
+void index_del_plugin(struct reg_index *ix, struct plugin_node *p);
+
+/* The set of alloc, or NULL. */
+struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc);
+/* The set of alloc, created empty when missing; NULL when out of memory. */
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char *alloc);
+/* Frees the set of alloc when it holds no plugin. */
+void index_alloc_set_drop_if_empty(struct reg_index *ix, const char *alloc, struct alloc_set *s);
+/* Takes p out of the set of alloc (and drops the set when it empties). */
+void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plugin_node *p);
+/* Room for n plugins in s: 0 or -ENOMEM. */
+int alloc_set_reserve(struct alloc_set *s, size_t n);
+
+/* A new plugin node without registrations, or NULL when out of memory. */
+struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx);
+void plugin_node_free(struct plugin_node *p);
+/* Room for n registrations in p: 0 or -ENOMEM. */
+int plugin_reserve(struct plugin_node *p, size_t n);
+/* Index of alloc in p's list, or -1.  Lists hold the few allocs of one
+ * plugin running at once, so this scan is short. */
+ssize_t plugin_find_alloc(const struct plugin_node *p, const char *alloc);
+/* The registry's one rule for which registration of p is active (read it
+ * with reg_plugin_active): today the most recent one, regs[0].  Call after
+ * every change of p's list. */
+void plugin_elect_active(struct plugin_node *p);
+
+/* Appends g (taking its contents) to the plugin (g->type, g->name),
+ * created with plugin_id when missing, as loading the store does: rows
+ * come by seq, highest first.  0, -ENOMEM, or -EIO when the plugin already
+ * has g->alloc; messages in err. */
+int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
+	       char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The registry's value types and their lifetime: copy, free, compare, and
+ * which registration of a plugin is active.  Depends on nothing else in
+ * registry/ (only the declarations in registry.h), so the store, the
+ * indexes and the transactions all build on it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+void registration_free_contents(struct registration *g)
+{
+	if (!g)
+		return;
+	free(g->type);
+	free(g->name);
+	free(g->alloc);
+	free(g->socket);
+	free(g->version);
+	reg_options_free(g->options, g->n_options);
+	memset(g, 0, sizeof(*g));
+}
+
+void reg_plugin_free_contents(struct reg_plugin *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_regs; i++)
+		registration_free_contents(&p->regs[i]);
+	free(p->regs);
+	free(p->type);
+	free(p->name);
+	memset(p, 0, sizeof(*p));
+}
+
+void reg_snapshot_free(struct reg_snapshot *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n_plugins; i++)
+		reg_plugin_free_contents(&s->plugins[i]);
+	free(s->plugins);
+	memset(s, 0, sizeof(*s));
+}
+
+void reg_options_free(struct reg_option *o, size_t n)
+{
+	for (size_t i = 0; o && i < n; i++) {
+		free(o[i].key);
+		free(o[i].value);
+	}
+	free(o);
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option **out, size_t *n_out)
+{
+	struct reg_option *o = NULL;
+
+	*out = NULL;
+	*n_out = 0;
+	if (n == 0)
+		return 0;
+	o = calloc(n, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		o[i].key = dup_or_empty(src[i].key);
+		o[i].value = dup_or_empty(src[i].value);
+		if (!o[i].key || !o[i].value) {
+			reg_options_free(o, i + 1);
+			return -ENOMEM;
+		}
+	}
+	*out = o;
+	*n_out = n;
+	return 0;
+}
+
+int registration_copy(const struct registration *src, struct registration *dst)
+{
+	*dst = *src;
+	dst->options = NULL;
+	dst->n_options = 0;
+	dst->type = dup_or_empty(src->type);
+	dst->name = dup_or_empty(src->name);
+	dst->alloc = dup_or_empty(src->alloc);
+	dst->socket = dup_or_empty(src->socket);
+	dst->version = dup_or_empty(src->version);
+	if (!dst->type || !dst->name || !dst->alloc || !dst->socket || !dst->version ||
+	    reg_options_copy(src->options, src->n_options, &dst->options, &dst->n_options) < 0) {
+		registration_free_contents(dst);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->id = src->id;
+	dst->active = src->active;
+	dst->type = dup_or_empty(src->type);
+	dst->name = dup_or_empty(src->name);
+	dst->regs = calloc(src->n_regs ? src->n_regs : 1, sizeof(*dst->regs));
+	if (!dst->type || !dst->name || !dst->regs)
+		goto fail;
+	for (size_t i = 0; i < src->n_regs; i++) {
+		if (registration_copy(&src->regs[i], &dst->regs[i]) < 0)
+			goto fail;
+		dst->n_regs++;
+	}
+	return 0;
+fail:
+	reg_plugin_free_contents(dst);
+	return -ENOMEM;
+}
+
+bool registration_same_data(const struct registration *a, const struct registration *b)
+{
+	if (strcmp(a->socket, b->socket) != 0 || strcmp(a->version, b->version) != 0 ||
+	    a->kind != b->kind || a->n_options != b->n_options)
+		return false;
+	for (size_t i = 0; i < a->n_options; i++)
+		if (strcmp(a->options[i].key, b->options[i].key) != 0 ||
+		    strcmp(a->options[i].value, b->options[i].value) != 0)
+			return false;
+	return true;
+}
+
+const struct registration *reg_plugin_active(const struct reg_plugin *p)
+{
+	return p && p->active < p->n_regs ? &p->regs[p->active] : NULL;
+}

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Opening the store: the file for writing, or a private in-memory copy of
+ * it for a read-only open; the integrity check, the schema (schema.c), the
+ * pragmas and the configured types.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "schema.h"
+#include "store.h"
+
+int store_quick_check(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	const char *msg;
+	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
+
+	if (rc != SQLITE_OK) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, sqlite3_errmsg(s->db));
+		goto out;
+	}
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, sqlite3_errmsg(s->db));
+		goto out;
+	}
+	msg = (const char *)sqlite3_column_text(st, 0);
+	if (!msg || strcmp(msg, "ok") != 0) {
+		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+			      s->path, msg ? msg : "no answer");
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+	    s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the schema", err, errlen);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	*exists = rc == SQLITE_ROW;
+	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		 ? 0
+		 : store_fail(s, rc, "reading the schema", err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Copies src's main database over dst's with the backup API; an SQLite
+ * result code. */
+static int backup_db(sqlite3 *dst, sqlite3 *src)
+{
+	sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
+	int rc;
+
+	if (!b)
+		return sqlite3_errcode(dst);
+	rc = sqlite3_backup_step(b, -1);
+	sqlite3_backup_finish(b);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
+{
+	sqlite3 *d = NULL;
+	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = backup_db(d, s->db);
+	if (rc != SQLITE_OK)
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
+			      "state file `%s': backing up to `%s': %s", s->path, dest,
+			      d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
+	sqlite3_close(d);
+	return rc;
+}
+
+/* Reads the schema version and brings the file to SCHEMA_VERSION (along
+ * the ladder of schema.c), or refuses it. */
+static int check_schema(struct store *s, const struct store_open_options *o, char *err,
+			size_t errlen)
+{
+	int64_t version;
+	int rc;
+
+	if ((rc = schema_version(s, -EINVAL, &version, err, errlen)) < 0 ||
+	    (rc = schema_upgrade(s, version, o->now, err, errlen)) < 0)
+		return rc;
+	return schema_check_tables(s, -EINVAL, err, errlen);
+}
+
+static int set_pragmas(struct store *s, const char *synchronous, char *err, size_t errlen)
+{
+	static const char *const sync_values[] = {"off", "normal", "full", "extra"};
+	char sql[64];
+	sqlite3_stmt *st = NULL;
+	const char *mode;
+	int64_t fk = 0;
+	bool known = false;
+	int rc;
+
+	if (!synchronous)
+		synchronous = "full";
+	for (size_t i = 0; i < 4; i++)
+		known |= strcmp(synchronous, sync_values[i]) == 0;
+	if (!known)
+		return reg_errf(err, errlen, -EINVAL,
+				"synchronous `%s': must be one of off, normal, full, extra",
+				synchronous);
+	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "switching to WAL", err, errlen);
+	rc = sqlite3_step(st);
+	mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
+		rc = rc == SQLITE_ROW
+			 ? reg_errf(err, errlen, -EIO,
+				    "state file `%s': cannot use WAL (journal mode %s)", s->path,
+				    mode ? mode : "?")
+			 : store_fail(s, rc, "switching to WAL", err, errlen);
+		sqlite3_finalize(st);
+		return rc;
+	}
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "PRAGMA synchronous = %s", synchronous);
+	if ((rc = store_exec(s, sql, "setting synchronous", err, errlen)) < 0 ||
+	    (rc = store_exec(s, "PRAGMA foreign_keys = ON", "enabling foreign keys", err, errlen)) <
+		0 ||
+	    (rc = store_query_int(s, "PRAGMA foreign_keys", &fk, "enabling foreign keys", err,
+				  errlen)) < 0)
+		return rc;
+	/* Deleting a registration relies on ON DELETE CASCADE for its options. */
+	if (fk != 1)
+		return reg_errf(err, errlen, -EIO,
+				"state file `%s': this SQLite does not enforce foreign keys",
+				s->path);
+	return 0;
+}
+
+/* Whether path is a WAL-mode database (header bytes 18 and 19 are 2) whose
+ * -wal file does not exist: then no connection is open on it and the file
+ * holds every commit. */
+static bool wal_without_log(const char *path)
+{
+	unsigned char h[20];
+	char *wal = NULL;
+	bool log;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return false;
+	if (fread(h, 1, sizeof(h), f) != sizeof(h) || h[18] != 2 || h[19] != 2) {
+		fclose(f);
+		return false;
+	}
+	fclose(f);
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return false;
+	log = access(wal, F_OK) == 0;
+	free(wal);
+	return !log;
+}
+
+/* "file:" URI of path for a read-only open ('?', '#' and '%' escaped).  A
+ * read-only connection on a WAL database creates the -shm and -wal files
+ * when they are missing and leaves them behind; when there is no -wal, the
+ * database file is complete and opening it immutable reads it without
+ * them.  (While a daemon has the file open its -wal exists, and the shared
+ * -shm is used as usual.) */
+static char *read_only_uri(const char *path)
+{
+	bool immutable = wal_without_log(path);
+	size_t len = strlen(path), n = 0;
+	char *u = malloc(3 * len + 32);
+
+	if (!u)
+		return NULL;
+	n += (size_t)sprintf(u, "file:%s", path[0] == '/' ? "//" : "");
+	for (const char *p = path; *p; p++) {
+		if (*p == '?' || *p == '#' || *p == '%')
+			n += (size_t)sprintf(u + n, "%%%02X", (unsigned char)*p);
+		else
+			u[n++] = *p;
+	}
+	sprintf(u + n, "?mode=ro%s", immutable ? "&immutable=1" : "");
+	return u;
+}
+
+/* The ids of the configured types; 0 for a type absent from the file. */
+static int read_type_ids(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+			 char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	for (size_t i = 0; i < o->n_types; i++)
+		type_ids[i] = 0;
+	rc = sqlite3_prepare_v2(s->db, "SELECT id FROM types WHERE name = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading a type", err, errlen);
+	for (size_t i = 0; i < o->n_types; i++) {
+		sqlite3_reset(st);
+		sqlite3_bind_text(st, 1, o->types[i], -1, SQLITE_STATIC);
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_ROW)
+			type_ids[i] = sqlite3_column_int64(st, 0);
+		else if (rc != SQLITE_DONE) {
+			rc = store_fail(s, rc, "reading a type", err, errlen);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int store_open_db_read_only(struct store *s, const char *path, char *err, size_t errlen)
+{
+	char *uri = NULL;
+	int rc;
+
+	if (strcmp(path, ":memory:") == 0) {
+		rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL);
+	} else {
+		if (access(path, F_OK) < 0)
+			return reg_errf(err, errlen, -errno,
+					"state file `%s': %s (a read-only open does not create it)",
+					path, strerror(errno));
+		uri = read_only_uri(path);
+		if (!uri)
+			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+		free(uri);
+	}
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "cannot open", err, errlen);
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	return store_exec(s, "PRAGMA query_only = 1", "opening read-only", err, errlen);
+}
+
+int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
+{
+	struct store file = {.path = s->path};
+	int rc;
+
+	if ((rc = store_open_db_read_only(&file, path, err, errlen)) < 0 ||
+	    (rc = store_quick_check(&file, err, errlen)) < 0)
+		goto out;
+	rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE, NULL);
+	if (rc == SQLITE_OK)
+		rc = backup_db(s->db, file.db);
+	if (rc != SQLITE_OK) {
+		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
+			      "state file `%s': copying into memory: %s", path,
+			      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		goto out;
+	}
+	sqlite3_extended_result_codes(s->db, 1);
+	s->copy = true;
+	rc = 0;
+out:
+	if (file.db)
+		sqlite3_close(file.db);
+	return rc;
+}
+
+/* The configured types and their ids: created when missing, except in a
+ * read-only open, which leaves the copy as the file is (0 for a type the
+ * file does not have). */
+static int open_types(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+		      char *err, size_t errlen)
+{
+	int rc;
+
+	if (o->read_only)
+		return read_type_ids(s, o, type_ids, err, errlen);
+	if ((rc = store_begin(s, err, errlen)) < 0)
+		return rc;
+	for (size_t i = 0; i < o->n_types; i++) {
+		if ((rc = store_ensure_type(s, o->types[i], &type_ids[i], err, errlen)) < 0) {
+			store_rollback(s);
+			return rc;
+		}
+	}
+	return store_commit(s, err, errlen);
+}
+
+/* Opens path for writing, refusing a file that can only be read. */
+static int open_file(struct store *s, const char *path, char *err, size_t errlen)
+{
+	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "cannot open", err, errlen);
+	sqlite3_extended_result_codes(s->db, 1);
+	sqlite3_busy_timeout(s->db, 5000);
+	if (sqlite3_db_readonly(s->db, "main") == 1)
+		return reg_errf(err, errlen, -EROFS,
+				"state file `%s': opened read-only; plugfs needs "
+				"to write it",
+				path);
+	return store_quick_check(s, err, errlen);
+}
+
+int store_open(struct store *s, const char *path, const struct store_open_options *o,
+	       int64_t *type_ids, char *err, size_t errlen)
+{
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->path = strdup(path);
+	if (!s->path)
+		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	if ((rc = o->read_only ? store_open_copy(s, path, err, errlen)
+			       : open_file(s, path, err, errlen)) < 0)
+		goto fail;
+	/* WAL before the schema check would change a version-1 file before
+	 * its backup; the backup API copies it as it is. */
+	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
+	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
+	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
+		goto fail;
+	return 0;
+fail:
+	store_close(s);
+	return rc;
+}
+
+void store_close(struct store *s)
+{
+	for (size_t i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(s->stmts[i]);
+	if (s->db)
+		sqlite3_close(s->db);
+	free(s->path);
+	memset(s, 0, sizeof(*s));
+}
