@@ -62,6 +62,56 @@ int cli_option_error(const char *cmd, int c, char *const argv[])
 	return cli_usage_error(cmd, "unknown option `-%c'", optopt);
 }
 
+int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct cli_args *args)
+{
+	struct option longopts[CLI_LONGOPTS_MAX + 3] = {
+	    {"help", no_argument, NULL, 'h'},
+	};
+	char shortopts[64];
+	size_t n = 1;
+	int c, rc;
+
+	if (v->json)
+		longopts[n++] = (struct option){"json", no_argument, NULL, 'j'};
+	for (const struct option *o = v->longopts; o && o->name; o++) {
+		if (n + 1 >= sizeof(longopts) / sizeof(longopts[0])) {
+			cli_error(v->name, "more than %d options of its own", CLI_LONGOPTS_MAX);
+			return EXIT_FAILED;
+		}
+		longopts[n++] = *o;
+	}
+	/* '+' stops at the first operand; ':' keeps getopt silent (and tells a
+	 * missing argument from an unknown option) so that cli_option_error
+	 * prints the message. */
+	snprintf(shortopts, sizeof(shortopts), "%s:c:h%s", v->subcommands ? "+" : "",
+		 v->shortopts ? v->shortopts : "");
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == 'c') {
+			args->config = optarg;
+		} else if (c == 'h') {
+			fputs(v->usage, stdout);
+			return cli_finish_output(v->name, EXIT_OK);
+		} else if (c == 'j' && v->json) {
+			args->json = true;
+		} else if (c == '?' || c == ':' || !v->option) {
+			return cli_option_error(v->name, c, argv);
+		} else {
+			rc = v->option(st, c, optarg);
+			if (rc != EXIT_OK)
+				return rc;
+		}
+	}
+	args->argc = argc - optind;
+	args->argv = argv + optind;
+	if (v->n_operands != CLI_OPERANDS_ANY && args->argc < v->n_operands)
+		return cli_usage_error(v->name, "missing argument %s", v->operands);
+	if (v->n_operands != CLI_OPERANDS_ANY && args->argc > v->n_operands)
+		return cli_usage_error(v->name, "unexpected argument `%s'",
+				       args->argv[v->n_operands]);
+	return CLI_RUN;
+}
+
 int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg)
 {
 	char err[CONFIG_ERR_MAX];
