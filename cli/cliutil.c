@@ -11,7 +11,9 @@
 
 #include "log.h"
 
-void cli_getopt_reset(void)
+/* The next getopt_long call starts afresh on a new argv (state parses twice:
+ * `state -c F dump --json`). */
+static void getopt_reset(void)
 {
 	optind = 0; /* glibc: 0 re-initialises getopt completely */
 	opterr = 0;
@@ -85,13 +87,13 @@ int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct
 	 * prints the message. */
 	snprintf(shortopts, sizeof(shortopts), "%s:c:h%s", v->subcommands ? "+" : "",
 		 v->shortopts ? v->shortopts : "");
-	cli_getopt_reset();
+	getopt_reset();
 	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		if (c == 'c') {
 			args->config = optarg;
 		} else if (c == 'h') {
 			fputs(v->usage, stdout);
-			return cli_finish_output(v->name, EXIT_OK);
+			return EXIT_OK;
 		} else if (c == 'j' && v->json) {
 			args->json = true;
 		} else if (c == '?' || c == ':' || !v->option) {

@@ -66,18 +66,11 @@ struct cli_args {
  * Parses argv (argv[0] is the verb) for v: the common options into *args (set
  * args->config before for a default), the verb's own through v->option(st),
  * then checks the number of operands.  CLI_RUN when the verb should go on;
- * else the exit code to return: EXIT_OK after printing v->usage for --help,
- * EXIT_USAGE after a usage error, or what v->option returned.
+ * else the exit code to return: EXIT_OK after printing v->usage on stdout for
+ * --help (pass it through cli_finish_output), EXIT_USAGE after a usage error,
+ * or what v->option returned.
  */
 int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct cli_args *args);
-
-/* The long options every subcommand has (-c FILE is short only). */
-/* clang-format off */
-#define CLI_COMMON_LONGOPTS {"help", no_argument, NULL, 'h'}
-/* clang-format on */
-
-/* Makes the next getopt_long call start afresh on a new argv. */
-void cli_getopt_reset(void);
 
 /* "plugfs <cmd>: <message>\n" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
