@@ -24,7 +24,7 @@ static void vmessage(const char *cmd, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "plugfs %s: %s\n", cmd, msg);
+	fprintf(stderr, "plugfs%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -72,7 +72,8 @@ struct cli_args {
  */
 int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct cli_args *args);
 
-/* "plugfs <cmd>: <message>\n" on stderr. */
+/* "plugfs <cmd>: <message>\n" on stderr ("plugfs: ..." for cmd NULL, the
+ * program itself). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "plugfs <cmd>: <message>\nTry `plugfs <cmd> --help'.\n" on stderr;

@@ -295,7 +295,7 @@ int mount_main(int argc, char *argv[])
 
 	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
 	if (rc != CLI_RUN)
-		return rc;
+		return cli_finish_output(CMD, rc);
 	d.config_path = args.config;
 	rc = EXIT_FAILED;
 

@@ -335,7 +335,7 @@ static int run_sub(const struct sub *s, int argc, char *argv[], const char *conf
 
 	rc = cli_parse(&s->verb, NULL, argc, argv, &args);
 	if (rc != CLI_RUN)
-		return rc;
+		return cli_finish_output(s->verb.name, rc);
 	if (cli_load_config(s->verb.name, args.config, &cfg) != EXIT_OK)
 		return EXIT_FAILED;
 	rc = s->run(&cfg, args.argv, args.json);
@@ -350,7 +350,7 @@ int state_main(int argc, char *argv[])
 
 	rc = cli_parse(&state_verb, NULL, argc, argv, &args);
 	if (rc != CLI_RUN)
-		return rc;
+		return cli_finish_output("state", rc);
 	if (args.argc == 0)
 		return cli_usage_error("state", "missing subcommand: import, dump or check");
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
