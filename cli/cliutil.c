@@ -47,10 +47,31 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int cli_option_error(const char *cmd, int c, char *const argv[])
+/* Whether word ("--name=VALUE", the name perhaps abbreviated) names a long
+ * option of longopts that takes no argument and returns val. */
+static bool is_flag_with_value(const struct option *longopts, const char *word, int val)
+{
+	const char *eq = strchr(word, '=');
+	size_t len;
+
+	if (strncmp(word, "--", 2) != 0 || !eq)
+		return false;
+	len = (size_t)(eq - word - 2);
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->has_arg == no_argument && o->val == val &&
+		    strncmp(o->name, word + 2, len) == 0)
+			return true;
+	return false;
+}
+
+/* Reports what getopt_long returned as '?' (unknown option, or an argument to
+ * an option that takes none) or ':' (missing argument), naming the option as
+ * typed; returns EXIT_USAGE. */
+static int option_error(const char *cmd, int c, char *const argv[], const struct option *longopts)
 {
 	/* Short options: getopt puts the letter in optopt.  Long ones: optopt is
-	 * 0 for an unknown one, and the word is argv[optind - 1]. */
+	 * 0 for an unknown one, the option's value for `--flag=VALUE', and the
+	 * word is argv[optind - 1]. */
 	const char *word = optind > 0 ? argv[optind - 1] : "";
 	bool is_long = strncmp(word, "--", 2) == 0 && (c == ':' || optopt == 0);
 
@@ -59,6 +80,9 @@ int cli_option_error(const char *cmd, int c, char *const argv[])
 			return cli_usage_error(cmd, "option `%s' needs an argument", word);
 		return cli_usage_error(cmd, "option `-%c' needs an argument", optopt);
 	}
+	if (optopt != 0 && is_flag_with_value(longopts, word, optopt))
+		return cli_usage_error(cmd, "option `%.*s' takes no argument",
+				       (int)(strchr(word, '=') - word), word);
 	if (is_long || optopt == 0)
 		return cli_usage_error(cmd, "unknown option `%s'", word);
 	return cli_usage_error(cmd, "unknown option `-%c'", optopt);
@@ -97,7 +121,7 @@ int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct
 		} else if (c == 'j' && v->json) {
 			args->json = true;
 		} else if (c == '?' || c == ':' || !v->option) {
-			return cli_option_error(v->name, c, argv);
+			return option_error(v->name, c, argv, longopts);
 		} else {
 			rc = v->option(st, c, optarg);
 			if (rc != EXIT_OK)

@@ -80,10 +80,6 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
  * returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Reports what getopt_long returned as '?' (unknown option) or ':' (missing
- * argument), naming the option; returns EXIT_USAGE. */
-int cli_option_error(const char *cmd, int c, char *const argv[]);
-
 /* config_resolve(path, cfg): -c FILE when path != NULL, else $PLUGFS_CONFIG,
  * else /etc/plugfs/plugfs.ini if it exists, else the defaults.  Sets the log
  * level from the config.  EXIT_OK, or EXIT_FAILED after printing the error
