@@ -11,7 +11,9 @@
 
 #include "log.h"
 
-void cli_getopt_reset(void)
+/* The next getopt_long call starts afresh on a new argv (state parses twice:
+ * `state -c F dump --json`). */
+static void getopt_reset(void)
 {
 	optind = 0; /* glibc: 0 re-initialises getopt completely */
 	opterr = 0;
@@ -22,7 +24,7 @@ static void vmessage(const char *cmd, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "plugfs %s: %s\n", cmd, msg);
+	fprintf(stderr, "plugfs%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -45,10 +47,31 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-int cli_option_error(const char *cmd, int c, char *const argv[])
+/* Whether word ("--name=VALUE", the name perhaps abbreviated) names a long
+ * option of longopts that takes no argument and returns val. */
+static bool is_flag_with_value(const struct option *longopts, const char *word, int val)
+{
+	const char *eq = strchr(word, '=');
+	size_t len;
+
+	if (strncmp(word, "--", 2) != 0 || !eq)
+		return false;
+	len = (size_t)(eq - word - 2);
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->has_arg == no_argument && o->val == val &&
+		    strncmp(o->name, word + 2, len) == 0)
+			return true;
+	return false;
+}
+
+/* Reports what getopt_long returned as '?' (unknown option, or an argument to
+ * an option that takes none) or ':' (missing argument), naming the option as
+ * typed; returns EXIT_USAGE. */
+static int option_error(const char *cmd, int c, char *const argv[], const struct option *longopts)
 {
 	/* Short options: getopt puts the letter in optopt.  Long ones: optopt is
-	 * 0 for an unknown one, and the word is argv[optind - 1]. */
+	 * 0 for an unknown one, the option's value for `--flag=VALUE', and the
+	 * word is argv[optind - 1]. */
 	const char *word = optind > 0 ? argv[optind - 1] : "";
 	bool is_long = strncmp(word, "--", 2) == 0 && (c == ':' || optopt == 0);
 
@@ -57,9 +80,62 @@ int cli_option_error(const char *cmd, int c, char *const argv[])
 			return cli_usage_error(cmd, "option `%s' needs an argument", word);
 		return cli_usage_error(cmd, "option `-%c' needs an argument", optopt);
 	}
+	if (optopt != 0 && is_flag_with_value(longopts, word, optopt))
+		return cli_usage_error(cmd, "option `%.*s' takes no argument",
+				       (int)(strchr(word, '=') - word), word);
 	if (is_long || optopt == 0)
 		return cli_usage_error(cmd, "unknown option `%s'", word);
 	return cli_usage_error(cmd, "unknown option `-%c'", optopt);
+}
+
+int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct cli_args *args)
+{
+	struct option longopts[CLI_LONGOPTS_MAX + 3] = {
+	    {"help", no_argument, NULL, 'h'},
+	};
+	char shortopts[64];
+	size_t n = 1;
+	int c, rc;
+
+	if (v->json)
+		longopts[n++] = (struct option){"json", no_argument, NULL, 'j'};
+	for (const struct option *o = v->longopts; o && o->name; o++) {
+		if (n + 1 >= sizeof(longopts) / sizeof(longopts[0])) {
+			cli_error(v->name, "more than %d options of its own", CLI_LONGOPTS_MAX);
+			return EXIT_FAILED;
+		}
+		longopts[n++] = *o;
+	}
+	/* '+' stops at the first operand; ':' keeps getopt silent (and tells a
+	 * missing argument from an unknown option) so that cli_option_error
+	 * prints the message. */
+	snprintf(shortopts, sizeof(shortopts), "%s:c:h%s", v->subcommands ? "+" : "",
+		 v->shortopts ? v->shortopts : "");
+	getopt_reset();
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (c == 'c') {
+			args->config = optarg;
+		} else if (c == 'h') {
+			fputs(v->usage, stdout);
+			return EXIT_OK;
+		} else if (c == 'j' && v->json) {
+			args->json = true;
+		} else if (c == '?' || c == ':' || !v->option) {
+			return option_error(v->name, c, argv, longopts);
+		} else {
+			rc = v->option(st, c, optarg);
+			if (rc != EXIT_OK)
+				return rc;
+		}
+	}
+	args->argc = argc - optind;
+	args->argv = argv + optind;
+	if (v->n_operands != CLI_OPERANDS_ANY && args->argc < v->n_operands)
+		return cli_usage_error(v->name, "missing argument %s", v->operands);
+	if (v->n_operands != CLI_OPERANDS_ANY && args->argc > v->n_operands)
+		return cli_usage_error(v->name, "unexpected argument `%s'",
+				       args->argv[v->n_operands]);
+	return CLI_RUN;
 }
 
 int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg)

@@ -1,57 +1,84 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Helpers shared by the plugfs subcommands.  Conventions for a subcommand
- * `<verb>_main(argc, argv)` (argv[0] is the verb; cli/main.c rewrites a global
- * `plugfs -c FILE verb ...` into `verb -c FILE ...`):
+ * What every plugfs subcommand shares: its command line (the common options
+ * -c FILE, -h/--help and --json, then the verb's own), the config, messages
+ * and the exit codes of commands.h.  A subcommand `<verb>_main(argc, argv)`
+ * (argv[0] is the verb; cli/main.c rewrites a global `plugfs -c FILE verb
+ * ...` into `verb -c FILE ...`) declares its command line once:
  *
- *   static const struct option longopts[] = {
- *           CLI_COMMON_LONGOPTS,              // --help
- *           {"json", no_argument, NULL, 'j'},
- *           {0}};
- *   cli_getopt_reset();
- *   while ((c = getopt_long(argc, argv, ":c:hj", longopts, NULL)) != -1) {
- *           switch (c) {
- *           case 'c': config = optarg; break;
- *           case 'h': usage(stdout); return EXIT_OK;
- *           case 'j': json = true; break;
- *           default: return cli_option_error("verb", c, argv);
- *           }
- *   }
- *   ...
- *   if (cli_load_config("verb", config, &cfg) != EXIT_OK) return EXIT_FAILED;
+ *   static const struct option list_longopts[] = {
+ *           {"type", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+ *   static const struct cli_verb list_verb = {
+ *           .name = "list", .usage = "Usage: plugfs list ...\n",
+ *           .shortopts = "t:", .longopts = list_longopts, .json = true,
+ *           .option = list_option};
  *
- * The optstring starts with ':' so that getopt stays silent and these helpers
- * print the message.  Messages go to stderr as "plugfs <verb>: ...", one line;
- * usage errors add a hint and return EXIT_USAGE (2).
+ * and cli_parse() does the rest.  The control subcommands go one step
+ * further with ctlcli_run() (ctlcli.h), the offline ones call cli_parse and
+ * cli_load_config themselves.  Messages go to stderr as "plugfs <verb>: ...",
+ * one line; usage errors add a hint and return EXIT_USAGE (2).
  */
 #ifndef PLUGFS_CLIUTIL_H
 #define PLUGFS_CLIUTIL_H
 
 #include <getopt.h>
+#include <stdbool.h>
 
 #include "commands.h"
 #include "config.h"
 #include "registry.h"
 
-/* The long options every subcommand has (-c FILE is short only). */
-/* clang-format off */
-#define CLI_COMMON_LONGOPTS {"help", no_argument, NULL, 'h'}
-/* clang-format on */
+/* n_operands of a verb that checks its operands itself. */
+#define CLI_OPERANDS_ANY (-1)
+/* What cli_parse returns when the verb should go on (not an exit code). */
+#define CLI_RUN (-1)
+/* The most long options a verb may have of its own. */
+#define CLI_LONGOPTS_MAX 16
 
-/* Makes the next getopt_long call start afresh on a new argv (for commands
- * that parse more than once, e.g. `state -c F dump --json`). */
-void cli_getopt_reset(void);
+/* One subcommand's command line. */
+struct cli_verb {
+	const char *name;  /* "list", "state import": messages say "plugfs list: ..." */
+	const char *usage; /* the whole --help text */
+	/* Its own options, on top of -c FILE and -h/--help: short ones in getopt
+	 * syntax ("t:n:", NULL for none; -c, -h and -j are taken), long ones
+	 * ending with {NULL, 0, NULL, 0} (NULL for none). */
+	const char *shortopts;
+	const struct option *longopts;
+	bool json;	      /* takes --json (long only, unless shortopts has "j") */
+	bool subcommands;     /* options stop at the first operand (`state -c F dump`) */
+	int n_operands;	      /* exactly this many operands, or CLI_OPERANDS_ANY */
+	const char *operands; /* what they are, for "missing argument FILE" */
+	/* One of its own options, c as getopt_long returns it and arg its
+	 * argument (or NULL), into st.  EXIT_OK, or the exit code to stop with
+	 * after printing why. */
+	int (*option)(void *st, int c, char *arg);
+};
 
-/* "plugfs <cmd>: <message>\n" on stderr. */
+/* What the common options and the operands of a command line are. */
+struct cli_args {
+	const char *config; /* -c FILE, or what the caller set (NULL: the search) */
+	bool json;	    /* --json */
+	int argc;	    /* the operands, after the options */
+	char **argv;
+};
+
+/*
+ * Parses argv (argv[0] is the verb) for v: the common options into *args (set
+ * args->config before for a default), the verb's own through v->option(st),
+ * then checks the number of operands.  CLI_RUN when the verb should go on;
+ * else the exit code to return: EXIT_OK after printing v->usage on stdout for
+ * --help (pass it through cli_finish_output), EXIT_USAGE after a usage error,
+ * or what v->option returned.
+ */
+int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct cli_args *args);
+
+/* "plugfs <cmd>: <message>\n" on stderr ("plugfs: ..." for cmd NULL, the
+ * program itself). */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* "plugfs <cmd>: <message>\nTry `plugfs <cmd> --help'.\n" on stderr;
  * returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* Reports what getopt_long returned as '?' (unknown option) or ':' (missing
- * argument), naming the option; returns EXIT_USAGE. */
-int cli_option_error(const char *cmd, int c, char *const argv[]);
 
 /* config_resolve(path, cfg): -c FILE when path != NULL, else $PLUGFS_CONFIG,
  * else /etc/plugfs/plugfs.ini if it exists, else the defaults.  Sets the log

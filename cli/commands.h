@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The plugfs subcommands: one file each, `<verb>_main(argc, argv)` where
- * argv[0] is the subcommand's name.  Exit codes (DESIGN.md): */
+ * argv[0] is the subcommand's name.  Exit codes (docs/design.md): */
 #ifndef PLUGFS_COMMANDS_H
 #define PLUGFS_COMMANDS_H
 

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cliutil.h"
 #include "commands.h"
@@ -31,30 +32,80 @@ int ctlcli_print_error(const char *cmd, json_t *resp)
 }
 
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
-		int timeout_ms)
+		int timeout_ms, int *fd_out)
 {
 	char err[512] = "";
-	int rc;
+	int fd = -1, rc;
 
 	*resp = NULL;
-	rc = control_call(cfg->control_socket, req, resp, timeout_ms, err, sizeof(err));
+	if (fd_out)
+		*fd_out = -1;
+	rc = control_connect(cfg->control_socket, &fd, err, sizeof(err));
+	if (rc == 0)
+		rc = control_exchange(fd, req, resp, timeout_ms, err, sizeof(err));
 	if (rc == -ETIMEDOUT) {
 		cli_error(cmd, "%s (socket %s)", err, cfg->control_socket);
-		return EXIT_FAILED;
+		rc = EXIT_FAILED;
+		goto out;
 	}
 	if (rc) {
 		cli_error(cmd, "%s", err);
 		if (!strstr(err, cfg->control_socket))
 			cli_error(cmd, "control socket: %s", cfg->control_socket);
-		return EXIT_UNREACHABLE;
+		rc = EXIT_UNREACHABLE;
+		goto out;
 	}
 	if (control_response_error(*resp, NULL)) {
-		ctlcli_print_error(cmd, *resp);
+		rc = ctlcli_print_error(cmd, *resp);
+		goto out;
+	}
+	if (fd_out) {
+		*fd_out = fd;
+		fd = -1;
+	}
+	rc = EXIT_OK;
+out:
+	if (rc != EXIT_OK) {
 		json_decref(*resp);
 		*resp = NULL;
-		return EXIT_FAILED;
 	}
-	return EXIT_OK;
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
+{
+	const char *cmd = v->cli.name;
+	struct cli_args args = {0};
+	struct plugfs_config cfg = {0};
+	json_t *req = NULL, *resp = NULL;
+	bool have_cfg = false;
+	int rc, timeout_ms = -1, fd = -1;
+
+	rc = cli_parse(&v->cli, st, argc, argv, &args);
+	if (rc != CLI_RUN)
+		goto out;
+	rc = v->request(st, &args, &req, &timeout_ms);
+	if (rc)
+		goto out;
+	rc = cli_load_config(cmd, args.config, &cfg);
+	if (rc)
+		goto out;
+	have_cfg = true;
+	rc = ctlcli_call(cmd, &cfg, req, &resp, timeout_ms, &fd);
+	if (rc)
+		goto out;
+	rc = v->print(st, &args, resp,
+		      &(struct ctlcli_conn){.cmd = cmd, .socket = cfg.control_socket, .fd = fd});
+out:
+	if (fd >= 0)
+		close(fd);
+	json_decref(resp);
+	json_decref(req);
+	if (have_cfg)
+		config_free(&cfg);
+	return cli_finish_output(cmd, rc);
 }
 
 void ctlcli_print_json(json_t *obj)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the control subcommands (register, deregister, list, show, wait,
- * watch, status) share beyond cliutil.h: one round trip to the daemon with
- * the exit codes of DESIGN.md, and printing answers.
+ * watch, status) share beyond cliutil.h: the whole run of one (command line,
+ * request, config, round trip to the daemon with the exit codes of
+ * commands.h, answer), so that each declares its options, builds its request
+ * and prints the answer.
  */
 #ifndef PLUGFS_CTLCLI_H
 #define PLUGFS_CTLCLI_H
@@ -11,17 +13,48 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "cliutil.h"
 #include "config.h"
+
+/* The connection an answer came on, for a verb that reads more (watch). */
+struct ctlcli_conn {
+	const char *cmd;    /* the verb, for messages */
+	const char *socket; /* control.socket */
+	int fd;
+};
+
+/* A control subcommand: st is what its options collect (its own type). */
+struct ctlcli_verb {
+	struct cli_verb cli;
+	/* Builds the request from st and args (the operands, --json).  EXIT_OK
+	 * with *req (the runner frees it), and *timeout_ms changed if the answer
+	 * may not take longer (it starts at -1, no limit); else the exit code
+	 * after printing why. */
+	int (*request)(void *st, const struct cli_args *args, json_t **req, int *timeout_ms);
+	/* Prints resp, the daemon's ok answer (the runner frees it), read on
+	 * conn, which stays open until this returns.  Returns the exit code. */
+	int (*print)(void *st, const struct cli_args *args, json_t *resp,
+		     const struct ctlcli_conn *conn);
+};
+
+/*
+ * Runs v on argv (argv[0] is the verb): cli_parse, v->request, the config
+ * (cli_load_config), one request to the daemon (ctlcli_call), v->print.
+ * Returns the exit code, after flushing stdout (cli_finish_output).
+ */
+int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[]);
 
 /*
  * Sends req to the daemon at cfg->control_socket and reads one answer.
  * EXIT_OK with *resp an ok answer (owned by the caller); EXIT_FAILED after
  * printing "plugfs CMD: CODE: MESSAGE" for an error answer; EXIT_UNREACHABLE
  * after printing where it looked when the daemon cannot be reached.
- * timeout_ms < 0 waits for the answer without limit.
+ * timeout_ms < 0 waits for the answer without limit.  fd_out NULL closes the
+ * connection; else *fd_out is the connection on EXIT_OK (the caller closes
+ * it), -1 otherwise.
  */
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
-		int timeout_ms);
+		int timeout_ms, int *fd_out);
 
 /*
  * The request {"op": cmd, "type": args[0], "name": args[1]} of a subcommand

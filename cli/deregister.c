@@ -1,107 +1,98 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs deregister: removes one registration, or every one of an alloc. */
-#include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "commands.h"
-#include "control.h"
-#include "cliutil.h"
 #include "ctlcli.h"
 
-static void usage(FILE *f)
+struct deregister {
+	const char *type, *name, *alloc; /* --type, --name, --alloc, or NULL */
+};
+
+static int deregister_option(void *st, int c, char *arg)
 {
-	fprintf(f, "Usage: plugfs deregister --type T --name N --alloc A [-c FILE]\n"
-		   "       plugfs deregister --alloc A [-c FILE]\n\n"
-		   "Removes the registration of allocation A from plugin T/N, or with --alloc\n"
-		   "alone every registration of A under every type, in one transaction.\n"
-		   "Removing what is not registered succeeds and changes nothing.\n\n"
-		   "  -t, --type T      plugin type\n"
-		   "  -n, --name N      plugin name\n"
-		   "  -a, --alloc A     allocation id (required)\n"
-		   "  -c FILE           config file (for control.socket)\n\n"
-		   "Exit codes: 0 done, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
+	struct deregister *d = st;
+
+	switch (c) {
+	case 't':
+		d->type = arg;
+		break;
+	case 'n':
+		d->name = arg;
+		break;
+	case 'a':
+		d->alloc = arg;
+		break;
+	}
+	return EXIT_OK;
 }
+
+static int deregister_request(void *st, const struct cli_args *args, json_t **req, int *timeout_ms)
+{
+	const struct deregister *d = st;
+
+	if (!d->alloc)
+		return cli_usage_error("deregister", "--alloc is required");
+	if (!d->type != !d->name)
+		return cli_usage_error(
+		    "deregister", "--type and --name go together: give both (one registration) "
+				  "or neither (every registration of the alloc)");
+	*req = json_pack("{s:s, s:s}", "op", "deregister", "alloc", d->alloc);
+	if (!*req || (d->type && (json_object_set_new(*req, "type", json_string(d->type)) ||
+				  json_object_set_new(*req, "name", json_string(d->name))))) {
+		cli_error("deregister", "values must be UTF-8 text");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int deregister_print(void *st, const struct cli_args *args, json_t *resp,
+			    const struct ctlcli_conn *conn)
+{
+	const struct deregister *d = st;
+	json_int_t removed = json_integer_value(json_object_get(resp, "removed"));
+
+	if (d->type)
+		printf("%s/%s: %s %s\n", d->type, d->name, d->alloc,
+		       removed ? "deregistered" : "was not registered (nothing changed)");
+	else
+		printf("%s: %lld registration%s removed\n", d->alloc, (long long)removed,
+		       removed == 1 ? "" : "s");
+	return EXIT_OK;
+}
+
+static const struct option deregister_longopts[] = {
+    {"type", required_argument, NULL, 't'},
+    {"name", required_argument, NULL, 'n'},
+    {"alloc", required_argument, NULL, 'a'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct ctlcli_verb deregister_verb = {
+    .cli =
+	{
+	    .name = "deregister",
+	    .usage = "Usage: plugfs deregister --type T --name N --alloc A [-c FILE]\n"
+		     "       plugfs deregister --alloc A [-c FILE]\n\n"
+		     "Removes the registration of allocation A from plugin T/N, or with --alloc\n"
+		     "alone every registration of A under every type, in one transaction.\n"
+		     "Removing what is not registered succeeds and changes nothing.\n\n"
+		     "  -t, --type T      plugin type\n"
+		     "  -n, --name N      plugin name\n"
+		     "  -a, --alloc A     allocation id (required)\n"
+		     "  -c FILE           config file (for control.socket)\n\n"
+		     "Exit codes: 0 done, 1 rejected, 2 usage error, 3 daemon unreachable.\n",
+	    .shortopts = "t:n:a:",
+	    .longopts = deregister_longopts,
+	    .option = deregister_option,
+	},
+    .request = deregister_request,
+    .print = deregister_print,
+};
 
 int deregister_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-	    {"type", required_argument, NULL, 't'},
-	    {"name", required_argument, NULL, 'n'},
-	    {"alloc", required_argument, NULL, 'a'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct plugfs_config cfg;
-	const char *cfgpath = NULL, *type = NULL, *name = NULL, *alloc = NULL;
-	json_t *req = NULL, *resp = NULL;
-	json_int_t removed;
-	bool have_cfg = false;
-	int opt, rc = EXIT_USAGE;
+	struct deregister d = {0};
 
-	memset(&cfg, 0, sizeof(cfg));
-	cli_getopt_reset();
-	while ((opt = getopt_long(argc, argv, ":c:t:n:a:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			cfgpath = optarg;
-			break;
-		case 't':
-			type = optarg;
-			break;
-		case 'n':
-			name = optarg;
-			break;
-		case 'a':
-			alloc = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
-			rc = cli_option_error(argv[0], opt, argv);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
-		goto out;
-	}
-	if (!alloc) {
-		rc = cli_usage_error(argv[0], "--alloc is required");
-		goto out;
-	}
-	if (!type != !name) {
-		rc = cli_usage_error(argv[0],
-				     "--type and --name go together: give both (one registration) "
-				     "or neither (every registration of the alloc)");
-		goto out;
-	}
-	req = json_pack("{s:s, s:s}", "op", "deregister", "alloc", alloc);
-	if (!req || (type && (json_object_set_new(req, "type", json_string(type)) ||
-			      json_object_set_new(req, "name", json_string(name))))) {
-		fprintf(stderr, "plugfs deregister: values must be UTF-8 text\n");
-		goto out;
-	}
-	rc = cli_load_config(argv[0], cfgpath, &cfg);
-	if (rc)
-		goto out;
-	have_cfg = true;
-	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
-	if (rc)
-		goto out;
-	removed = json_integer_value(json_object_get(resp, "removed"));
-	if (type)
-		printf("%s/%s: %s %s\n", type, name, alloc,
-		       removed ? "deregistered" : "was not registered (nothing changed)");
-	else
-		printf("%s: %lld registration%s removed\n", alloc, (long long)removed,
-		       removed == 1 ? "" : "s");
-out:
-	json_decref(resp);
-	json_decref(req);
-	if (have_cfg)
-		config_free(&cfg);
-	return cli_finish_output(argv[0], rc);
+	return ctlcli_run(&deregister_verb, &d, argc, argv);
 }

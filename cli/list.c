@@ -1,25 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs list: one row per plugin. */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
-#include "control.h"
-#include "cliutil.h"
 #include "ctlcli.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: plugfs list [--type T] [--json] [-c FILE]\n\n"
-		   "Lists the registered plugins, one row each: type, name, the active alloc,\n"
-		   "its socket and the number of registrations.  --json prints the same shape\n"
-		   "as `plugfs state dump --json': {\"plugins\":[...]}.\n\n"
-		   "  -t, --type T   only plugins of this type\n"
-		   "      --json     JSON output\n"
-		   "  -c FILE        config file (for control.socket)\n\n"
-		   "Exit codes: 0 listed, 1 rejected, 2 usage error, 3 daemon unreachable.\n");
-}
+struct list {
+	const char *type; /* --type, or NULL */
+};
 
 static const char *str(json_t *o, const char *key)
 {
@@ -28,66 +17,39 @@ static const char *str(json_t *o, const char *key)
 	return s ? s : "-";
 }
 
-int list_main(int argc, char *argv[])
+static int list_option(void *st, int c, char *arg)
 {
-	static const struct option longopts[] = {
-	    {"type", required_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct plugfs_config cfg;
-	const char *cfgpath = NULL, *type = NULL;
-	json_t *req = NULL, *resp = NULL, *plugins, *p;
-	bool json = false, have_cfg = false;
-	int opt, rc = EXIT_USAGE, wtype = 4, wname = 4, walloc = 6;
+	struct list *l = st;
+
+	l->type = arg; /* --type */
+	return EXIT_OK;
+}
+
+static int list_request(void *st, const struct cli_args *args, json_t **req, int *timeout_ms)
+{
+	const struct list *l = st;
+
+	*req = json_pack("{s:s}", "op", "list");
+	if (!*req || (l->type && json_object_set_new(*req, "type", json_string(l->type)))) {
+		cli_error("list", "--type must be UTF-8 text");
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
+}
+
+static int list_print(void *st, const struct cli_args *args, json_t *resp,
+		      const struct ctlcli_conn *conn)
+{
+	json_t *plugins = json_object_get(resp, "plugins"), *p;
+	int wtype = 4, wname = 4, walloc = 6;
 	size_t i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cli_getopt_reset();
-	while ((opt = getopt_long(argc, argv, ":c:t:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			cfgpath = optarg;
-			break;
-		case 't':
-			type = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
-			rc = cli_option_error(argv[0], opt, argv);
-			goto out;
-		}
-	}
-	if (optind < argc) {
-		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
-		goto out;
-	}
-	req = json_pack("{s:s}", "op", "list");
-	if (!req || (type && json_object_set_new(req, "type", json_string(type)))) {
-		fprintf(stderr, "plugfs list: --type must be UTF-8 text\n");
-		goto out;
-	}
-	rc = cli_load_config(argv[0], cfgpath, &cfg);
-	if (rc)
-		goto out;
-	have_cfg = true;
-	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
-	if (rc)
-		goto out;
-	plugins = json_object_get(resp, "plugins");
-	if (json) {
+	if (args->json) {
 		json_t *snap = json_pack("{s:O}", "plugins", plugins);
 
 		ctlcli_print_json(snap);
 		json_decref(snap);
-		goto out;
+		return EXIT_OK;
 	}
 	json_array_foreach(plugins, i, p)
 	{
@@ -110,10 +72,38 @@ int list_main(int argc, char *argv[])
 		       str(p, "name"), walloc, str(p, "active"), json_array_size(regs),
 		       str(json_array_get(regs, 0), "socket"));
 	}
-out:
-	json_decref(resp);
-	json_decref(req);
-	if (have_cfg)
-		config_free(&cfg);
-	return cli_finish_output(argv[0], rc);
+	return EXIT_OK;
+}
+
+static const struct option list_longopts[] = {
+    {"type", required_argument, NULL, 't'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct ctlcli_verb list_verb = {
+    .cli =
+	{
+	    .name = "list",
+	    .usage = "Usage: plugfs list [--type T] [--json] [-c FILE]\n\n"
+		     "Lists the registered plugins, one row each: type, name, the active alloc,\n"
+		     "its socket and the number of registrations.  --json prints the same shape\n"
+		     "as `plugfs state dump --json': {\"plugins\":[...]}.\n\n"
+		     "  -t, --type T   only plugins of this type\n"
+		     "      --json     JSON output\n"
+		     "  -c FILE        config file (for control.socket)\n\n"
+		     "Exit codes: 0 listed, 1 rejected, 2 usage error, 3 daemon unreachable.\n",
+	    .shortopts = "t:",
+	    .longopts = list_longopts,
+	    .json = true,
+	    .option = list_option,
+	},
+    .request = list_request,
+    .print = list_print,
+};
+
+int list_main(int argc, char *argv[])
+{
+	struct list l = {0};
+
+	return ctlcli_run(&list_verb, &l, argc, argv);
 }

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cliutil.h"
 #include "commands.h"
 
 struct command {
@@ -54,7 +55,7 @@ int main(int argc, char *argv[])
 	if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0 ||
 	    strcmp(argv[i], "help") == 0) {
 		usage(stdout);
-		return EXIT_OK;
+		return cli_finish_output(NULL, EXIT_OK);
 	}
 	if (strcmp(argv[i], "--version") == 0)
 		return version_main(1, (char *[]){"version", NULL});

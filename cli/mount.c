@@ -75,25 +75,21 @@ static void log_change(const struct reg_event *ev, void *arg)
 	}
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: plugfs mount [-c FILE] [--mountpoint DIR] [--debug]\n"
-		"\n"
-		"Runs the plugfs daemon in the foreground: loads the config and the state\n"
-		"file, mounts the filesystem at [mount] mountpoint and serves it until\n"
-		"SIGTERM or SIGINT, then unmounts and exits 0.  SIGHUP reloads the config\n"
-		"(log level, cache timeout; the rest needs a restart and is reported).\n"
-		"Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the kernel's\n"
-		"FUSE handshake is answered.\n"
-		"\n"
-		"  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
-		"  --debug            debug logging and libfuse request tracing\n"
-		"  -c FILE            config file (else $PLUGFS_CONFIG, else %s)\n"
-		"\n"
-		"Exit codes: 0 clean stop, 1 failed to start or to serve, 2 usage error.\n",
-		CONFIG_DEFAULT_PATH);
-}
+static const char usage[] =
+    "Usage: plugfs mount [-c FILE] [--mountpoint DIR] [--debug]\n"
+    "\n"
+    "Runs the plugfs daemon in the foreground: loads the config and the state\n"
+    "file, mounts the filesystem at [mount] mountpoint and serves it until\n"
+    "SIGTERM or SIGINT, then unmounts and exits 0.  SIGHUP reloads the config\n"
+    "(log level, cache timeout; the rest needs a restart and is reported).\n"
+    "Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the kernel's\n"
+    "FUSE handshake is answered.\n"
+    "\n"
+    "  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
+    "  --debug            debug logging and libfuse request tracing\n"
+    "  -c FILE            config file (else $PLUGFS_CONFIG, else " CONFIG_DEFAULT_PATH ")\n"
+    "\n"
+    "Exit codes: 0 clean stop, 1 failed to start or to serve, 2 usage error.\n";
 
 static enum plugfs_log_level plog_level(enum log_level l)
 {
@@ -265,42 +261,46 @@ static void house_stop(struct daemon *d)
 	d->house_started = false;
 }
 
+static int mount_option(void *st, int c, char *arg)
+{
+	struct daemon *d = st;
+
+	if (c == 'm')
+		d->mountpoint_arg = arg;
+	else
+		d->debug = true;
+	return EXIT_OK;
+}
+
+static const struct option mount_longopts[] = {
+    {"mountpoint", required_argument, NULL, 'm'},
+    {"debug", no_argument, NULL, 'd'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct cli_verb mount_verb = {
+    .name = CMD,
+    .usage = usage,
+    .shortopts = "m:d",
+    .longopts = mount_longopts,
+    .option = mount_option,
+};
+
 int mount_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {
-	    CLI_COMMON_LONGOPTS,
-	    {"mountpoint", required_argument, NULL, 'm'},
-	    {"debug", no_argument, NULL, 'd'},
-	    {0},
-	};
 	struct daemon d = {0};
+	struct cli_args args = {0};
 	struct registry_options ropts;
 	struct fs_options fo;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
-	int c, rc = EXIT_FAILED;
+	int rc;
 
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, ":c:hm:d", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			d.config_path = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		case 'm':
-			d.mountpoint_arg = optarg;
-			break;
-		case 'd':
-			d.debug = true;
-			break;
-		default:
-			return cli_option_error(CMD, c, argv);
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error(CMD, "unexpected argument `%s'", argv[optind]);
+	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
+	if (rc != CLI_RUN)
+		return cli_finish_output(CMD, rc);
+	d.config_path = args.config;
+	rc = EXIT_FAILED;
 
 	/* SIGHUP is taken by the housekeeping thread only; every thread
 	 * started from here on inherits the block.  SIGTERM and SIGINT wait

@@ -1,26 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs show: the registrations of one plugin, active first. */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "commands.h"
-#include "control.h"
-#include "cliutil.h"
 #include "ctlcli.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: plugfs show TYPE NAME [--json] [-c FILE]\n\n"
-		   "Shows the registrations of plugin NAME of TYPE in list order, the active\n"
-		   "one first.  --json prints the plugin in the shape of `plugfs state dump\n"
-		   "--json': {\"type\",\"name\",\"active\",\"registrations\":[...]}.\n\n"
-		   "      --json     JSON output\n"
-		   "  -c FILE        config file (for control.socket)\n\n"
-		   "Exit codes: 0 shown, 1 not registered or rejected, 2 usage error,\n"
-		   "3 daemon unreachable.\n");
-}
 
 static const char *str(json_t *o, const char *key)
 {
@@ -38,53 +23,20 @@ static bool is_active(json_t *plugin, json_t *r)
 	return active && alloc && strcmp(active, alloc) == 0;
 }
 
-int show_main(int argc, char *argv[])
+static int show_request(void *st, const struct cli_args *args, json_t **req, int *timeout_ms)
 {
-	static const struct option longopts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct plugfs_config cfg;
-	const char *cfgpath = NULL;
-	json_t *req = NULL, *resp = NULL, *plugin, *r;
-	bool json = false, have_cfg = false;
-	int opt, rc = EXIT_USAGE;
+	return ctlcli_plugin_request("show", args->argc, args->argv, req);
+}
+
+static int show_print(void *st, const struct cli_args *args, json_t *resp,
+		      const struct ctlcli_conn *conn)
+{
+	json_t *plugin = json_object_get(resp, "plugin"), *r;
 	size_t i;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cli_getopt_reset();
-	while ((opt = getopt_long(argc, argv, ":c:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			cfgpath = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
-			rc = cli_option_error(argv[0], opt, argv);
-			goto out;
-		}
-	}
-	rc = ctlcli_plugin_request(argv[0], argc - optind, argv + optind, &req);
-	if (rc)
-		goto out;
-	rc = cli_load_config(argv[0], cfgpath, &cfg);
-	if (rc)
-		goto out;
-	have_cfg = true;
-	rc = ctlcli_call(argv[0], &cfg, req, &resp, -1);
-	if (rc)
-		goto out;
-	plugin = json_object_get(resp, "plugin");
-	if (json) {
+	if (args->json) {
 		ctlcli_print_json(plugin);
-		goto out;
+		return EXIT_OK;
 	}
 	printf("%s/%s: active %s\n", str(plugin, "type"), str(plugin, "name"),
 	       str(plugin, "active"));
@@ -101,10 +53,29 @@ int show_main(int argc, char *argv[])
 		json_object_foreach(json_object_get(r, "options"), key, v)
 		    printf("    option %s=%s\n", key, json_string_value(v));
 	}
-out:
-	json_decref(resp);
-	json_decref(req);
-	if (have_cfg)
-		config_free(&cfg);
-	return cli_finish_output(argv[0], rc);
+	return EXIT_OK;
+}
+
+static const struct ctlcli_verb show_verb = {
+    .cli =
+	{
+	    .name = "show",
+	    .usage = "Usage: plugfs show TYPE NAME [--json] [-c FILE]\n\n"
+		     "Shows the registrations of plugin NAME of TYPE in list order, the active\n"
+		     "one first.  --json prints the plugin in the shape of `plugfs state dump\n"
+		     "--json': {\"type\",\"name\",\"active\",\"registrations\":[...]}.\n\n"
+		     "      --json     JSON output\n"
+		     "  -c FILE        config file (for control.socket)\n\n"
+		     "Exit codes: 0 shown, 1 not registered or rejected, 2 usage error,\n"
+		     "3 daemon unreachable.\n",
+	    .json = true,
+	    .n_operands = CLI_OPERANDS_ANY, /* TYPE NAME: ctlcli_plugin_request */
+	},
+    .request = show_request,
+    .print = show_print,
+};
+
+int show_main(int argc, char *argv[])
+{
+	return ctlcli_run(&show_verb, NULL, argc, argv);
 }

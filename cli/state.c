@@ -22,43 +22,34 @@
 
 #define IMPORT_FILE_MAX (64 * 1024 * 1024)
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"Usage: plugfs state [-c FILE] <subcommand> [<args>]\n"
-		"\n"
-		"Works offline on the state file (state.path of the config).\n"
-		"\n"
-		"Subcommands:\n"
-		"  import FILE    Imports the registrations of a legacy registry JSON file\n"
-		"                 ({\"Plugins\": {type: {name: PluginInfo}}}), all or none\n"
-		"  dump [--json]  Prints every plugin and its registrations, active first\n"
-		"  check          Checks the state file (integrity, schema version, rows)\n"
-		"\n"
-		"Options:\n"
-		"  -c FILE     the config file (else $PLUGFS_CONFIG, else\n"
-		"              %s if it exists, else the defaults)\n"
-		"  -h, --help  this help; `plugfs state <subcommand> --help' for one\n"
-		"\n"
-		"Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
-		CONFIG_DEFAULT_PATH);
-}
-
-struct sub {
-	const char *name;
-	const char *cmd;  /* for messages: "state import" */
-	const char *args; /* operands and options for its usage line */
-	const char *help;
-	bool has_json;
-	int n_operands; /* exactly this many */
-	int (*run)(const struct plugfs_config *cfg, char *operands[], bool json);
+static const struct cli_verb state_verb = {
+    .name = "state",
+    .usage = "Usage: plugfs state [-c FILE] <subcommand> [<args>]\n"
+	     "\n"
+	     "Works offline on the state file (state.path of the config).\n"
+	     "\n"
+	     "Subcommands:\n"
+	     "  import FILE    Imports the registrations of a legacy registry JSON file\n"
+	     "                 ({\"Plugins\": {type: {name: PluginInfo}}}), all or none\n"
+	     "  dump [--json]  Prints every plugin and its registrations, active first\n"
+	     "  check          Checks the state file (integrity, schema version, rows)\n"
+	     "\n"
+	     "Options:\n"
+	     "  -c FILE     the config file (else $PLUGFS_CONFIG, else\n"
+	     "              " CONFIG_DEFAULT_PATH " if it exists, else the defaults)\n"
+	     "  -h, --help  this help; `plugfs state <subcommand> --help' for one\n"
+	     "\n"
+	     "Exit codes: 0 success, 1 the operation failed, 2 usage error.\n",
+    .subcommands = true,
+    .n_operands = CLI_OPERANDS_ANY,
 };
 
-static int sub_usage(const struct sub *s, FILE *f)
-{
-	fprintf(f, "Usage: plugfs %s [-c FILE] %s\n\n%s\n", s->cmd, s->args, s->help);
-	return EXIT_OK;
-}
+/* A subcommand: its command line and what it does with the config. */
+struct sub {
+	const char *name; /* "import" */
+	struct cli_verb verb;
+	int (*run)(const struct plugfs_config *cfg, char *operands[], bool json);
+};
 
 /* The whole of path, NUL-terminated, into *out (malloc'd). */
 static int read_file(const char *path, char **out, size_t *len_out, char *err, size_t errlen)
@@ -298,93 +289,73 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 	return cli_finish_output(cmd, EXIT_OK);
 }
 
+/* The --help of a subcommand: its usage line, then what it does. */
+#define SUB_USAGE(cmd, args, help) "Usage: plugfs " cmd " [-c FILE] " args "\n\n" help "\n"
+
 static const struct sub subs[] = {
-    {"import", "state import", "FILE",
-     "Imports the registrations of a legacy registry JSON file ({\"Plugins\": {type:\n"
-     "{name: PluginInfo}}}) into the state file, in one transaction: all or none.\n"
-     "Each entry is registered as if by `plugfs register', in document order; its\n"
-     "legacy Type (controller, node, monolith) becomes its kind.",
-     false, 1, run_import},
-    {"dump", "state dump", "[--json]",
-     "Prints every plugin with its registrations, active first.  --json prints the\n"
-     "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
-     "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
-     "empty and is not created.  Never writes the state file: a version-1 file\n"
-     "is shown as `plugfs mount' or `state import' would migrate it, and stays\n"
-     "version 1.",
-     true, 0, run_dump},
-    {"check", "state check", "",
-     "Checks the state file without changing it: SQLite integrity (quick_check),\n"
-     "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.",
-     false, 0, run_check},
+    {"import",
+     {.name = "state import",
+      .usage = SUB_USAGE(
+	  "state import", "FILE",
+	  "Imports the registrations of a legacy registry JSON file ({\"Plugins\": {type:\n"
+	  "{name: PluginInfo}}}) into the state file, in one transaction: all or none.\n"
+	  "Each entry is registered as if by `plugfs register', in document order; its\n"
+	  "legacy Type (controller, node, monolith) becomes its kind."),
+      .n_operands = 1,
+      .operands = "FILE"},
+     run_import},
+    {"dump",
+     {.name = "state dump",
+      .usage =
+	  SUB_USAGE("state dump", "[--json]",
+		    "Prints every plugin with its registrations, active first.  --json prints the\n"
+		    "shape of `plugfs list --json': {\"plugins\":[{\"type\",\"name\",\"active\",\n"
+		    "\"registrations\":[...]}]}.  A state file that does not exist yet dumps as\n"
+		    "empty and is not created.  Never writes the state file: a version-1 file\n"
+		    "is shown as `plugfs mount' or `state import' would migrate it, and stays\n"
+		    "version 1."),
+      .shortopts = "j",
+      .json = true},
+     run_dump},
+    {"check",
+     {.name = "state check",
+      .usage = SUB_USAGE(
+	  "state check", "",
+	  "Checks the state file without changing it: SQLite integrity (quick_check),\n"
+	  "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.")},
+     run_check},
 };
 
+/* config: the -c FILE given before the subcommand, or NULL. */
 static int run_sub(const struct sub *s, int argc, char *argv[], const char *config)
 {
-	static const struct option json_longopts[] = {
-	    CLI_COMMON_LONGOPTS,
-	    {"json", no_argument, NULL, 'j'},
-	    {NULL, 0, NULL, 0},
-	};
-	static const struct option plain_longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
-	const struct option *longopts = s->has_json ? json_longopts : plain_longopts;
-	const char *optstring = s->has_json ? ":c:hj" : ":c:h";
+	struct cli_args args = {.config = config};
 	struct plugfs_config cfg = {0};
-	bool json = false;
-	int c, rc;
+	int rc;
 
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'h':
-			return sub_usage(s, stdout);
-		case 'j':
-			json = true;
-			break;
-		default:
-			return cli_option_error(s->cmd, c, argv);
-		}
-	}
-	if (argc - optind < s->n_operands)
-		return cli_usage_error(s->cmd, "missing argument %s", s->args);
-	if (argc - optind > s->n_operands)
-		return cli_usage_error(s->cmd, "unexpected argument `%s'",
-				       argv[optind + s->n_operands]);
-	if (cli_load_config(s->cmd, config, &cfg) != EXIT_OK)
+	rc = cli_parse(&s->verb, NULL, argc, argv, &args);
+	if (rc != CLI_RUN)
+		return cli_finish_output(s->verb.name, rc);
+	if (cli_load_config(s->verb.name, args.config, &cfg) != EXIT_OK)
 		return EXIT_FAILED;
-	rc = s->run(&cfg, argv + optind, json);
+	rc = s->run(&cfg, args.argv, args.json);
 	config_free(&cfg);
 	return rc;
 }
 
 int state_main(int argc, char *argv[])
 {
-	static const struct option longopts[] = {CLI_COMMON_LONGOPTS, {NULL, 0, NULL, 0}};
-	const char *config = NULL;
-	int c;
+	struct cli_args args = {0};
+	int rc;
 
-	/* Options before the subcommand ('+': stop at the first operand). */
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:c:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c':
-			config = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return EXIT_OK;
-		default:
-			return cli_option_error("state", c, argv);
-		}
-	}
-	if (optind >= argc)
+	rc = cli_parse(&state_verb, NULL, argc, argv, &args);
+	if (rc != CLI_RUN)
+		return cli_finish_output("state", rc);
+	if (args.argc == 0)
 		return cli_usage_error("state", "missing subcommand: import, dump or check");
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
-		if (strcmp(argv[optind], subs[i].name) == 0)
-			return run_sub(&subs[i], argc - optind, argv + optind, config);
+		if (strcmp(args.argv[0], subs[i].name) == 0)
+			return run_sub(&subs[i], args.argc, args.argv, args.config);
 	return cli_usage_error("state", "unknown subcommand `%s'; expected import, dump or check",
-			       argv[optind]);
+			       args.argv[0]);
 }

@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: MIT */
+/* plugfs version: the version this program was built as. */
 #include <stdio.h>
-#include <string.h>
 
+#include "cliutil.h"
 #include "commands.h"
 #include "version.h"
 
+/* Takes -c FILE like every command (`plugfs -c FILE version' passes it on)
+ * but needs no config, so it reads none. */
+static const struct cli_verb version_verb = {
+    .name = "version",
+    .usage = "Usage: plugfs version\n\nPrints the version of plugfs.\n",
+};
+
 int version_main(int argc, char *argv[])
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("Usage: plugfs version\n\nPrints the version of plugfs.\n");
-			return EXIT_OK;
-		}
-		fprintf(stderr, "plugfs version: unexpected argument `%s'\n", argv[i]);
-		return EXIT_USAGE;
+	struct cli_args args = {0};
+	int rc = cli_parse(&version_verb, NULL, argc, argv, &args);
+
+	if (rc == CLI_RUN) {
+		printf("plugfs %s\n", PLUGFS_VERSION);
+		rc = EXIT_OK;
 	}
-	printf("plugfs %s\n", PLUGFS_VERSION);
-	return EXIT_OK;
+	return cli_finish_output("version", rc);
 }

@@ -1,28 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs watch: prints registry events as they are committed. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "control.h"
-#include "cliutil.h"
 #include "ctlcli.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "Usage: plugfs watch [--type T]... [--json] [-c FILE]\n\n"
-		   "Prints one line per registry event, in commit order, until interrupted:\n"
-		   "registered, updated, deregistered (with the alloc and its socket) and\n"
-		   "active (old alloc -> new alloc, `-' for none).  --json prints each event\n"
-		   "as the protocol sends it (docs/protocol.md), one JSON object per line.\n\n"
-		   "  -t, --type T   only events of this type (repeatable)\n"
-		   "      --json     JSON output\n"
-		   "  -c FILE        config file (for control.socket)\n\n"
-		   "Exit codes: 1 rejected, 2 usage error, 3 daemon unreachable or gone.\n");
-}
+struct watch {
+	json_t *types; /* the --type values, an array */
+};
 
 static const char *str(json_t *o, const char *key)
 {
@@ -53,92 +41,86 @@ static void print_event(json_t *ev, bool json)
 	fflush(stdout);
 }
 
-int watch_main(int argc, char *argv[])
+static int watch_option(void *st, int c, char *arg)
 {
-	static const struct option longopts[] = {
-	    {"type", required_argument, NULL, 't'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	struct plugfs_config cfg;
-	const char *cfgpath = NULL;
-	json_t *req = NULL, *resp = NULL, *types = json_array();
-	bool json = false, have_cfg = false;
-	char err[512] = "";
-	int opt, rc = EXIT_USAGE, fd = -1;
+	struct watch *w = st;
 
-	memset(&cfg, 0, sizeof(cfg));
-	cli_getopt_reset();
-	while ((opt = getopt_long(argc, argv, ":c:t:h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			cfgpath = optarg;
-			break;
-		case 't':
-			if (json_array_append_new(types, json_string(optarg))) {
-				fprintf(stderr, "plugfs watch: --type must be UTF-8 text\n");
-				goto out;
-			}
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			usage(stdout);
-			rc = EXIT_OK;
-			goto out;
-		default:
-			rc = cli_option_error(argv[0], opt, argv);
-			goto out;
-		}
+	/* --type; json_string() refuses text that is not UTF-8. */
+	if (json_array_append_new(w->types, json_string(arg))) {
+		cli_error("watch", "--type must be UTF-8 text");
+		return EXIT_USAGE;
 	}
-	if (optind < argc) {
-		rc = cli_usage_error(argv[0], "unexpected argument `%s'", argv[optind]);
-		goto out;
-	}
-	req = json_pack("{s:s}", "op", "watch");
-	if (!req || (json_array_size(types) && json_object_set(req, "types", types))) {
-		rc = EXIT_FAILED;
-		goto out;
-	}
-	rc = cli_load_config(argv[0], cfgpath, &cfg);
-	if (rc)
-		goto out;
-	have_cfg = true;
-	rc = EXIT_UNREACHABLE;
-	if (control_connect(cfg.control_socket, &fd, err, sizeof(err)) ||
-	    control_exchange(fd, req, &resp, -1, err, sizeof(err))) {
-		fprintf(stderr, "plugfs watch: %s\n", err);
-		goto out;
-	}
-	if (control_response_error(resp, NULL)) {
-		rc = ctlcli_print_error(argv[0], resp);
-		goto out;
-	}
+	return EXIT_OK;
+}
+
+static int watch_request(void *st, const struct cli_args *args, json_t **req, int *timeout_ms)
+{
+	const struct watch *w = st;
+
+	*req = json_pack("{s:s}", "op", "watch");
+	if (!*req || (json_array_size(w->types) && json_object_set(*req, "types", w->types)))
+		return EXIT_FAILED;
+	return EXIT_OK;
+}
+
+/* The first answer only says the watch started: the events follow, until the
+ * daemon ends the stream or goes away. */
+static int watch_print(void *st, const struct cli_args *args, json_t *resp,
+		       const struct ctlcli_conn *conn)
+{
+	char err[512] = "";
+
 	for (;;) {
 		json_t *ev = NULL;
+		int rc;
 
-		if (control_recv(fd, &ev, -1, err, sizeof(err))) {
-			fprintf(stderr, "plugfs watch: %s (socket %s)\n", err, cfg.control_socket);
-			goto out;
+		if (control_recv(conn->fd, &ev, -1, err, sizeof(err))) {
+			cli_error(conn->cmd, "%s (socket %s)", err, conn->socket);
+			return EXIT_UNREACHABLE;
 		}
 		if (json_object_get(ev, "ok")) {
 			/* The daemon ends the stream with an error (e.g. lost events). */
-			rc = ctlcli_print_error(argv[0], ev);
+			rc = ctlcli_print_error(conn->cmd, ev);
 			json_decref(ev);
-			goto out;
+			return rc;
 		}
-		print_event(ev, json);
+		print_event(ev, args->json);
 		json_decref(ev);
 	}
-out:
-	if (fd >= 0)
-		close(fd);
-	json_decref(resp);
-	json_decref(req);
-	json_decref(types);
-	if (have_cfg)
-		config_free(&cfg);
-	return cli_finish_output(argv[0], rc);
+}
+
+static const struct option watch_longopts[] = {
+    {"type", required_argument, NULL, 't'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct ctlcli_verb watch_verb = {
+    .cli =
+	{
+	    .name = "watch",
+	    .usage = "Usage: plugfs watch [--type T]... [--json] [-c FILE]\n\n"
+		     "Prints one line per registry event, in commit order, until interrupted:\n"
+		     "registered, updated, deregistered (with the alloc and its socket) and\n"
+		     "active (old alloc -> new alloc, `-' for none).  --json prints each event\n"
+		     "as the protocol sends it (docs/protocol.md), one JSON object per line.\n\n"
+		     "  -t, --type T   only events of this type (repeatable)\n"
+		     "      --json     JSON output\n"
+		     "  -c FILE        config file (for control.socket)\n\n"
+		     "Exit codes: 1 rejected, 2 usage error, 3 daemon unreachable or gone.\n",
+	    .shortopts = "t:",
+	    .longopts = watch_longopts,
+	    .json = true,
+	    .option = watch_option,
+	},
+    .request = watch_request,
+    .print = watch_print,
+};
+
+int watch_main(int argc, char *argv[])
+{
+	struct watch w = {.types = json_array()};
+	int rc = ctlcli_run(&watch_verb, &w, argc, argv);
+
+	json_decref(w.types);
+	return rc;
 }

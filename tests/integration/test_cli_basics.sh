@@ -11,4 +11,17 @@ check_eq "unknown command exits 2" 2 $?
 check "unknown command is named" grep -q "unknown command \`no-such-command'" "$T/err"
 "$PLUGFS_BIN" version extra 2>/dev/null
 check_eq "extra argument to version exits 2" 2 $?
+# -c FILE before the command is passed on to every command, version too.
+write_config
+out=$("$PLUGFS_BIN" -c "$CFG" version)
+check_eq "plugfs -c FILE version exits 0" 0 $?
+check "plugfs -c FILE version prints the version" grep -Eq '^plugfs [0-9]+\.[0-9]+\.[0-9]+$' <<<"$out"
+
+# Output that cannot be written is an error (exit 1, said on stderr), help too.
+for args in "version" "--help" "state --help" "state dump --help" "mount --help" "list --help"; do
+	# shellcheck disable=SC2086
+	"$PLUGFS_BIN" $args >/dev/full 2>"$T/err"
+	check_eq "plugfs $args >/dev/full exits 1" 1 $?
+	check "plugfs $args >/dev/full says why" grep -q "cannot write the output" "$T/err"
+done
 finish

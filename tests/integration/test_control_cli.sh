@@ -33,4 +33,16 @@ check_eq "a missing -c file is an error (exit 1)" 1 $?
 # Usage errors come before any connection attempt.
 plugfs register --type csi-node 2>"$T/err"
 check_eq "usage errors exit 2 even with the daemon down" 2 $?
+
+# An argument to an option that takes none is named as typed (it was
+# reported as the unknown short option `-j').
+for args in "list --json=yes" "status --js=1" "show --help=x" "state dump --json=1"; do
+	# shellcheck disable=SC2086
+	plugfs $args 2>"$T/err"
+	check_eq "plugfs $args exits 2" 2 $?
+	o=${args##* }
+	check "plugfs $args: ${o%%=*} takes no argument" grep -qF "option \`${o%%=*}' takes no argument" "$T/err"
+done
+plugfs list --type=x -jq 2>"$T/err"
+check "a bad short option after --type=x is named as such" grep -qF "unknown option \`-j'" "$T/err"
 finish
