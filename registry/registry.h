@@ -7,8 +7,11 @@
  * registry may be shared by the control server, the filesystem and the main
  * thread.  Event callbacks run synchronously, after the commit and after the
  * in-memory state changed, with that mutex held: a callback must not call a
- * mutating registry function (it fails with -EDEADLK), must not block, and
- * must copy what it keeps.
+ * mutating registry function (it fails with -EDEADLK), must copy what it
+ * keeps, and may block only on work that never needs this mutex (the
+ * filesystem's callback waits until the kernel took its invalidations: the
+ * notifier thread and FUSE handlers never take the registry mutex).  Every
+ * other mutation waits meanwhile; docs/design.md "Threads and locks".
  * Read-only getters (registry_snapshot, registry_get_plugin) are safe from a
  * callback (the mutex is recursive).
  *
