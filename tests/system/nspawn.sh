@@ -159,11 +159,13 @@ ct_exec() {
 ct_abort_fuse() {
 	local leader=$1 dev id ctl=/sys/fs/fuse/connections
 	[ -n "$leader" ] && [ -r "/proc/$leader/mountinfo" ] || return 0
-	for dev in $(awk '$0 ~ / - fuse/ { print $3 }' "/proc/$leader/mountinfo" 2>/dev/null | sort -u); do
-		id=$(((${dev%%:*} << 20) | ${dev##*:}))
-		[ -e "$ctl/$id" ] || mount -t fusectl none "$ctl" 2>/dev/null
-		[ -w "$ctl/$id/abort" ] && echo 1 >"$ctl/$id/abort" && echo "# aborted the container's FUSE connection $id"
-	done
+	awk '$0 ~ / - fuse/ { print $3 }' "/proc/$leader/mountinfo" 2>/dev/null | sort -u |
+		while read -r dev; do
+			id=$(((${dev%%:*} << 20) | ${dev##*:}))
+			[ -e "$ctl/$id" ] || mount -t fusectl none "$ctl" 2>/dev/null
+			[ -w "$ctl/$id/abort" ] && echo 1 >"$ctl/$id/abort" &&
+				echo "# aborted the container's FUSE connection $id"
+		done
 	return 0
 }
 

@@ -55,14 +55,16 @@ trap _system_cleanup EXIT
 ) &
 _WATCHDOG=$!
 
-t_start=$SECONDS
+# elapsed SINCE: seconds since SINCE (an $EPOCHREALTIME), one decimal.
+elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+t_start=$EPOCHREALTIME
 # --- the Debian tree ---
-t0=$SECONDS
+t0=$EPOCHREALTIME
 tree_ensure
-t_tree=$((SECONDS - t0))
+t_tree=$(elapsed "$t0")
 
 # --- the package, as test_package.sh builds it ---
-t0=$SECONDS
+t0=$EPOCHREALTIME
 PKG=$PLUGFS_BUILD_DIR/tests/system/pkg
 mkdir -p "$PKG"
 cmake -S "$PLUGFS_SOURCE_DIR" -B "$PKG" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF \
@@ -76,22 +78,22 @@ check_eq "cpack built one .deb" 1 "${#debs[@]}"
 cp "${debs[0]}" "$SHARE/"
 install -m 0755 "$CONNECT_LOOP" "$SHARE/plugfs-test-connect-loop"
 install -m 0755 "$HERE/inside/trials.sh" "$HERE/inside/outage-hook" "$SHARE/"
-t_pkg=$((SECONDS - t0))
+t_pkg=$(elapsed "$t0")
 
 # --- boot ---
-t0=$SECONDS
+t0=$EPOCHREALTIME
 container_boot "$SHARE"
 check "the container booted with systemd as PID 1" \
 	bash -c "[ \"\$(cat /proc/$CT_LEADER/comm)\" = systemd ]"
 check_eq "systemd 252 in the container" 252 \
 	"$(ct_exec 30 systemctl --version | awk 'NR == 1 { print $2 }')"
-t_boot=$((SECONDS - t0))
+t_boot=$(elapsed "$t0")
 
 # --- the trials ---
-t0=$SECONDS
+t0=$EPOCHREALTIME
 ct_exec 1200 bash /plugfs-test/trials.sh 2>&1 | tee "$T/trials.log"
 rc=${PIPESTATUS[0]}
-t_trials=$((SECONDS - t0))
+t_trials=$(elapsed "$t0")
 check_eq "trials inside the container: no failed strict check" 0 "$rc"
 if [ "$rc" != 0 ]; then
 	echo "--- journal of the container (last 60 lines) ---"
@@ -101,7 +103,7 @@ if [ "$rc" != 0 ]; then
 	echo "--- console (last 20 lines) ---"
 	tail -n 20 "$T/console.log"
 fi
-echo "# durations: tree ${t_tree} s, package ${t_pkg} s, boot ${t_boot} s, trials ${t_trials} s, total $((SECONDS - t_start)) s"
+echo "# durations: tree ${t_tree} s, package ${t_pkg} s, boot ${t_boot} s, trials ${t_trials} s, total $(elapsed "$t_start") s"
 
 # --- stop ---
 container_teardown

@@ -118,7 +118,18 @@ register() {
 # served PATH N: a connection through PATH reaches aN (5 s at most).
 answer() { timeout 5 plugfs-demo-plugin --connect "$1" 2>/dev/null; }
 served() { [ "$(answer "$1")" = "a$2" ]; }
-served_soon() { wait_for 5 served "$@"; }
+# served_soon PATH N: served within 5 s; gives up at once on ENOTCONN
+# (PATH's daemon is gone for good).
+served_soon() {
+	local end=$((SECONDS + 5)) out
+	for (( ; ; )); do
+		out=$(LC_ALL=C timeout 5 plugfs-demo-plugin --connect "$1" 2>&1)
+		[ "$out" = "a$2" ] && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
+		case $out in *"not connected"*) return 1 ;; esac
+		sleep 0.05
+	done
+}
 # process_gone PID: no such process, or only its zombie is left.
 process_gone() {
 	local st
