@@ -14,7 +14,8 @@
 # after PLUGFS_SYSTEM_DEADLINE seconds (1500): it aborts the container's
 # own FUSE connections (never another one) and kills the container.
 #
-# Environment: PLUGFS_EXPECT_RESUME=1 makes the trials strict (see
+# Environment: PLUGFS_EXPECT_RESUME=1 makes the trials strict, =0 lax (by
+# default they are strict once `plugfs mount --help' names FDSTORE: see
 # trials.sh); PLUGFS_SYSTEM_CACHE (/var/cache/plugfs-test) holds the tree;
 # PLUGFS_SYSTEM_RESTARTS, _KILLS, _REEXECS, _CACHE_TIMEOUT, _SETTLE tune the
 # trials.
