@@ -40,6 +40,8 @@ CACHE_TIMEOUT=${PLUGFS_SYSTEM_CACHE_TIMEOUT:-1}
 # How long the consumer goes on after each trial's daemon is back: more than
 # the cache timeout, so that its lookups reach the new daemon.
 SETTLE=${PLUGFS_SYSTEM_SETTLE:-1.5}
+# The shortest time from one trial's start to the next (see run_trials).
+PERIOD=${PLUGFS_SYSTEM_PERIOD:-2.5}
 DEB=$(find "$SHARE" -maxdepth 1 -name 'plugfs_*.deb' | head -n 1)
 mkdir -p "$OUT" "$SYNC"
 
@@ -322,14 +324,20 @@ infra "the consumer runs" systemctl -q is-active plugfs-consumer.service
 
 # ===================== trials =====================
 for k in restart kill9 reexec; do kind_init "$k"; done
-# run_trials KIND COUNT: COUNT trials of KIND, each with a new allocation.
+# run_trials KIND COUNT: COUNT trials of KIND, each with a new allocation,
+# one every $PERIOD s at most: systemd's default start limit (5 starts in
+# 10 s) fails a unit started more often, and that stop would empty its file
+# descriptor store.
 run_trials() {
-	local i
+	local i t0 rest
 	set_phase "$1"
 	for i in $(seq "$2"); do
+		t0=$EPOCHREALTIME
 		LAST=$((LAST + 1))
 		TL="$1 $i/$2 (a$LAST)"
 		"trial_$1" "$LAST"
+		rest=$(awk -v a="$t0" -v b="$EPOCHREALTIME" -v p="$PERIOD" 'BEGIN { r = p - (b - a); printf "%.2f", (r > 0 ? r : 0) }')
+		sleep "$rest"
 	done
 }
 run_trials restart "$RESTARTS"
