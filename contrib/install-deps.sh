@@ -4,7 +4,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libfuse3-dev fuse3 libsqlite3-dev sqlite3 libinih-dev libjansson-dev
       libcmocka-dev jq attr man-db groff-base procps util-linux file
-      bash-completion shellcheck systemd dpkg-dev strace)
+      bash-completion shellcheck systemd dpkg-dev strace
+      debootstrap systemd-container)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
