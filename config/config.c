@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "registry.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
@@ -135,7 +136,7 @@ __attribute__((format(printf, 4, 5))) static void fail(struct parse_ctx *c, unsi
 	if (n < 0 || (size_t)n >= c->errlen)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	plugfs_vseterr(c->err + n, c->errlen - (size_t)n, fmt, ap);
 	va_end(ap);
 }
 
