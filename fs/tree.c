@@ -16,6 +16,7 @@
 
 #include "fs_internal.h"
 #include "registry.h"
+#include "timefmt.h"
 
 #define DIR_MODE (S_IFDIR | 0555)
 #define LINK_MODE (S_IFLNK | 0777)
@@ -309,15 +310,6 @@ void fs_inval_batch_free(struct fs_inval_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static void format_time(int64_t t, char *buf, size_t len)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(buf, len, "%lld", (long long)t);
-}
-
 char *fs_render_info(const struct reg_plugin *p)
 {
 	char *text = NULL;
@@ -329,9 +321,9 @@ char *fs_render_info(const struct reg_plugin *p)
 	for (size_t i = 0; i < p->n_regs; i++) {
 		const struct registration *r = &p->regs[i];
 		const char *kind = reg_kind_name(r->kind);
-		char when[64];
+		char when[PLUGFS_TIME_LEN];
 
-		format_time(r->registered_at, when, sizeof(when));
+		plugfs_format_time(r->registered_at, -1, when, sizeof(when));
 		fprintf(f, "%s %s %s %s %s\n", r->alloc, r->socket,
 			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when);
 	}
