@@ -277,7 +277,8 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 
 	memset(out, 0, sizeof(*out));
 	lock(r);
-	out->plugins = calloc(r->ix.plugins.n ? r->ix.plugins.n : 1, sizeof(*out->plugins));
+	out->plugins = calloc(hash_count(&r->ix.plugins) ? hash_count(&r->ix.plugins) : 1,
+			      sizeof(*out->plugins));
 	if (!out->plugins) {
 		rc = -ENOMEM;
 		goto out;
@@ -329,7 +330,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = r->ix.plugins.n;
+		*n_plugins = hash_count(&r->ix.plugins);
 	if (n_registrations)
 		*n_registrations = r->ix.n_regs;
 	unlock(r);
