@@ -23,6 +23,7 @@
 
 #include "fs_internal.h"
 #include "err.h"
+#include "fsutil.h"
 #include "log.h"
 #include "registry.h"
 
@@ -160,38 +161,15 @@ static int mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev)
 	return found;
 }
 
+/* The mountpoint and its parents, 0755 whatever the umask. */
 static int mkdir_p(const char *path, char *err, size_t errlen)
 {
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
+	char why[PATH_MAX + 64];
+	int rc = plugfs_mkdir_p(path, 0755, why, sizeof(why));
 
-	if (len == 0 || len >= sizeof(buf)) {
-		plugfs_seterr(err, errlen, "mountpoint `%s': not a usable path", path);
-		return -EINVAL;
-	}
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1;; p++) {
-		if (*p == '/' || *p == '\0') {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(buf, 0755) == 0) {
-				/* 0755 whatever the umask. */
-				if (chmod(buf, 0755) != 0)
-					log_warn("fs: chmod 0755 %s: %s", buf, strerror(errno));
-			} else if (errno != EEXIST) {
-				int e = errno;
-
-				plugfs_seterr(err, errlen, "cannot create mountpoint `%s': %s: %s",
-					      path, buf, strerror(e));
-				return -e;
-			}
-			*p = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	return 0;
+	if (rc != 0)
+		plugfs_seterr(err, errlen, "cannot create mountpoint `%s': %s", path, why);
+	return rc;
 }
 
 /* An absolute, canonical spelling of path that works while path itself
