@@ -148,8 +148,7 @@ int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg
 		cli_error(cmd, "%s", err);
 		return EXIT_FAILED;
 	}
-	/* enum log_level and enum plugfs_log_level are in the same order. */
-	plog_set_level((enum plugfs_log_level)cfg->log_level);
+	plog_set_level(cfg->log_level);
 	return EXIT_OK;
 }
 
