@@ -2,6 +2,7 @@
 #include "cliutil.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsutil.h"
 #include "log.h"
 
 /* The next getopt_long call starts afresh on a new argv (state parses twice:
@@ -146,8 +148,7 @@ int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg
 		cli_error(cmd, "%s", err);
 		return EXIT_FAILED;
 	}
-	/* enum log_level and enum plugfs_log_level are in the same order. */
-	plog_set_level((enum plugfs_log_level)cfg->log_level);
+	plog_set_level(cfg->log_level);
 	return EXIT_OK;
 }
 
@@ -173,21 +174,21 @@ int cli_finish_output(const char *cmd, int rc)
 
 int cli_make_parents(const char *cmd, const char *path)
 {
-	char *dir = strdup(path);
+	char *dir = strdup(path), *slash;
+	char why[PATH_MAX + 64];
 	int rc = EXIT_FAILED;
 
 	if (!dir) {
 		cli_error(cmd, "out of memory");
 		return EXIT_FAILED;
 	}
-	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
-		*p = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-			cli_error(cmd, "cannot create the directory %s for the state file: %s", dir,
-				  strerror(errno));
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (plugfs_mkdir_p(dir, 0755, why, sizeof(why)) != 0) {
+			cli_error(cmd, "cannot create the directory for the state file: %s", why);
 			goto out;
 		}
-		*p = '/';
 	}
 	rc = EXIT_OK;
 out:

@@ -94,9 +94,10 @@ void cli_registry_options(const struct plugfs_config *cfg, struct registry_optio
  * returns EXIT_FAILED, else rc. */
 int cli_finish_output(const char *cmd, int rc);
 
-/* Creates the missing directories above path (0755), like `mkdir -p' of its
- * dirname: the state file's directory on a fresh host.  EXIT_OK, or
- * EXIT_FAILED after printing which directory could not be made. */
+/* Creates the missing directories above path (0755 whatever the umask,
+ * plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's
+ * directory on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which
+ * directory could not be made. */
 int cli_make_parents(const char *cmd, const char *path);
 
 #endif

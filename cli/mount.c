@@ -91,21 +91,6 @@ static const char usage[] =
     "\n"
     "Exit codes: 0 clean stop, 1 failed to start or to serve, 2 usage error.\n";
 
-static enum plugfs_log_level plog_level(enum log_level l)
-{
-	switch (l) {
-	case LOG_LEVEL_ERROR:
-		return PLOG_ERROR;
-	case LOG_LEVEL_WARN:
-		return PLOG_WARN;
-	case LOG_LEVEL_INFO:
-		return PLOG_INFO;
-	case LOG_LEVEL_DEBUG:
-		return PLOG_DEBUG;
-	}
-	return PLOG_INFO;
-}
-
 static void on_ready(void *arg)
 {
 	const struct daemon *d = arg;
@@ -183,7 +168,7 @@ static void reload(struct daemon *d)
 	if (nc.log_level != d->cfg.log_level) {
 		d->cfg.log_level = nc.log_level;
 		if (!d->debug)
-			plog_set_level(plog_level(nc.log_level));
+			plog_set_level(nc.log_level);
 		log_info("reload: log level is now %s", log_level_name(nc.log_level));
 	}
 	if (nc.cache_timeout != d->cfg.cache_timeout) {

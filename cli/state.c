@@ -19,6 +19,7 @@
 #include "config.h"
 #include "control.h"
 #include "registry.h"
+#include "timefmt.h"
 
 #define IMPORT_FILE_MAX (64 * 1024 * 1024)
 
@@ -185,8 +186,8 @@ static void print_registration(const struct registration *r, bool active)
 {
 	char reg_at[32], upd_at[32];
 
-	control_format_time(r->registered_at, reg_at, sizeof(reg_at));
-	control_format_time(r->updated_at, upd_at, sizeof(upd_at));
+	plugfs_format_time(r->registered_at, -1, reg_at, sizeof(reg_at));
+	plugfs_format_time(r->updated_at, -1, upd_at, sizeof(upd_at));
 	printf("  %s %s  kind %s  version %s  seq %" PRId64 "\n", active ? "*" : " ", r->alloc,
 	       reg_kind_name(r->kind) ? reg_kind_name(r->kind) : "?",
 	       r->version && *r->version ? r->version : "-", r->seq);

@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "timefmt.h"
+
 static _Atomic int level = PLOG_INFO;
 
 void plog_set_level(enum plugfs_log_level l)
@@ -23,18 +25,16 @@ void plog(enum plugfs_log_level l, const char *fmt, ...)
 {
 	static const char *const names[] = {"error", "warn", "info", "debug"};
 	char line[2048];
+	char when[PLUGFS_TIME_LEN];
 	struct timespec ts;
-	struct tm tm;
 	va_list ap;
 	int n;
 
 	if ((int)l > atomic_load(&level))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ plugfs %s: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, ts.tv_nsec / 1000000, names[l]);
+	plugfs_format_time(ts.tv_sec, (int)(ts.tv_nsec / 1000000), when, sizeof(when));
+	n = snprintf(line, sizeof(line), "%s plugfs %s: ", when, names[l]);
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

@@ -33,6 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "registry.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
@@ -135,7 +136,7 @@ __attribute__((format(printf, 4, 5))) static void fail(struct parse_ctx *c, unsi
 	if (n < 0 || (size_t)n >= c->errlen)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(c->err + n, c->errlen - (size_t)n, fmt, ap);
+	plugfs_vseterr(c->err + n, c->errlen - (size_t)n, fmt, ap);
 	va_end(ap);
 }
 
@@ -394,7 +395,7 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 			BAD("expected error, warn, info or debug");
 			return;
 		}
-		*(enum log_level *)field(c->cfg, def->off) = (enum log_level)i;
+		*(enum plugfs_log_level *)field(c->cfg, def->off) = (enum plugfs_log_level)i;
 		return;
 	case K_GROUP:
 		if (!group_ok(value)) {
@@ -797,7 +798,7 @@ int config_defaults(struct plugfs_config *cfg)
 			cfg->types[i] = strdup(types[i]);
 	}
 	cfg->tombstone_ttl = 86400;
-	cfg->log_level = LOG_LEVEL_INFO;
+	cfg->log_level = PLOG_INFO;
 	cfg->source = strdup("");
 	if (!cfg->mountpoint || !cfg->socket_name || !cfg->state_path || !cfg->synchronous ||
 	    !cfg->control_socket || !cfg->control_group || !cfg->types || !cfg->types[0] ||
@@ -824,7 +825,7 @@ void config_free(struct plugfs_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 }
 
-const char *log_level_name(enum log_level l)
+const char *log_level_name(enum plugfs_log_level l)
 {
 	if ((unsigned)l < sizeof(level_names) / sizeof(level_names[0]) - 1)
 		return level_names[l];

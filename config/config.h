@@ -12,10 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "log.h"
+
 #define CONFIG_DEFAULT_PATH "/etc/plugfs/plugfs.ini"
 #define CONFIG_ERR_MAX 512
-
-enum log_level { LOG_LEVEL_ERROR, LOG_LEVEL_WARN, LOG_LEVEL_INFO, LOG_LEVEL_DEBUG };
 
 struct plugfs_config {
 	/* [mount] */
@@ -38,7 +38,7 @@ struct plugfs_config {
 	size_t n_socket_roots;
 	int64_t tombstone_ttl;   /* 86400 (seconds) */
 	/* [log] */
-	enum log_level log_level; /* info */
+	enum plugfs_log_level log_level; /* info */
 
 	char *source;            /* file the values came from, "" for defaults */
 };
@@ -62,6 +62,6 @@ int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, s
 
 void config_free(struct plugfs_config *cfg);
 
-const char *log_level_name(enum log_level l);
+const char *log_level_name(enum plugfs_log_level l);
 
 #endif

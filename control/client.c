@@ -21,24 +21,24 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 
 	*fd_out = -1;
 	if (!path || strlen(path) >= sizeof(sa.sun_path)) {
-		ctl_seterr(err, errlen,
-			   "cannot reach the plugfs daemon at %s: path too long for a "
-			   "Unix socket",
-			   path ? path : "(none)");
+		plugfs_seterr(err, errlen,
+			      "cannot reach the plugfs daemon at %s: path too long for a "
+			      "Unix socket",
+			      path ? path : "(none)");
 		return -ENAMETOOLONG;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "socket(): %s", strerror(errno));
+		plugfs_seterr(err, errlen, "socket(): %s", strerror(errno));
 		return rc;
 	}
 	while (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		if (errno == EINTR)
 			continue;
 		rc = -errno;
-		ctl_seterr(
+		plugfs_seterr(
 		    err, errlen,
 		    "cannot reach the plugfs daemon at %s: %s (is `plugfs mount' running? the "
 		    "path comes from control.socket)",
@@ -57,7 +57,7 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
 	int rc = 0;
 
 	if (!line) {
-		ctl_seterr(err, errlen, "cannot encode the request");
+		plugfs_seterr(err, errlen, "cannot encode the request");
 		return -ENOMEM;
 	}
 	while (off < len) {
@@ -67,8 +67,8 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
-			ctl_seterr(err, errlen, "cannot send the request to the daemon: %s",
-				   strerror(errno));
+			plugfs_seterr(err, errlen, "cannot send the request to the daemon: %s",
+				      strerror(errno));
 			break;
 		}
 		off += (size_t)n;
@@ -107,13 +107,13 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			if (errno == EINTR)
 				continue;
 			rc = -errno;
-			ctl_seterr(err, errlen, "poll: %s", strerror(errno));
+			plugfs_seterr(err, errlen, "poll: %s", strerror(errno));
 			goto out;
 		}
 		if (rc == 0) {
 			rc = -ETIMEDOUT;
-			ctl_seterr(err, errlen, "no answer from the daemon within %d ms",
-				   timeout_ms);
+			plugfs_seterr(err, errlen, "no answer from the daemon within %d ms",
+				      timeout_ms);
 			goto out;
 		}
 		if (cap - len < 65536) {
@@ -121,15 +121,16 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 
 			if (cap >= RESPONSE_MAX) {
 				rc = -EMSGSIZE;
-				ctl_seterr(err, errlen, "answer from the daemon exceeds %d bytes",
-					   RESPONSE_MAX);
+				plugfs_seterr(err, errlen,
+					      "answer from the daemon exceeds %d bytes",
+					      RESPONSE_MAX);
 				goto out;
 			}
 			cap = cap ? cap * 2 : 65536 * 2;
 			nbuf = realloc(buf, cap);
 			if (!nbuf) {
 				rc = -ENOMEM;
-				ctl_seterr(err, errlen, "out of memory");
+				plugfs_seterr(err, errlen, "out of memory");
 				goto out;
 			}
 			buf = nbuf;
@@ -139,14 +140,14 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
 			rc = errno == ECONNRESET ? -EPIPE : -errno;
-			ctl_seterr(err, errlen, "lost the connection to the daemon: %s",
-				   strerror(errno));
+			plugfs_seterr(err, errlen, "lost the connection to the daemon: %s",
+				      strerror(errno));
 			goto out;
 		}
 		if (n == 0) {
 			rc = -EPIPE;
-			ctl_seterr(err, errlen, "the daemon closed the connection%s",
-				   len ? " in the middle of an answer" : "");
+			plugfs_seterr(err, errlen, "the daemon closed the connection%s",
+				      len ? " in the middle of an answer" : "");
 			goto out;
 		}
 		nl = memchr(buf + len, '\n', (size_t)n);
@@ -156,7 +157,7 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		n = recv(fd, buf + len, (size_t)n, 0);
 		if (n <= 0) {
 			rc = -EIO;
-			ctl_seterr(err, errlen, "lost the connection to the daemon");
+			plugfs_seterr(err, errlen, "lost the connection to the daemon");
 			goto out;
 		}
 		len += (size_t)n;
@@ -168,8 +169,8 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		json_decref(*resp);
 		*resp = NULL;
 		rc = -EPROTO;
-		ctl_seterr(err, errlen, "the daemon sent something that is not a JSON object: %s",
-			   jerr.text);
+		plugfs_seterr(err, errlen,
+			      "the daemon sent something that is not a JSON object: %s", jerr.text);
 		goto out;
 	}
 	rc = 0;

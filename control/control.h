@@ -69,7 +69,5 @@ json_t *control_json_registration(const struct registration *r);
 json_t *control_json_plugin(const struct reg_plugin *p);
 /* {"plugins":[...]} */
 json_t *control_json_snapshot(const struct reg_snapshot *s);
-/* RFC 3339 UTC, e.g. 2026-11-30T09:19:05Z, into buf (>= 21 bytes). */
-void control_format_time(int64_t t, char *buf, size_t len);
 
 #endif

@@ -13,13 +13,10 @@
 #include <stdint.h>
 
 #include "control.h"
+#include "err.h"
 
 /* --- helpers (util.c) --- */
 
-/* Writes the printf-style message into err (nothing when errlen is 0); the
- * error half of the `-errno` plus message convention. */
-void ctl_seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
 /* CLOCK_MONOTONIC in milliseconds: deadlines and idle times. */
 int64_t ctl_now_ms(void);
 

@@ -16,6 +16,7 @@
 
 #include "control_server_internal.h"
 #include "log.h"
+#include "timefmt.h"
 
 /* --- the event queue (filled by the registry callback) --- */
 
@@ -43,7 +44,7 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 	uint64_t one = 1;
 	int rc = -1;
 
-	control_format_time(time(NULL), when, sizeof(when));
+	plugfs_format_time(time(NULL), -1, when, sizeof(when));
 	if (!it)
 		goto out;
 	it->type = strdup(ev->plugin_type);

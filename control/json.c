@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "control.h"
+#include "timefmt.h"
 
 /* Sets key to value (a new reference, stolen even on failure); false when
  * value is NULL or the set failed. */
@@ -53,23 +54,6 @@ static json_t *string_or_null(const char *s)
 	return s ? string(s) : json_null();
 }
 
-void control_format_time(int64_t t, char *buf, size_t len)
-{
-	struct tm tm;
-	time_t tt = (time_t)t;
-
-	if (!buf || len == 0)
-		return;
-	if ((int64_t)tt != t || !gmtime_r(&tt, &tm) || tm.tm_year + 1900 < 0 ||
-	    tm.tm_year + 1900 > 9999) {
-		/* Out of RFC 3339's range: say so rather than print a wrong date. */
-		snprintf(buf, len, "invalid");
-		return;
-	}
-	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
 /* Appends item (a new reference, stolen even on failure) to arr; arr, or
  * NULL with arr released when either is NULL or the append failed. */
 static json_t *append(json_t *arr, json_t *item)
@@ -99,8 +83,8 @@ json_t *control_json_registration(const struct registration *r)
 	json_t *obj = json_object();
 	char reg_at[32], upd_at[32];
 
-	control_format_time(r->registered_at, reg_at, sizeof(reg_at));
-	control_format_time(r->updated_at, upd_at, sizeof(upd_at));
+	plugfs_format_time(r->registered_at, -1, reg_at, sizeof(reg_at));
+	plugfs_format_time(r->updated_at, -1, upd_at, sizeof(upd_at));
 	/* Each value is made only once the sets before it succeeded. */
 	if (!obj || !set(obj, "alloc", string(r->alloc)) ||
 	    !set(obj, "socket", string(r->socket)) ||

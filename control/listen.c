@@ -32,8 +32,8 @@ int ctl_resolve_group(const char *group, gid_t *gid, char *err, size_t errlen)
 
 	rc = getgrnam_r(group, &grp, buf, sizeof(buf), &res);
 	if (rc != 0 || !res) {
-		ctl_seterr(err, errlen, "control.group: unknown group `%s'%s%s", group,
-			   rc ? ": " : "", rc ? strerror(rc) : "");
+		plugfs_seterr(err, errlen, "control.group: unknown group `%s'%s%s", group,
+			      rc ? ": " : "", rc ? strerror(rc) : "");
 		return rc ? -rc : -ENOENT;
 	}
 	*gid = res->gr_gid;
@@ -66,26 +66,26 @@ static int check_existing(const char *path, char *err, size_t errlen)
 		if (errno == ENOENT)
 			return 0;
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: cannot stat %s: %s", path,
-			   strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: cannot stat %s: %s", path,
+			      strerror(errno));
 		return rc;
 	}
 	if (!S_ISSOCK(st.st_mode)) {
-		ctl_seterr(err, errlen,
-			   "control.socket: %s exists and is not a socket; refusing to replace it",
-			   path);
+		plugfs_seterr(
+		    err, errlen,
+		    "control.socket: %s exists and is not a socket; refusing to replace it", path);
 		return -EEXIST;
 	}
 	rc = probe(path);
 	if (rc == 0) {
-		ctl_seterr(err, errlen,
-			   "control.socket: a daemon is answering on %s; refusing to replace it "
-			   "(is plugfs already running?)",
-			   path);
+		plugfs_seterr(err, errlen,
+			      "control.socket: a daemon is answering on %s; refusing to replace it "
+			      "(is plugfs already running?)",
+			      path);
 		return -EADDRINUSE;
 	}
 	if (rc != -ECONNREFUSED) {
-		ctl_seterr(
+		plugfs_seterr(
 		    err, errlen,
 		    "control.socket: %s exists and cannot be probed (%s); refusing to replace "
 		    "it",
@@ -105,8 +105,8 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	int fd = -1, rc;
 
 	if (!path || path[0] != '/') {
-		ctl_seterr(err, errlen, "control.socket: `%s' must be an absolute path",
-			   path ? path : "");
+		plugfs_seterr(err, errlen, "control.socket: `%s' must be an absolute path",
+			      path ? path : "");
 		return -EINVAL;
 	}
 	/* The temporary name "<dir>/.plugfs-XXXXXX/s" is 17 bytes longer than
@@ -114,15 +114,15 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	slash = strrchr(path, '/');
 	if (strlen(path) >= sizeof(sa.sun_path) ||
 	    (size_t)(slash - path) + 17 >= sizeof(sa.sun_path)) {
-		ctl_seterr(err, errlen,
-			   "control.socket: %s is too long for a Unix socket (its directory may "
-			   "have at most %zu bytes, the path at most %zu)",
-			   path, sizeof(sa.sun_path) - 18, sizeof(sa.sun_path) - 1);
+		plugfs_seterr(err, errlen,
+			      "control.socket: %s is too long for a Unix socket (its directory may "
+			      "have at most %zu bytes, the path at most %zu)",
+			      path, sizeof(sa.sun_path) - 18, sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 	if (slash[1] == '\0') {
-		ctl_seterr(err, errlen, "control.socket: `%s' names a directory, not a socket",
-			   path);
+		plugfs_seterr(err, errlen, "control.socket: `%s' names a directory, not a socket",
+			      path);
 		return -EINVAL;
 	}
 	rc = check_existing(path, err, errlen);
@@ -134,14 +134,14 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	    asprintf(&tmpdir, "%s%s.plugfs-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") < 0) {
 		tmpdir = NULL;
 		rc = -ENOMEM;
-		ctl_seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
 	}
 	if (!mkdtemp(tmpdir)) {
 		rc = -errno;
-		ctl_seterr(err, errlen,
-			   "control.socket: cannot create a private directory in %s: %s", dir,
-			   strerror(errno));
+		plugfs_seterr(err, errlen,
+			      "control.socket: cannot create a private directory in %s: %s", dir,
+			      strerror(errno));
 		free(tmpdir);
 		tmpdir = NULL;
 		goto out;
@@ -149,42 +149,42 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	if (asprintf(&tmpsock, "%s/s", tmpdir) < 0) {
 		tmpsock = NULL;
 		rc = -ENOMEM;
-		ctl_seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: socket(): %s", strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: socket(): %s", strerror(errno));
 		goto out;
 	}
 	memcpy(sa.sun_path, tmpsock, strlen(tmpsock) + 1);
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: cannot bind %s: %s", tmpsock,
-			   strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: cannot bind %s: %s", tmpsock,
+			      strerror(errno));
 		goto out;
 	}
 	if (chmod(tmpsock, 0660) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: chmod 0660 %s: %s", tmpsock,
-			   strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: chmod 0660 %s: %s", tmpsock,
+			      strerror(errno));
 		goto out;
 	}
 	if (set_group && lchown(tmpsock, (uid_t)-1, gid) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: cannot give %s to group %u: %s", tmpsock,
-			   (unsigned)gid, strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: cannot give %s to group %u: %s",
+			      tmpsock, (unsigned)gid, strerror(errno));
 		goto out;
 	}
 	if (listen(fd, 128) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: listen(): %s", strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: listen(): %s", strerror(errno));
 		goto out;
 	}
 	if (lstat(tmpsock, &st) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: stat %s: %s", tmpsock, strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: stat %s: %s", tmpsock, strerror(errno));
 		goto out;
 	}
 	/* Check again right before replacing: another daemon may have started. */
@@ -193,8 +193,8 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 		goto out;
 	if (rename(tmpsock, path) < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control.socket: cannot move the socket to %s: %s", path,
-			   strerror(errno));
+		plugfs_seterr(err, errlen, "control.socket: cannot move the socket to %s: %s", path,
+			      strerror(errno));
 		goto out;
 	}
 	*fd_out = fd;

@@ -12,6 +12,7 @@
 
 #include "control_server_internal.h"
 #include "log.h"
+#include "timefmt.h"
 
 /* --- checks shared by the operations --- */
 
@@ -257,7 +258,7 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	registry_counts(srv->reg, &n_plugins, &n_regs);
 	for (struct client *k = srv->clients; k; k = k->next)
 		n_watchers += k->watching;
-	control_format_time(srv->started_wall, started, sizeof(started));
+	plugfs_format_time(srv->started_wall, -1, started, sizeof(started));
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
 		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
 		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",

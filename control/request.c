@@ -90,11 +90,9 @@ static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen, 
 	va_list ap;
 
 	*code = c;
-	if (errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	plugfs_vseterr(err, errlen, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
 }
 

@@ -210,12 +210,12 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 
 	*out = NULL;
 	if (!reg || !opts || !opts->socket_path) {
-		ctl_seterr(err, errlen, "control: a registry and control.socket are required");
+		plugfs_seterr(err, errlen, "control: a registry and control.socket are required");
 		return -EINVAL;
 	}
 	srv = calloc(1, sizeof(*srv));
 	if (!srv) {
-		ctl_seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	srv->reg = reg;
@@ -231,7 +231,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->group = strdup(opts->group ? opts->group : "");
 	if (!srv->socket_path || !srv->mountpoint || !srv->state_path || !srv->group) {
 		rc = -ENOMEM;
-		ctl_seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
 	}
 	srv->started_mono = ctl_now_ms();
@@ -245,7 +245,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (srv->wake_fd < 0) {
 		rc = -errno;
-		ctl_seterr(err, errlen, "control: eventfd: %s", strerror(errno));
+		plugfs_seterr(err, errlen, "control: eventfd: %s", strerror(errno));
 		goto out;
 	}
 	rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
@@ -254,8 +254,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		goto out;
 	rc = registry_subscribe(reg, ctl_events_on_registry, srv);
 	if (rc < 0) {
-		ctl_seterr(err, errlen, "control: cannot subscribe to registry events: %s",
-			   strerror(-rc));
+		plugfs_seterr(err, errlen, "control: cannot subscribe to registry events: %s",
+			      strerror(-rc));
 		goto out;
 	}
 	srv->sub_id = rc;
@@ -265,8 +265,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	rc = -pthread_create(&srv->thread, NULL, server_thread, srv);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		ctl_seterr(err, errlen, "control: cannot start the server thread: %s",
-			   strerror(-rc));
+		plugfs_seterr(err, errlen, "control: cannot start the server thread: %s",
+			      strerror(-rc));
 		goto out;
 	}
 	srv->thread_started = true;

@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "fs.h"
+#include "hash.h"
 
 struct registry;
 struct reg_plugin;
@@ -58,7 +59,7 @@ struct fs_node {
 	unsigned n_subdirs;    /* for st_nlink */
 	struct fs_node **children;
 	size_t n_children, cap_children;
-	struct fs_node *hnext; /* hash chain */
+	struct htab_node hnode; /* in fs_view.nodes, keyed by ino */
 };
 
 /* One kernel invalidation, queued by a view change. */
@@ -75,8 +76,7 @@ struct fs_inval_batch {
 };
 
 struct fs_view {
-	struct fs_node **buckets;
-	size_t n_buckets, n_nodes;
+	struct htab nodes; /* every node, in the tree or not yet forgotten */
 	char *socket_name;
 };
 

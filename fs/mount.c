@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "fs_internal.h"
+#include "err.h"
+#include "fsutil.h"
 #include "log.h"
 #include "registry.h"
 
@@ -32,19 +34,6 @@
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
 static struct sigaction old_term, old_int, old_pipe;
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- registry events ---------------------------------------------------- */
 
@@ -90,7 +79,7 @@ static void load_locked(struct registry *r, void *arg)
 	clock_gettime(CLOCK_REALTIME, &now);
 	rc = registry_snapshot(r, NULL, &snap);
 	if (rc != 0) {
-		seterr(c->err, c->errlen, "cannot read the registry: %s", strerror(-rc));
+		plugfs_seterr(c->err, c->errlen, "cannot read the registry: %s", strerror(-rc));
 		goto out;
 	}
 	n_types = registry_types(r, &names, &ids);
@@ -102,12 +91,13 @@ static void load_locked(struct registry *r, void *arg)
 		rc = fs_view_sync_plugin(&fs->view, p->type, p->name, p->id, p, &now, NULL);
 	}
 	if (rc != 0) {
-		seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
+		plugfs_seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
 		goto out;
 	}
 	rc = registry_subscribe(r, on_event, fs);
 	if (rc < 0) {
-		seterr(c->err, c->errlen, "cannot subscribe to registry events: %s", strerror(-rc));
+		plugfs_seterr(c->err, c->errlen, "cannot subscribe to registry events: %s",
+			      strerror(-rc));
 		goto out;
 	}
 	fs->sub_id = rc;
@@ -171,38 +161,15 @@ static int mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev)
 	return found;
 }
 
+/* The mountpoint and its parents, 0755 whatever the umask. */
 static int mkdir_p(const char *path, char *err, size_t errlen)
 {
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
+	char why[PATH_MAX + 64];
+	int rc = plugfs_mkdir_p(path, 0755, why, sizeof(why));
 
-	if (len == 0 || len >= sizeof(buf)) {
-		seterr(err, errlen, "mountpoint `%s': not a usable path", path);
-		return -EINVAL;
-	}
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1;; p++) {
-		if (*p == '/' || *p == '\0') {
-			char c = *p;
-
-			*p = '\0';
-			if (mkdir(buf, 0755) == 0) {
-				/* 0755 whatever the umask. */
-				if (chmod(buf, 0755) != 0)
-					log_warn("fs: chmod 0755 %s: %s", buf, strerror(errno));
-			} else if (errno != EEXIST) {
-				int e = errno;
-
-				seterr(err, errlen, "cannot create mountpoint `%s': %s: %s", path,
-				       buf, strerror(e));
-				return -e;
-			}
-			*p = c;
-			if (c == '\0')
-				break;
-		}
-	}
-	return 0;
+	if (rc != 0)
+		plugfs_seterr(err, errlen, "cannot create mountpoint `%s': %s", path, why);
+	return rc;
 }
 
 /* An absolute, canonical spelling of path that works while path itself
@@ -214,7 +181,7 @@ static int canonical(const char *path, char *out, size_t outlen, char *err, size
 	const char *base;
 
 	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp) || tmp[0] == '\0') {
-		seterr(err, errlen, "mountpoint `%s': not a usable path", path);
+		plugfs_seterr(err, errlen, "mountpoint `%s': not a usable path", path);
 		return -EINVAL;
 	}
 	while (strlen(tmp) > 1 && tmp[strlen(tmp) - 1] == '/')
@@ -233,7 +200,7 @@ static int canonical(const char *path, char *out, size_t outlen, char *err, size
 	}
 	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0') {
 		if (!realpath(path, out)) {
-			seterr(err, errlen, "mountpoint `%s': %s", path, strerror(errno));
+			plugfs_seterr(err, errlen, "mountpoint `%s': %s", path, strerror(errno));
 			return -errno;
 		}
 		return 0;
@@ -243,12 +210,13 @@ static int canonical(const char *path, char *out, size_t outlen, char *err, size
 	if (!rp) {
 		int e = errno;
 
-		seterr(err, errlen, "mountpoint `%s': parent directory: %s", path, strerror(e));
+		plugfs_seterr(err, errlen, "mountpoint `%s': parent directory: %s", path,
+			      strerror(e));
 		return -e;
 	}
 	if (snprintf(out, outlen, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base) >= (int)outlen) {
 		free(rp);
-		seterr(err, errlen, "mountpoint `%s': path too long", path);
+		plugfs_seterr(err, errlen, "mountpoint `%s': path too long", path);
 		return -ENAMETOOLONG;
 	}
 	free(rp);
@@ -327,10 +295,11 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 			unsigned minor = (unsigned)((major(dev) << 20) | minor(dev));
 
 			if (strcmp(fstype, "fuse.plugfs") != 0) {
-				seterr(err, errlen,
-				       "mountpoint `%s': the %s mount there does not answer "
-				       "(within %d ms); not touching another filesystem's mount",
-				       canon, fstype, MOUNT_PROBE_MS);
+				plugfs_seterr(
+				    err, errlen,
+				    "mountpoint `%s': the %s mount there does not answer "
+				    "(within %d ms); not touching another filesystem's mount",
+				    canon, fstype, MOUNT_PROBE_MS);
 				return -EBUSY;
 			}
 			log_warn("fs: the plugfs mount at %s does not answer within %d ms (its "
@@ -338,27 +307,28 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 				 canon, MOUNT_PROBE_MS, minor);
 			if (!fs_abort_conn_minor(minor)) {
 				rc = -errno;
-				seterr(err, errlen,
-				       "the plugfs mount at `%s' hangs and its FUSE connection %u "
-				       "cannot be aborted: %s",
-				       canon, minor, strerror(errno));
+				plugfs_seterr(
+				    err, errlen,
+				    "the plugfs mount at `%s' hangs and its FUSE connection %u "
+				    "cannot be aborted: %s",
+				    canon, minor, strerror(errno));
 				return rc;
 			}
 		} else if (rc != -ENOTCONN && rc != -ECONNABORTED) {
-			seterr(err, errlen, "mountpoint `%s' (a %s mount): %s", canon, fstype,
-			       strerror(-rc));
+			plugfs_seterr(err, errlen, "mountpoint `%s' (a %s mount): %s", canon,
+				      fstype, strerror(-rc));
 			return rc;
 		}
 		if (umount2(canon, MNT_DETACH) != 0) {
 			rc = -errno;
-			seterr(err, errlen, "cannot detach the stale %s mount at `%s': %s", fstype,
-			       canon, strerror(errno));
+			plugfs_seterr(err, errlen, "cannot detach the stale %s mount at `%s': %s",
+				      fstype, canon, strerror(errno));
 			return rc;
 		}
 		log_warn("fs: detached a stale %s mount at %s (its daemon is gone)", fstype, canon);
 	}
 	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
-		seterr(
+		plugfs_seterr(
 		    err, errlen,
 		    "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
 		    "not stacking a second one",
@@ -373,11 +343,11 @@ static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, ch
 	}
 	if (stat(canon, &st) != 0) {
 		rc = -errno;
-		seterr(err, errlen, "mountpoint `%s': %s", canon, strerror(errno));
+		plugfs_seterr(err, errlen, "mountpoint `%s': %s", canon, strerror(errno));
 		return rc;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		seterr(err, errlen, "mountpoint `%s' is not a directory", canon);
+		plugfs_seterr(err, errlen, "mountpoint `%s' is not a directory", canon);
 		return -ENOTDIR;
 	}
 	return 0;
@@ -461,20 +431,20 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	*out = NULL;
 	if (!opts->mountpoint || !opts->mountpoint[0] || !opts->socket_name ||
 	    !opts->socket_name[0]) {
-		seterr(err, errlen, "mountpoint and socket_name are required");
+		plugfs_seterr(err, errlen, "mountpoint and socket_name are required");
 		return -EINVAL;
 	}
 	if (stat("/dev/fuse", &st) != 0 || !S_ISCHR(st.st_mode)) {
-		seterr(err, errlen, "/dev/fuse is missing (load the fuse kernel module)");
+		plugfs_seterr(err, errlen, "/dev/fuse is missing (load the fuse kernel module)");
 		return -ENODEV;
 	}
 	if (signal_fs) {
-		seterr(err, errlen, "this process already serves a plugfs mount");
+		plugfs_seterr(err, errlen, "this process already serves a plugfs mount");
 		return -EBUSY;
 	}
 	fs = calloc(1, sizeof(*fs));
 	if (!fs) {
-		seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	fs->guard.wfd = -1;
@@ -494,7 +464,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 			 fs->fault_hang_lookup);
 #endif
 	if ((rc = fs_view_init(&fs->view, opts->socket_name)) != 0) {
-		seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 
@@ -503,7 +473,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		goto fail;
 	if (!(fs->mountpoint = strdup(canon))) {
 		rc = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 
@@ -514,13 +484,13 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	    fuse_opt_add_arg(&args, mopts) != 0 ||
 	    (opts->debug && fuse_opt_add_arg(&args, "-d") != 0)) {
 		rc = -ENOMEM;
-		seterr(err, errlen, "out of memory");
+		plugfs_seterr(err, errlen, "out of memory");
 		goto fail;
 	}
 	fs->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), fs);
 	if (!fs->se) {
 		rc = -EINVAL;
-		seterr(err, errlen, "cannot create the FUSE session (options %s)", mopts);
+		plugfs_seterr(err, errlen, "cannot create the FUSE session (options %s)", mopts);
 		goto fail;
 	}
 
@@ -533,19 +503,20 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	if ((rc = lc.rc) != 0)
 		goto fail;
 	if ((rc = fs_notifier_start(&fs->notifier, fs->se)) != 0) {
-		seterr(err, errlen, "cannot start the notifier thread: %s", strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot start the notifier thread: %s", strerror(-rc));
 		goto fail;
 	}
 
 	/* Before the mount, so the guard never holds /dev/fuse. */
 	if ((rc = fs_guard_start(&fs->guard)) != 0) {
-		seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
 		goto fail;
 	}
 	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
 		rc = -EIO;
-		seterr(err, errlen, "cannot mount plugfs at `%s' (see the FUSE message above)",
-		       fs->mountpoint);
+		plugfs_seterr(err, errlen,
+			      "cannot mount plugfs at `%s' (see the FUSE message above)",
+			      fs->mountpoint);
 		goto fail;
 	}
 	fs->mounted = true;

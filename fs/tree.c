@@ -16,64 +16,22 @@
 
 #include "fs_internal.h"
 #include "registry.h"
+#include "timefmt.h"
 
 #define DIR_MODE (S_IFDIR | 0555)
 #define LINK_MODE (S_IFLNK | 0777)
 #define FILE_MODE (S_IFREG | 0444)
 
-static size_t bucket_of(const struct fs_view *v, uint64_t ino)
-{
-	uint64_t h = ino * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h >> 32) & (v->n_buckets - 1);
-}
-
 struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
 {
-	struct fs_node *n;
+	struct htab_node *e = htab_find(&v->nodes, ino, NULL);
 
-	for (n = v->buckets[bucket_of(v, ino)]; n; n = n->hnext)
-		if (n->ino == ino)
-			return n;
-	return NULL;
-}
-
-static int table_grow(struct fs_view *v)
-{
-	size_t nb = v->n_buckets * 2;
-	struct fs_node **b = calloc(nb, sizeof(*b));
-	struct fs_node **old = v->buckets;
-	size_t old_n = v->n_buckets;
-
-	if (!b)
-		return -ENOMEM;
-	v->buckets = b;
-	v->n_buckets = nb;
-	for (size_t i = 0; i < old_n; i++) {
-		struct fs_node *n = old[i], *next;
-
-		for (; n; n = next) {
-			size_t k = bucket_of(v, n->ino);
-
-			next = n->hnext;
-			n->hnext = b[k];
-			b[k] = n;
-		}
-	}
-	free(old);
-	return 0;
+	return e ? htab_entry(e, struct fs_node, hnode) : NULL;
 }
 
 static void table_remove(struct fs_view *v, struct fs_node *n)
 {
-	struct fs_node **pp = &v->buckets[bucket_of(v, n->ino)];
-
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == n) {
-			*pp = n->hnext;
-			v->n_nodes--;
-			return;
-		}
-	}
+	htab_remove(&v->nodes, &n->hnode);
 }
 
 static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
@@ -156,12 +114,15 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
 	if (fresh) {
-		if (v->n_nodes + 1 > v->n_buckets && table_grow(v) != 0)
-			return NULL;
 		n = calloc(1, sizeof(*n));
 		if (!n)
 			return NULL;
 		n->ino = ino;
+		/* In the table from here; taken out again on failure. */
+		if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
+			free(n);
+			return NULL;
+		}
 	}
 	nm = strdup(name);
 	if (!nm || (data && set_data(n, data) != 0))
@@ -174,21 +135,17 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 	n->parent = parent ? parent->ino : ino;
 	n->mtime = *mtime;
 	n->in_tree = true;
-	if (fresh) {
-		size_t k = bucket_of(v, ino);
-
-		n->hnext = v->buckets[k];
-		v->buckets[k] = n;
-		v->n_nodes++;
-	} else {
+	if (!fresh) {
 		/* Taken back while the kernel still knows it: drop what it cached. */
 		batch_push(b, FS_INVAL_INODE, ino, NULL);
 	}
 	return n;
 fail:
 	free(nm);
-	if (fresh)
+	if (fresh) {
+		table_remove(v, n);
 		node_free(n);
+	}
 	return NULL;
 }
 
@@ -229,10 +186,9 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 	struct fs_node *root;
 
 	memset(v, 0, sizeof(*v));
-	v->n_buckets = 64;
-	v->buckets = calloc(v->n_buckets, sizeof(*v->buckets));
+	htab_init(&v->nodes);
 	v->socket_name = strdup(socket_name);
-	if (!v->buckets || !v->socket_name)
+	if (!v->socket_name)
 		goto fail;
 	clock_gettime(CLOCK_REALTIME, &now);
 	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NULL, &now, NULL);
@@ -246,17 +202,14 @@ fail:
 
 void fs_view_free(struct fs_view *v)
 {
-	if (v->buckets) {
-		for (size_t i = 0; i < v->n_buckets; i++) {
-			struct fs_node *n = v->buckets[i], *next;
+	struct htab_node *e, *next;
+	size_t pos = 0;
 
-			for (; n; n = next) {
-				next = n->hnext;
-				node_free(n);
-			}
-		}
+	for (e = htab_next(&v->nodes, &pos, NULL); e; e = next) {
+		next = htab_next(&v->nodes, &pos, e);
+		node_free(htab_entry(e, struct fs_node, hnode));
 	}
-	free(v->buckets);
+	htab_free(&v->nodes);
 	free(v->socket_name);
 	memset(v, 0, sizeof(*v));
 }
@@ -309,15 +262,6 @@ void fs_inval_batch_free(struct fs_inval_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
-static void format_time(int64_t t, char *buf, size_t len)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	if (!gmtime_r(&tt, &tm) || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-		snprintf(buf, len, "%lld", (long long)t);
-}
-
 char *fs_render_info(const struct reg_plugin *p)
 {
 	char *text = NULL;
@@ -329,9 +273,9 @@ char *fs_render_info(const struct reg_plugin *p)
 	for (size_t i = 0; i < p->n_regs; i++) {
 		const struct registration *r = &p->regs[i];
 		const char *kind = reg_kind_name(r->kind);
-		char when[64];
+		char when[PLUGFS_TIME_LEN];
 
-		format_time(r->registered_at, when, sizeof(when));
+		plugfs_format_time(r->registered_at, -1, when, sizeof(when));
 		fprintf(f, "%s %s %s %s %s\n", r->alloc, r->socket,
 			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when);
 	}

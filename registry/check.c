@@ -41,8 +41,9 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 					 "kind `%s': must be one of controller, "
 					 "node, monolith",
 					 c[6] ? c[6] : "");
-			rc = reg_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
-				      s->path, (long long)sqlite3_column_int64(st, 2), msg);
+			rc =
+			    plugfs_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
+					s->path, (long long)sqlite3_column_int64(st, 2), msg);
 			goto out;
 		}
 		msg[0] = '\0';
@@ -63,8 +64,9 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 		    (rc = reg_validate_printable("option value",
 						 (const char *)sqlite3_column_text(st, 2), msg,
 						 sizeof(msg))) < 0) {
-			rc = reg_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
-				      s->path, (long long)sqlite3_column_int64(st, 0), msg);
+			rc =
+			    plugfs_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
+					s->path, (long long)sqlite3_column_int64(st, 0), msg);
 			goto out;
 		}
 	}
@@ -85,18 +87,18 @@ static int check_current(struct store *s, char *err, size_t errlen)
 				  "checking foreign keys", err, errlen)) < 0)
 		return rc;
 	if (n)
-		return reg_errf(err, errlen, -EIO,
-				"state file `%s': %lld rows point at rows that do not exist",
-				s->path, (long long)n);
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file `%s': %lld rows point at rows that do not exist",
+				   s->path, (long long)n);
 	if ((rc = store_query_int(s,
 				  "SELECT count(*) FROM plugins p WHERE NOT EXISTS"
 				  " (SELECT 1 FROM registrations r WHERE r.plugin_id = p.id)",
 				  &n, "checking plugins", err, errlen)) < 0)
 		return rc;
 	if (n)
-		return reg_errf(err, errlen, -EIO,
-				"state file `%s': %lld plugins without registrations", s->path,
-				(long long)n);
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file `%s': %lld plugins without registrations", s->path,
+				   (long long)n);
 	if ((rc = store_query_int(s,
 				  "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta"
 				  " WHERE key = 'seq'), 0)",
@@ -107,9 +109,10 @@ static int check_current(struct store *s, char *err, size_t errlen)
 				  &max_seq, "reading the sequence counter", err, errlen)) < 0)
 		return rc;
 	if (meta_seq < max_seq)
-		return reg_errf(err, errlen, -EIO,
-				"state file `%s': sequence counter %lld is below a stored seq %lld",
-				s->path, (long long)meta_seq, (long long)max_seq);
+		return plugfs_errf(
+		    err, errlen, -EIO,
+		    "state file `%s': sequence counter %lld is below a stored seq %lld", s->path,
+		    (long long)meta_seq, (long long)max_seq);
 	return check_rows(s, err, errlen);
 }
 
@@ -120,13 +123,13 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 	int rc;
 
 	if (!db_path || !db_path[0])
-		return reg_errf(err, errlen, -EINVAL, "state.path: missing");
+		return plugfs_errf(err, errlen, -EINVAL, "state.path: missing");
 	if (access(db_path, F_OK) < 0)
-		return reg_errf(err, errlen, -errno, "state file `%s': %s", db_path,
-				strerror(errno));
+		return plugfs_errf(err, errlen, -errno, "state file `%s': %s", db_path,
+				   strerror(errno));
 	s.path = strdup(db_path);
 	if (!s.path)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	/* On a private copy, brought to SCHEMA_VERSION as registry_open would
 	 * (what the migration refuses, in its words), then the rows. */
 	if ((rc = store_open_copy(&s, db_path, err, errlen)) < 0 ||

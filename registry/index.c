@@ -173,19 +173,19 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	if (!p) {
 		p = plugin_node_new(g->type, g->name, type_idx);
 		if (!p)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		p->pub.id = plugin_id;
 		if (index_add_plugin(ix, p) < 0) {
 			plugin_node_free(p);
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		}
 	}
 	if (plugin_find_alloc(p, g->alloc) >= 0)
-		return reg_errf(err, errlen, -EIO, "state file: %s/%s has alloc %s twice", g->type,
-				g->name, g->alloc);
+		return plugfs_errf(err, errlen, -EIO, "state file: %s/%s has alloc %s twice",
+				   g->type, g->name, g->alloc);
 	s = index_alloc_set_get_or_create(ix, g->alloc);
 	if (!s || plugin_reserve(p, p->pub.n_regs + 1) < 0 || alloc_set_reserve(s, s->n + 1) < 0)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	/* Rows arrive by seq, highest first: append keeps the stored order. */
 	p->pub.regs[p->pub.n_regs++] = *g;
 	s->v[s->n++] = p;

@@ -10,11 +10,8 @@
 
 #include <sqlite3.h>
 
+#include "err.h"
 #include "registry.h"
-
-/* Formats into err (when errlen > 0) and returns rc. */
-int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* Socket path rules plus, when n_roots > 0, "under one of roots". */
 int reg_validate_socket(const char *field, const char *s, const char *const *roots, size_t n_roots,

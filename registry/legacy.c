@@ -78,9 +78,9 @@ static int shape_error(char *err, size_t errlen, const char *type, const char *n
 {
 	char qt[128], qn[128];
 
-	return reg_errf(err, errlen, -EINVAL, "legacy JSON: Plugins.%s.%s%s%s: %s",
-			reg_quote(qt, sizeof(qt), type), reg_quote(qn, sizeof(qn), name),
-			field[0] ? "." : "", field, rule);
+	return plugfs_errf(err, errlen, -EINVAL, "legacy JSON: Plugins.%s.%s%s%s: %s",
+			   reg_quote(qt, sizeof(qt), type), reg_quote(qn, sizeof(qn), name),
+			   field[0] ? "." : "", field, rule);
 }
 
 static int read_options(sqlite3 *db, sqlite3_stmt *ost, const char *info, struct legacy_entry *e,
@@ -102,7 +102,7 @@ static int read_options(sqlite3 *db, sqlite3_stmt *ost, const char *info, struct
 
 			o = realloc(e->options, ncap * sizeof(*o));
 			if (!o)
-				return reg_errf(err, errlen, -ENOMEM, "out of memory");
+				return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 			e->options = o;
 			cap = ncap;
 		}
@@ -110,12 +110,12 @@ static int read_options(sqlite3 *db, sqlite3_stmt *ost, const char *info, struct
 		memset(o, 0, sizeof(*o));
 		e->n_options++;
 		if ((rc = dup_text(ost, 0, &o->key)) < 0 || (rc = dup_text(ost, 2, &o->value)) < 0)
-			return rc == -ENOMEM ? reg_errf(err, errlen, rc, "out of memory")
+			return rc == -ENOMEM ? plugfs_errf(err, errlen, rc, "out of memory")
 					     : shape_error(err, errlen, e->type, e->name, "Options",
 							   "keys and values must not contain NUL");
 	}
 	if (rc != SQLITE_DONE)
-		return reg_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
+		return plugfs_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
 	reg_options_sort(e->options, e->n_options);
 	return 0;
 }
@@ -126,8 +126,9 @@ static int read_entry(sqlite3 *db, sqlite3_stmt *st, sqlite3_stmt *ost, struct l
 	int rc;
 
 	if ((rc = dup_text(st, C_TYPE, &e->type)) < 0 || (rc = dup_text(st, C_NAME, &e->name)) < 0)
-		return rc == -ENOMEM ? reg_errf(err, errlen, rc, "out of memory")
-				     : reg_errf(err, errlen, rc, "legacy JSON: a key contains NUL");
+		return rc == -ENOMEM
+			   ? plugfs_errf(err, errlen, rc, "out of memory")
+			   : plugfs_errf(err, errlen, rc, "legacy JSON: a key contains NUL");
 	if (!col_is(st, C_PTYPE, "object"))
 		return shape_error(err, errlen, e->type, e->name, "", "must be an object");
 	if (!col_absent(st, C_NAME_T)) {
@@ -173,37 +174,38 @@ static int check_top(sqlite3 *db, const char *json, char *err, size_t errlen)
 			       -1, &st, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, -EIO, "legacy JSON: %s", sqlite3_errmsg(db));
+		rc = plugfs_errf(err, errlen, -EIO, "legacy JSON: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: not valid JSON");
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: not valid JSON");
 		goto out;
 	}
 	if (rc != SQLITE_ROW) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	top = (const char *)sqlite3_column_text(st, 1);
 	plugins = (const char *)sqlite3_column_text(st, 2);
 	if (!top || strcmp(top, "object") != 0) {
-		rc =
-		    reg_errf(err, errlen, -EINVAL, "legacy JSON: must be an object with `Plugins'");
+		rc = plugfs_errf(err, errlen, -EINVAL,
+				 "legacy JSON: must be an object with `Plugins'");
 		goto out;
 	}
 	if (!plugins) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: `Plugins' missing");
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: `Plugins' missing");
 		goto out;
 	}
 	if (strcmp(plugins, "object") != 0 && strcmp(plugins, "null") != 0) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: `Plugins' must be an object");
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: `Plugins' must be an object");
 		goto out;
 	}
 	if (sqlite3_column_int64(st, 3) != 0) {
-		rc = reg_errf(err, errlen, -EINVAL,
-			      "legacy JSON: every value of `Plugins' must be an object of plugins");
+		rc = plugfs_errf(
+		    err, errlen, -EINVAL,
+		    "legacy JSON: every value of `Plugins' must be an object of plugins");
 		goto out;
 	}
 	rc = 0;
@@ -229,7 +231,7 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 		goto out;
 	if (sqlite3_prepare_v2(db, entries_sql, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, options_sql, -1, &ost, NULL) != SQLITE_OK) {
-		rc = reg_errf(err, errlen, -EIO, "legacy JSON: %s", sqlite3_errmsg(db));
+		rc = plugfs_errf(err, errlen, -EIO, "legacy JSON: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
@@ -239,7 +241,7 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 			struct legacy_entry *nv = realloc(v, ncap * sizeof(*nv));
 
 			if (!nv) {
-				rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 				goto out;
 			}
 			v = nv;
@@ -258,13 +260,13 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 				goto out;
 			}
 			if (hash_put(&seen, key, &v[n - 1]) < 0) {
-				rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 				goto out;
 			}
 		}
 	}
 	if (rc != SQLITE_DONE) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	rc = 0;
@@ -323,8 +325,8 @@ int legacy_validate(const struct legacy_entry *e, const char *const *types, size
 	if (rc == 0)
 		rc = reg_validate_spec(&spec, roots, n_roots, msg, sizeof(msg));
 	if (rc < 0)
-		return reg_errf(err, errlen, rc, "Plugins.%s.%s: %s",
-				reg_quote(qt, sizeof(qt), e->type), reg_quote(qn, sizeof(qn), e->name),
-				msg);
+		return plugfs_errf(err, errlen, rc, "Plugins.%s.%s: %s",
+				   reg_quote(qt, sizeof(qt), e->type),
+				   reg_quote(qn, sizeof(qn), e->name), msg);
 	return 0;
 }

@@ -22,18 +22,18 @@ static int refuse_read_only(struct registry *r, const char *what, char *err, siz
 {
 	if (!r->read_only)
 		return 0;
-	return reg_errf(err, errlen, -EROFS,
-			"state file `%s': opened read-only (registry_options.read_only); %s "
-			"is refused",
-			r->st.path, what);
+	return plugfs_errf(err, errlen, -EROFS,
+			   "state file `%s': opened read-only (registry_options.read_only); %s "
+			   "is refused",
+			   r->st.path, what);
 }
 
 static int refuse_in_callback(struct registry *r, char *err, size_t errlen)
 {
 	if (!r->emitting)
 		return 0;
-	return reg_errf(err, errlen, -EDEADLK,
-			"registry: a mutation cannot run from an event callback");
+	return plugfs_errf(err, errlen, -EDEADLK,
+			   "registry: a mutation cannot run from an event callback");
 }
 
 /* Finds type among the configured types: 0 and *idx (may be NULL), or
@@ -55,9 +55,9 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 	if ((rc = refuse_read_only(r, "registering", err, errlen)) < 0)
 		return rc;
 	if (!spec)
-		return reg_errf(err, errlen, -EINVAL, "registration: missing");
+		return plugfs_errf(err, errlen, -EINVAL, "registration: missing");
 	if (n_types == 0 || !types)
-		return reg_errf(err, errlen, -EINVAL, "type: at least one type is required");
+		return plugfs_errf(err, errlen, -EINVAL, "type: at least one type is required");
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
@@ -66,9 +66,9 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 			goto out;
 		for (size_t j = 0; j < i; j++) {
 			if (strcmp(types[i], types[j]) == 0) {
-				rc = reg_errf(err, errlen, -EINVAL,
-					      "type `%s': given more than once",
-					      reg_quote(q, sizeof(q), types[i]));
+				rc = plugfs_errf(err, errlen, -EINVAL,
+						 "type `%s': given more than once",
+						 reg_quote(q, sizeof(q), types[i]));
 				goto out;
 			}
 		}
@@ -82,7 +82,7 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 
 		(void)find_type(r, types[i], &ti, NULL, 0); /* found above */
 		if ((rc = txn_plan_register(r, &b, ti, spec, t)) < 0) {
-			rc = reg_errf(err, errlen, rc, "out of memory");
+			rc = plugfs_errf(err, errlen, rc, "out of memory");
 			batch_free(&b);
 			goto out;
 		}
@@ -118,7 +118,7 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 	if (idx < 0)
 		goto out; /* unknown: success, no event */
 	if (txn_plan_remove(&b, p, (size_t)idx) < 0) {
-		rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	rc = txn_execute(r, &b, registry_now(r), err, errlen);
@@ -155,7 +155,7 @@ int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *rem
 			continue;
 		if (txn_plan_remove(&b, s->v[i], (size_t)idx) < 0) {
 			batch_free(&b);
-			rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 	}
@@ -191,7 +191,7 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
 		goto out;
 	if (!json) {
-		rc = reg_errf(err, errlen, -EINVAL, "legacy JSON: missing");
+		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: missing");
 		goto out;
 	}
 	if ((rc = legacy_parse(r->st.db, json, &e, &n, err, errlen)) < 0)
@@ -204,11 +204,11 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 		if ((rc = legacy_validate(&e[i], (const char *const *)r->types, r->n_types,
 					  (const char *const *)r->roots, r->n_roots, &ti, msg,
 					  sizeof(msg))) < 0) {
-			rc = reg_errf(err, errlen, rc, "legacy JSON: %s", msg);
+			rc = plugfs_errf(err, errlen, rc, "legacy JSON: %s", msg);
 			goto out;
 		}
 		if ((rc = txn_plan_register(r, &b, ti, &spec, t)) < 0) {
-			rc = reg_errf(err, errlen, rc, "out of memory");
+			rc = plugfs_errf(err, errlen, rc, "out of memory");
 			goto out;
 		}
 	}
@@ -238,7 +238,7 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 	if (changed)
 		*changed = false;
 	if (!rt)
-		return reg_errf(err, errlen, -EINVAL, "runtime state: missing");
+		return plugfs_errf(err, errlen, -EINVAL, "runtime state: missing");
 	lock(r);
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
 	    (rc = find_type(r, type, NULL, err, errlen)) < 0)
@@ -246,8 +246,8 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 	p = name && alloc ? index_find_plugin(&r->ix, type, name) : NULL;
 	idx = p ? plugin_find_alloc(p, alloc) : -1;
 	if (idx < 0) {
-		rc = reg_errf(err, errlen, -ENOENT, "%s/%s: no registration of alloc %s", type,
-			      name ? name : "", alloc ? alloc : "");
+		rc = plugfs_errf(err, errlen, -ENOENT, "%s/%s: no registration of alloc %s", type,
+				 name ? name : "", alloc ? alloc : "");
 		goto out;
 	}
 	g = &p->pub.regs[idx];
@@ -277,7 +277,8 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 
 	memset(out, 0, sizeof(*out));
 	lock(r);
-	out->plugins = calloc(r->ix.plugins.n ? r->ix.plugins.n : 1, sizeof(*out->plugins));
+	out->plugins = calloc(hash_count(&r->ix.plugins) ? hash_count(&r->ix.plugins) : 1,
+			      sizeof(*out->plugins));
 	if (!out->plugins) {
 		rc = -ENOMEM;
 		goto out;
@@ -329,7 +330,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = r->ix.plugins.n;
+		*n_plugins = hash_count(&r->ix.plugins);
 	if (n_registrations)
 		*n_registrations = r->ix.n_regs;
 	unlock(r);
@@ -385,16 +386,16 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 	int rc;
 
 	if (!o || !o->types || o->n_types == 0)
-		return reg_errf(err, errlen, -EINVAL,
-				"registry.types: at least one type is required");
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "registry.types: at least one type is required");
 	for (size_t i = 0; i < o->n_types; i++) {
 		if ((rc = reg_validate_name("registry.types entry", o->types[i], err, errlen)) < 0)
 			return rc;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(o->types[i], o->types[j]) == 0)
-				return reg_errf(err, errlen, -EINVAL,
-						"registry.types: `%s' given more than once",
-						reg_quote(q, sizeof(q), o->types[i]));
+				return plugfs_errf(err, errlen, -EINVAL,
+						   "registry.types: `%s' given more than once",
+						   reg_quote(q, sizeof(q), o->types[i]));
 	}
 	for (size_t i = 0; i < o->n_socket_roots; i++) {
 		const char *root = o->socket_roots[i];
@@ -407,9 +408,9 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 			return rc;
 	}
 	if (o->tombstone_ttl < 0)
-		return reg_errf(err, errlen, -EINVAL,
-				"registry.tombstone_ttl %lld: must be 0 or more seconds",
-				(long long)o->tombstone_ttl);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "registry.tombstone_ttl %lld: must be 0 or more seconds",
+				   (long long)o->tombstone_ttl);
 	return 0;
 }
 
@@ -424,12 +425,12 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 
 	*out = NULL;
 	if (!db_path || !db_path[0])
-		return reg_errf(err, errlen, -EINVAL, "state.path: missing");
+		return plugfs_errf(err, errlen, -EINVAL, "state.path: missing");
 	if ((rc = check_options(opts, err, errlen)) < 0)
 		return rc;
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	pthread_mutexattr_init(&attr);
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&r->mu, &attr);
@@ -444,7 +445,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	r->now = opts->now;
 	r->now_arg = opts->now_arg;
 	if (!r->types || !r->type_ids || !r->roots) {
-		rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
 	so = (struct store_open_options){

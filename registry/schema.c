@@ -60,7 +60,7 @@ int schema_read_legacy_json(struct store *s, char **json, char *err, size_t errl
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
 		*json = strdup((const char *)sqlite3_column_text(st, 0));
-		rc = *json ? 0 : reg_errf(err, errlen, -ENOMEM, "out of memory");
+		rc = *json ? 0 : plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	} else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
 		rc = 0; /* no registry saved yet: an empty one */
 	} else {
@@ -95,9 +95,9 @@ static int store_entries(struct store *s, struct legacy_entry *e, size_t n, int6
 
 		/* Any valid type: those not configured are kept, not served. */
 		if ((rc = legacy_validate(&e[i], NULL, 0, NULL, 0, NULL, msg, sizeof(msg))) < 0)
-			return reg_errf(err, errlen, rc,
-					"state file `%s': cannot migrate version 1: %s", s->path,
-					msg);
+			return plugfs_errf(err, errlen, rc,
+					   "state file `%s': cannot migrate version 1: %s", s->path,
+					   msg);
 		if ((rc = store_ensure_type(s, e[i].type, &type_id, err, errlen)) < 0 ||
 		    (rc = store_insert_plugin(s, type_id, e[i].name, &plugin_id, err, errlen)) <
 			0 ||
@@ -122,8 +122,8 @@ static int v1_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
 	if ((rc = schema_read_legacy_json(s, &json, err, errlen)) < 0)
 		goto out;
 	if (json && (rc = legacy_parse(s->db, json, &e, &n, msg, sizeof(msg))) < 0) {
-		rc = reg_errf(err, errlen, rc, "state file `%s': cannot migrate version 1: %s",
-			      s->path, msg);
+		rc = plugfs_errf(err, errlen, rc, "state file `%s': cannot migrate version 1: %s",
+				 s->path, msg);
 		goto out;
 	}
 	if ((rc = store_exec(s, v2_sql, "creating the schema", err, errlen)) < 0 ||
@@ -169,24 +169,24 @@ int schema_version(struct store *s, int bad, int64_t *version, char *err, size_t
 	    (rc = store_table_exists(s, "kv", &kv, err, errlen)) < 0)
 		return rc;
 	if (v > SCHEMA_VERSION)
-		return reg_errf(err, errlen, -ENOTSUP,
-				"state file `%s': schema version %lld is newer than this plugfs "
-				"supports (%d); use a newer plugfs or another state file",
-				s->path, (long long)v, SCHEMA_VERSION);
+		return plugfs_errf(err, errlen, -ENOTSUP,
+				   "state file `%s': schema version %lld is newer than this plugfs "
+				   "supports (%d); use a newer plugfs or another state file",
+				   s->path, (long long)v, SCHEMA_VERSION);
 	if (v == 0 && kv)
 		v = 1; /* the earliest registries left user_version alone */
 	if (v == 0 && n_tables != 0)
-		return reg_errf(err, errlen, -EINVAL,
-				"state file `%s': not a plugfs state file (user_version 0 and "
-				"unknown tables)",
-				s->path);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "state file `%s': not a plugfs state file (user_version 0 and "
+				   "unknown tables)",
+				   s->path);
 	if (v == 1 && !kv)
-		return reg_errf(err, errlen, bad,
-				"state file `%s': schema version 1 without its `kv' table",
-				s->path);
+		return plugfs_errf(err, errlen, bad,
+				   "state file `%s': schema version 1 without its `kv' table",
+				   s->path);
 	if (v != SCHEMA_VERSION && !step_from(v))
-		return reg_errf(err, errlen, bad, "state file `%s': unknown schema version %lld",
-				s->path, (long long)v);
+		return plugfs_errf(err, errlen, bad, "state file `%s': unknown schema version %lld",
+				   s->path, (long long)v);
 	*version = v;
 	return 0;
 }
@@ -199,7 +199,7 @@ static int backup_before(struct store *s, int64_t version, char *err, size_t err
 	if (version < 1 || s->copy || strcmp(s->path, ":memory:") == 0 || s->path[0] == '\0')
 		return 0;
 	if (asprintf(&bak, "%s.v%lld.bak", s->path, (long long)version) < 0)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	rc = store_backup_to(s, bak, err, errlen);
 	free(bak);
 	return rc;
@@ -220,9 +220,9 @@ int schema_upgrade(struct store *s, int64_t version, int64_t now, char *err, siz
 		const struct migration *m = step_from(version);
 
 		if (!m) {
-			rc = reg_errf(err, errlen, -EINVAL,
-				      "state file `%s': no migration from schema version %lld",
-				      s->path, (long long)version);
+			rc = plugfs_errf(err, errlen, -EINVAL,
+					 "state file `%s': no migration from schema version %lld",
+					 s->path, (long long)version);
 			goto fail;
 		}
 		if ((rc = m->up(s, now, err, errlen)) < 0)
@@ -273,9 +273,9 @@ int schema_check_tables(struct store *s, int code, char *err, size_t errlen)
 		if ((rc = store_table_exists(s, name, &exists, err, errlen)) < 0)
 			goto out;
 		if (!exists) {
-			rc = reg_errf(err, errlen, code,
-				      "state file `%s': schema version %d without table `%s'",
-				      s->path, SCHEMA_VERSION, name);
+			rc = plugfs_errf(err, errlen, code,
+					 "state file `%s': schema version %d without table `%s'",
+					 s->path, SCHEMA_VERSION, name);
 			goto out;
 		}
 	}

@@ -29,9 +29,9 @@ static const char *const stmt_sql[ST_COUNT] = {
 
 int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen)
 {
-	return reg_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
-			s->path ? s->path : "?", what,
-			s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+	return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
+			   s->path ? s->path : "?", what,
+			   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 }
 
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)
@@ -86,10 +86,11 @@ int store_begin(struct store *s, char *err, size_t errlen)
 	 * so end it now rather than fail every mutation from here on. */
 	store_rollback(s);
 	if (!sqlite3_get_autocommit(s->db))
-		return reg_errf(err, errlen, -EIO,
-				"state file `%s': starting a transaction: the previous one cannot "
-				"be rolled back: %s",
-				s->path, sqlite3_errmsg(s->db));
+		return plugfs_errf(
+		    err, errlen, -EIO,
+		    "state file `%s': starting a transaction: the previous one cannot "
+		    "be rolled back: %s",
+		    s->path, sqlite3_errmsg(s->db));
 	return store_exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
 }
 
@@ -199,7 +200,7 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 
 			o = realloc(r->options, ncap * sizeof(*o));
 			if (!o)
-				return reg_errf(err, errlen, -ENOMEM, "out of memory");
+				return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 			r->options = o;
 			cap = ncap;
 		}
@@ -208,7 +209,7 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 		o->value = col_strdup(st, 1);
 		r->n_options++;
 		if (!o->key || !o->value)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (rc != SQLITE_DONE)
 		return store_fail(s, rc, "loading options", err, errlen);
@@ -259,13 +260,13 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 		r.registered_at = sqlite3_column_int64(st, 9);
 		r.updated_at = sqlite3_column_int64(st, 10);
 		if (!r.type || !r.name || !r.alloc || !r.socket || !r.version) {
-			rc = reg_errf(err, errlen, -ENOMEM, "out of memory");
+			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 		if (reg_kind_parse(kind, &r.kind) < 0) {
-			rc = reg_errf(err, errlen, -EIO,
-				      "state file `%s': registration %lld has unknown kind `%s'",
-				      s->path, (long long)r.id, kind ? kind : "");
+			rc = plugfs_errf(err, errlen, -EIO,
+					 "state file `%s': registration %lld has unknown kind `%s'",
+					 s->path, (long long)r.id, kind ? kind : "");
 			goto out;
 		}
 		if ((rc = load_options(s, opt, &r, err, errlen)) < 0)

@@ -21,20 +21,20 @@ int store_quick_check(struct store *s, char *err, size_t errlen)
 	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
 
 	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, sqlite3_errmsg(s->db));
+		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+				 s->path, sqlite3_errmsg(s->db));
 		goto out;
 	}
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, sqlite3_errmsg(s->db));
+		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+				 s->path, sqlite3_errmsg(s->db));
 		goto out;
 	}
 	msg = (const char *)sqlite3_column_text(st, 0);
 	if (!msg || strcmp(msg, "ok") != 0) {
-		rc = reg_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-			      s->path, msg ? msg : "no answer");
+		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
+				 s->path, msg ? msg : "no answer");
 		goto out;
 	}
 	rc = 0;
@@ -83,9 +83,9 @@ int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 	if (rc == SQLITE_OK)
 		rc = backup_db(d, s->db);
 	if (rc != SQLITE_OK)
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
-			      "state file `%s': backing up to `%s': %s", s->path, dest,
-			      d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
+		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
+				 "state file `%s': backing up to `%s': %s", s->path, dest,
+				 d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
 	sqlite3_close(d);
 	return rc;
 }
@@ -119,9 +119,9 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	for (size_t i = 0; i < 4; i++)
 		known |= strcmp(synchronous, sync_values[i]) == 0;
 	if (!known)
-		return reg_errf(err, errlen, -EINVAL,
-				"synchronous `%s': must be one of off, normal, full, extra",
-				synchronous);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "synchronous `%s': must be one of off, normal, full, extra",
+				   synchronous);
 	rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "switching to WAL", err, errlen);
@@ -129,9 +129,9 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 	mode = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
 	if (!mode || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
 		rc = rc == SQLITE_ROW
-			 ? reg_errf(err, errlen, -EIO,
-				    "state file `%s': cannot use WAL (journal mode %s)", s->path,
-				    mode ? mode : "?")
+			 ? plugfs_errf(err, errlen, -EIO,
+				       "state file `%s': cannot use WAL (journal mode %s)", s->path,
+				       mode ? mode : "?")
 			 : store_fail(s, rc, "switching to WAL", err, errlen);
 		sqlite3_finalize(st);
 		return rc;
@@ -146,9 +146,9 @@ static int set_pragmas(struct store *s, const char *synchronous, char *err, size
 		return rc;
 	/* Deleting a registration relies on ON DELETE CASCADE for its options. */
 	if (fk != 1)
-		return reg_errf(err, errlen, -EIO,
-				"state file `%s': this SQLite does not enforce foreign keys",
-				s->path);
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file `%s': this SQLite does not enforce foreign keys",
+				   s->path);
 	return 0;
 }
 
@@ -239,12 +239,13 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 		rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READONLY, NULL);
 	} else {
 		if (access(path, F_OK) < 0)
-			return reg_errf(err, errlen, -errno,
-					"state file `%s': %s (a read-only open does not create it)",
-					path, strerror(errno));
+			return plugfs_errf(
+			    err, errlen, -errno,
+			    "state file `%s': %s (a read-only open does not create it)", path,
+			    strerror(errno));
 		uri = read_only_uri(path);
 		if (!uri)
-			return reg_errf(err, errlen, -ENOMEM, "out of memory");
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
 		free(uri);
 	}
@@ -267,9 +268,9 @@ int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
 	if (rc == SQLITE_OK)
 		rc = backup_db(s->db, file.db);
 	if (rc != SQLITE_OK) {
-		rc = reg_errf(err, errlen, reg_sqlite_errno(rc),
-			      "state file `%s': copying into memory: %s", path,
-			      s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
+				 "state file `%s': copying into memory: %s", path,
+				 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
 		goto out;
 	}
 	sqlite3_extended_result_codes(s->db, 1);
@@ -312,10 +313,10 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 	sqlite3_extended_result_codes(s->db, 1);
 	sqlite3_busy_timeout(s->db, 5000);
 	if (sqlite3_db_readonly(s->db, "main") == 1)
-		return reg_errf(err, errlen, -EROFS,
-				"state file `%s': opened read-only; plugfs needs "
-				"to write it",
-				path);
+		return plugfs_errf(err, errlen, -EROFS,
+				   "state file `%s': opened read-only; plugfs needs "
+				   "to write it",
+				   path);
 	return store_quick_check(s, err, errlen);
 }
 
@@ -327,7 +328,7 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 	memset(s, 0, sizeof(*s));
 	s->path = strdup(path);
 	if (!s->path)
-		return reg_errf(err, errlen, -ENOMEM, "out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	if ((rc = o->read_only ? store_open_copy(s, path, err, errlen)
 			       : open_file(s, path, err, errlen)) < 0)
 		goto fail;

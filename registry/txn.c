@@ -117,7 +117,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 	return 0;
 nomem:
 	unprepare(r, b);
-	return reg_errf(err, errlen, -ENOMEM, "out of memory");
+	return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 }
 
 /* The SQL of every change, in one transaction. */

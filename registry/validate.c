@@ -58,18 +58,6 @@ const char *reg_event_name(enum reg_event_type t)
 	return "unknown";
 }
 
-int reg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return rc;
-}
-
 static bool name_char(unsigned char c)
 {
 	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -82,12 +70,12 @@ int reg_validate_name(const char *field, const char *s, char *err, size_t errlen
 	size_t n = 0;
 
 	if (!s)
-		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+		return plugfs_errf(err, errlen, -EINVAL, "%s: missing", field);
 	for (; s[n]; n++)
 		if (!name_char((unsigned char)s[n]))
 			break;
 	if (s[n] || n == 0 || n > REG_NAME_MAX || s[0] == '.')
-		return reg_errf(
+		return plugfs_errf(
 		    err, errlen, -EINVAL,
 		    "%s `%s': must be 1-%d characters of [A-Za-z0-9._-], not starting with `.'",
 		    field, reg_quote(q, sizeof(q), s), REG_NAME_MAX);
@@ -171,22 +159,23 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 	size_t len;
 
 	if (!s)
-		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+		return plugfs_errf(err, errlen, -EINVAL, "%s: missing", field);
 	len = strlen(s);
 	if (len > REG_VALUE_MAX)
-		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be at most %d bytes (is %zu)",
-				field, reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "%s `%s': must be at most %d bytes (is %zu)", field,
+				   reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		size_t n = utf8_decode((const unsigned char *)s + i, &cp);
 
 		if (n == 0)
-			return reg_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8", field,
-					reg_quote(q, sizeof(q), s));
+			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
+					   field, reg_quote(q, sizeof(q), s));
 		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
-			return reg_errf(err, errlen, -EINVAL,
-					"%s `%s': must be printable (no control characters)", field,
-					reg_quote(q, sizeof(q), s));
+			return plugfs_errf(err, errlen, -EINVAL,
+					   "%s `%s': must be printable (no control characters)",
+					   field, reg_quote(q, sizeof(q), s));
 		i += n;
 	}
 	return 0;
@@ -201,15 +190,15 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 	size_t len;
 
 	if (!s)
-		return reg_errf(err, errlen, -EINVAL, "%s: missing", field);
+		return plugfs_errf(err, errlen, -EINVAL, "%s: missing", field);
 	len = strlen(s);
 	if (s[0] != '/')
-		return reg_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", field,
-				reg_quote(q, sizeof(q), s));
+		return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", field,
+				   reg_quote(q, sizeof(q), s));
 	if (len >= PATH_MAX)
-		return reg_errf(err, errlen, -EINVAL,
-				"%s `%s': must be shorter than %d bytes (is %zu)", field,
-				reg_quote(q, sizeof(q), s), PATH_MAX, len);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "%s `%s': must be shorter than %d bytes (is %zu)", field,
+				   reg_quote(q, sizeof(q), s), PATH_MAX, len);
 	/* C0 controls, DEL, and C1 controls (U+0080-U+009F, 0xc2 0x80-0x9f in
 	 * UTF-8: a terminal reads U+009B as CSI).  Other bytes are allowed: a
 	 * path need not be UTF-8. */
@@ -218,9 +207,9 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 
 		if (c < 0x20 || c == 0x7f ||
 		    (c == 0xc2 && ((unsigned char)s[i + 1] & 0xe0) == 0x80))
-			return reg_errf(err, errlen, -EINVAL,
-					"%s `%s': must not contain control characters", field,
-					reg_quote(q, sizeof(q), s));
+			return plugfs_errf(err, errlen, -EINVAL,
+					   "%s `%s': must not contain control characters", field,
+					   reg_quote(q, sizeof(q), s));
 	}
 	/* Every component, between a '/' and the next '/' or the end, must be
 	 * non-empty and neither "." nor "..".  This also rejects "/" itself
@@ -230,8 +219,8 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 		size_t n = end ? (size_t)(end - c) : strlen(c);
 
 		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
-			return reg_errf(err, errlen, -EINVAL, "%s `%s': %s", field,
-					reg_quote(q, sizeof(q), s), normal_rule);
+			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': %s", field,
+					   reg_quote(q, sizeof(q), s), normal_rule);
 		if (!end)
 			break;
 		c = end + 1;
@@ -261,9 +250,10 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 		o += (size_t)w;
 	}
 	if (!type)
-		return reg_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
-	return reg_errf(err, errlen, -EINVAL, "type `%s': must be one of the configured types (%s)",
-			reg_quote(q, sizeof(q), type), list);
+		return plugfs_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
+	return plugfs_errf(err, errlen, -EINVAL,
+			   "type `%s': must be one of the configured types (%s)",
+			   reg_quote(q, sizeof(q), type), list);
 }
 
 /* True when path is strictly below root, component-wise. */
@@ -298,8 +288,9 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 			break;
 		o += (size_t)w;
 	}
-	return reg_errf(err, errlen, -EINVAL, "%s `%s': must be under one of the socket roots (%s)",
-			field, reg_quote(q, sizeof(q), s), list);
+	return plugfs_errf(err, errlen, -EINVAL,
+			   "%s `%s': must be under one of the socket roots (%s)", field,
+			   reg_quote(q, sizeof(q), s), list);
 }
 
 static int option_cmp(const void *a, const void *b)
@@ -329,14 +320,15 @@ static int check_duplicate_keys(const struct reg_option *o, size_t n, char *err,
 		return 0;
 	keys = malloc(n * sizeof(*keys));
 	if (!keys)
-		return reg_errf(err, errlen, -ENOMEM, "options: out of memory");
+		return plugfs_errf(err, errlen, -ENOMEM, "options: out of memory");
 	for (size_t i = 0; i < n; i++)
 		keys[i] = o[i].key;
 	qsort(keys, n, sizeof(*keys), key_ptr_cmp);
 	for (size_t i = 1; i < n; i++) {
 		if (strcmp(keys[i - 1], keys[i]) == 0) {
-			rc = reg_errf(err, errlen, -EINVAL, "option key `%s': given more than once",
-				      reg_quote(q, sizeof(q), keys[i]));
+			rc = plugfs_errf(err, errlen, -EINVAL,
+					 "option key `%s': given more than once",
+					 reg_quote(q, sizeof(q), keys[i]));
 			goto out;
 		}
 	}
@@ -359,11 +351,11 @@ int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, siz
 	    (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
 		return rc;
 	if (spec->kind != REG_KIND_UNSET && !reg_kind_name(spec->kind))
-		return reg_errf(err, errlen, -EINVAL,
-				"kind %d: must be one of controller, node, monolith",
-				(int)spec->kind);
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "kind %d: must be one of controller, node, monolith",
+				   (int)spec->kind);
 	if (spec->n_options > 0 && !spec->options)
-		return reg_errf(err, errlen, -EINVAL, "options: missing");
+		return plugfs_errf(err, errlen, -EINVAL, "options: missing");
 	for (size_t i = 0; i < spec->n_options; i++) {
 		const struct reg_option *o = &spec->options[i];
 

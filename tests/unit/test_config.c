@@ -41,7 +41,7 @@ static void assert_defaults(const struct plugfs_config *cfg)
 	assert_string_equal(cfg->types[1], "csi-node");
 	assert_int_equal(cfg->n_socket_roots, 0);
 	assert_int_equal(cfg->tombstone_ttl, 86400);
-	assert_int_equal(cfg->log_level, LOG_LEVEL_INFO);
+	assert_int_equal(cfg->log_level, PLOG_INFO);
 }
 
 static void test_defaults(void **state)
@@ -112,7 +112,7 @@ static void test_every_key(void **state)
 	assert_string_equal(cfg.socket_roots[0], "/var/nomad/client");
 	assert_string_equal(cfg.socket_roots[1], "/run/csi");
 	assert_int_equal(cfg.tombstone_ttl, 0);
-	assert_int_equal(cfg.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(cfg.log_level, PLOG_DEBUG);
 	assert_string_equal(cfg.source, "full.ini");
 	config_free(&cfg);
 }
@@ -140,7 +140,7 @@ static void test_bools_and_enums(void **state)
 			 levels[i]);
 		assert_int_equal(config_parse_string(text, "e.ini", &cfg, err, sizeof(err)), 0);
 		assert_string_equal(cfg.synchronous, syncs[i]);
-		assert_int_equal(cfg.log_level, (enum log_level)i);
+		assert_int_equal(cfg.log_level, (enum plugfs_log_level)i);
 		assert_string_equal(log_level_name(cfg.log_level), levels[i]);
 		config_free(&cfg);
 	}
@@ -186,7 +186,7 @@ static void test_lists(void **state)
 	assert_int_equal(cfg.n_socket_roots, 2);
 	assert_string_equal(cfg.socket_roots[0], "/a");
 	assert_string_equal(cfg.socket_roots[1], "/b/c");
-	assert_int_equal(cfg.log_level, LOG_LEVEL_WARN);
+	assert_int_equal(cfg.log_level, PLOG_WARN);
 	config_free(&cfg);
 
 	/* Empty socket_roots and group are allowed: any socket, root only. */
@@ -384,7 +384,7 @@ static void test_syntax_errors(void **state)
 	assert_int_equal(
 	    config_parse_string("[log]\r\nlevel = debug\r\n", "crlf.ini", &cfg, err, sizeof(err)),
 	    0);
-	assert_int_equal(cfg.log_level, LOG_LEVEL_DEBUG);
+	assert_int_equal(cfg.log_level, PLOG_DEBUG);
 	config_free(&cfg);
 }
 

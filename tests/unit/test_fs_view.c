@@ -341,6 +341,25 @@ static void test_many_plugins_grow_the_table(void **state)
 	assert_int_equal(st.st_nlink, 502);
 }
 
+/* The info file shows registered_at in RFC 3339, and "invalid" (not a bare
+ * number or a five-digit year) for a time RFC 3339 cannot write. */
+static void test_info_times(void **state)
+{
+	struct fixture *f = *state;
+	char *text;
+
+	set_reg(&f->regs[0], 1, "a1", "/run/a1.sock", "1.0", INT64_C(1796030345));
+	set_reg(&f->regs[1], 2, "a2", "/run/a2.sock", "", INT64_C(253402300800));
+	set_reg(&f->regs[2], 3, "a3", "/run/a3.sock", NULL, INT64_MAX);
+	f->p.n_regs = 3;
+	text = fs_render_info(&f->p);
+	assert_non_null(text);
+	assert_string_equal(text, "a1 /run/a1.sock 1.0 node 2026-11-30T09:19:05Z\n"
+				  "a2 /run/a2.sock - node invalid\n"
+				  "a3 /run/a3.sock - node invalid\n");
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -353,6 +372,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_info_times, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

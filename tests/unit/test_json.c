@@ -59,27 +59,6 @@ static void assert_dump(json_t *j, const char *want)
 	free(got);
 }
 
-static void test_format_time(void **state)
-{
-	char buf[32];
-
-	control_format_time(T0, buf, sizeof(buf));
-	assert_string_equal(buf, "2026-11-30T09:19:05Z");
-	control_format_time(0, buf, sizeof(buf));
-	assert_string_equal(buf, "1970-01-01T00:00:00Z");
-	control_format_time(INT64_C(951782400), buf, sizeof(buf)); /* leap day */
-	assert_string_equal(buf, "2000-02-29T00:00:00Z");
-	/* Exactly 21 bytes is enough; fewer never overflow. */
-	control_format_time(T0, buf, 21);
-	assert_string_equal(buf, "2026-11-30T09:19:05Z");
-	memset(buf, 'x', sizeof(buf));
-	control_format_time(T0, buf, 8);
-	assert_int_equal(strlen(buf), 7);
-	assert_int_equal(buf[8], 'x');
-	control_format_time(INT64_MAX, buf, sizeof(buf));
-	assert_string_equal(buf, "invalid");
-}
-
 static void test_registration(void **state)
 {
 	json_t *j = control_json_registration(&regs[0]);
@@ -209,7 +188,6 @@ static void test_snapshot(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_format_time),
 	    cmocka_unit_test(test_registration),
 	    cmocka_unit_test(test_registration_not_utf8),
 	    cmocka_unit_test(test_plugin),

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT */
+#include "hash.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the intrusive table ------------------------------------------------ */
+
+static size_t bucket_of(size_t n_buckets, uint64_t key)
+{
+	uint64_t h = key * 0x9E3779B97F4A7C15ull;
+
+	return (size_t)(h >> 32) & (n_buckets - 1);
+}
+
+void htab_init(struct htab *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+void htab_free(struct htab *t)
+{
+	free(t->buckets);
+	htab_init(t);
+}
+
+uint64_t htab_hash_string(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int grow(struct htab *t)
+{
+	size_t n = t->n_buckets ? t->n_buckets * 2 : 16;
+	struct htab_node **b = calloc(n, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		struct htab_node *e = t->buckets[i];
+
+		while (e) {
+			struct htab_node *next = e->next;
+			size_t j = bucket_of(n, e->key);
+
+			e->next = b[j];
+			b[j] = e;
+			e = next;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->n_buckets = n;
+	return 0;
+}
+
+int htab_insert(struct htab *t, struct htab_node *node, uint64_t key)
+{
+	size_t k;
+
+	/* Grow before inserting so a failure leaves the table unchanged. */
+	if ((t->n + 1) * 4 > t->n_buckets * 3 && grow(t) < 0)
+		return -ENOMEM;
+	k = bucket_of(t->n_buckets, key);
+	node->key = key;
+	node->next = t->buckets[k];
+	t->buckets[k] = node;
+	t->n++;
+	return 0;
+}
+
+void htab_remove(struct htab *t, struct htab_node *node)
+{
+	struct htab_node **pp;
+
+	if (t->n_buckets == 0)
+		return;
+	for (pp = &t->buckets[bucket_of(t->n_buckets, node->key)]; *pp; pp = &(*pp)->next) {
+		if (*pp == node) {
+			*pp = node->next;
+			node->next = NULL;
+			t->n--;
+			return;
+		}
+	}
+}
+
+struct htab_node *htab_find(const struct htab *t, uint64_t key, const struct htab_node *after)
+{
+	struct htab_node *e;
+
+	if (t->n_buckets == 0)
+		return NULL;
+	e = after ? after->next : t->buckets[bucket_of(t->n_buckets, key)];
+	for (; e; e = e->next)
+		if (e->key == key)
+			return e;
+	return NULL;
+}
+
+struct htab_node *htab_next(const struct htab *t, size_t *pos, const struct htab_node *node)
+{
+	if (node && node->next)
+		return node->next;
+	if (node)
+		(*pos)++;
+	for (; *pos < t->n_buckets; (*pos)++)
+		if (t->buckets[*pos])
+			return t->buckets[*pos];
+	return NULL;
+}
+
+/* ---- the string map ----------------------------------------------------- */
+
+void hash_init(struct hash *h)
+{
+	htab_init(&h->t);
+}
+
+void hash_free(struct hash *h)
+{
+	struct htab_node *e, *next;
+	size_t pos = 0;
+
+	for (e = htab_next(&h->t, &pos, NULL); e; e = next) {
+		next = htab_next(&h->t, &pos, e);
+		free(htab_entry(e, struct hash_entry, node));
+	}
+	htab_free(&h->t);
+}
+
+size_t hash_count(const struct hash *h)
+{
+	return h->t.n;
+}
+
+static struct hash_entry *find(const struct hash *h, const char *key, uint64_t hv)
+{
+	struct htab_node *e = NULL;
+
+	while ((e = htab_find(&h->t, hv, e))) {
+		struct hash_entry *he = htab_entry(e, struct hash_entry, node);
+
+		if (strcmp(he->key, key) == 0)
+			return he;
+	}
+	return NULL;
+}
+
+void *hash_get(const struct hash *h, const char *key)
+{
+	struct hash_entry *e = find(h, key, htab_hash_string(key));
+
+	return e ? e->value : NULL;
+}
+
+int hash_put(struct hash *h, const char *key, void *value)
+{
+	uint64_t hv = htab_hash_string(key);
+	struct hash_entry *e = find(h, key, hv);
+	size_t len;
+
+	if (e) {
+		e->value = value;
+		return 0;
+	}
+	len = strlen(key);
+	e = malloc(sizeof(*e) + len + 1);
+	if (!e)
+		return -ENOMEM;
+	memcpy(e->key, key, len + 1);
+	e->value = value;
+	if (htab_insert(&h->t, &e->node, hv) < 0) {
+		free(e);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void *hash_del(struct hash *h, const char *key)
+{
+	struct hash_entry *e = find(h, key, htab_hash_string(key));
+	void *value;
+
+	if (!e)
+		return NULL;
+	htab_remove(&h->t, &e->node);
+	value = e->value;
+	free(e);
+	return value;
+}
+
+struct hash_entry *hash_next(const struct hash *h, size_t *pos, struct hash_entry *e)
+{
+	struct htab_node *n = htab_next(&h->t, pos, e ? &e->node : NULL);
+
+	return n ? htab_entry(n, struct hash_entry, node) : NULL;
+}
