@@ -1,5 +1,5 @@
-# Warnings of CONVENTIONS.md; -Werror and the sanitizers are options so CI can
-# turn them on while a developer's first build stays forgiving.
+# The warnings of CONTRIBUTING.md; -Werror and the sanitizers are options so
+# CI can turn them on while a developer's first build stays forgiving.
 add_compile_options(
   -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes
   -Wno-unused-parameter)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The plugfs INI file (DESIGN.md "Configuration") on top of built-in
+ * The plugfs INI file (plugfs.ini(5), docs/plugfs.ini.5) on top of built-in
  * defaults.  config_load reads the file into memory and shares the one parse
  * path of config_parse_string: inih's ini_parse_stream with a reader of our
  * own over the text, so that the handler knows the line it is called for.

@@ -91,7 +91,6 @@ struct fs_notifier {
 	bool started;
 	pthread_t thread;
 	struct fuse_session *se;
-	unsigned long long sent, failed;
 };
 
 /* An open file or directory handle (fi->fh).  Each is on fs->open_list

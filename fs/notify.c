@@ -42,14 +42,10 @@ static void send_one(struct fs_notifier *nt, const struct fs_inval *it)
 	else
 		rc = fuse_lowlevel_notify_inval_entry(nt->se, it->ino, it->name, strlen(it->name));
 	/* -ENOENT: the kernel does not know that inode or name; nothing cached. */
-	if (rc == 0 || rc == -ENOENT) {
-		nt->sent++;
-	} else {
-		nt->failed++;
+	if (rc != 0 && rc != -ENOENT)
 		log_debug("fs: invalidation of inode %llu%s%s failed: %s",
 			  (unsigned long long)it->ino, it->name ? " entry " : "",
 			  it->name ? it->name : "", strerror(-rc));
-	}
 }
 
 static void *notifier_main(void *arg)

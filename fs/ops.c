@@ -440,7 +440,13 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, NULL, 0);
 }
 
-/* Everything that would change the tree: read-only. */
+/*
+ * Everything that would change the tree: read-only.  On the `ro' mount the
+ * VFS refuses these before asking us, but root can `mount -o remount,rw' it
+ * (FUSE does that in the kernel); then they arrive here (test_fs_tree checks
+ * both).  write, fallocate and copy_file_range need a handle open for
+ * writing, which fs_open and create never give: they have no handler.
+ */
 static void erofs(fuse_req_t req)
 {
 	fs_of(req);
@@ -489,12 +495,6 @@ static void fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	erofs(req);
 }
 
-static void fs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
-		     struct fuse_file_info *fi)
-{
-	erofs(req);
-}
-
 static void fs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 		      struct fuse_file_info *fi)
 {
@@ -508,19 +508,6 @@ static void fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const 
 }
 
 static void fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	erofs(req);
-}
-
-static void fs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-			 struct fuse_file_info *fi)
-{
-	erofs(req);
-}
-
-static void fs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
-			       struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
-			       struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	erofs(req);
 }
@@ -542,7 +529,6 @@ const struct fuse_lowlevel_ops fs_ops = {
     .link = fs_link,
     .open = fs_open,
     .read = fs_read,
-    .write = fs_write,
     .release = fs_release,
     .opendir = fs_opendir,
     .readdir = fs_readdir,
@@ -553,6 +539,4 @@ const struct fuse_lowlevel_ops fs_ops = {
     .listxattr = fs_listxattr,
     .removexattr = fs_removexattr,
     .create = fs_create,
-    .fallocate = fs_fallocate,
-    .copy_file_range = fs_copy_file_range,
 };

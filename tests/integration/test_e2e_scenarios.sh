@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The six reference scenarios of DESIGN.md "Semantics", end to end: the
+# The six reference scenarios of docs/design.md "Semantics", end to end: the
 # daemon, the mount, the CLI and real plugin sockets (plugfs-demo-plugin).
 # Each is checked through the mount (readlink of csi.sock and a connect()
 # that must reach the expected allocation) and through `show --json`; the

@@ -112,12 +112,37 @@ erofs "mv a plugin" mv "$E" "$P/csi-node/ebs2"
 erofs "mv a link" mv "$E/allocs/a0" "$E/allocs/a9"
 erofs "chmod" chmod 700 "$P"
 erofs "chown" chown nobody "$E/info"
+erofs "mknod (a fifo)" mknod "$E/fifo" p
 erofs "setfattr" setfattr -n user.plugfs -v 1 "$E/info"
+erofs "setfattr on a directory" setfattr -n user.plugfs -v 1 "$E"
+erofs "setfattr -x (removexattr)" setfattr -x user.plugfs "$E/info"
+erofs "fallocate" fallocate -l 4096 "$E/info"
 erofs "write into info" bash -c "echo x >'$E/info'"
 erofs "append to info" bash -c "echo x >>'$E/info'"
 erofs "truncate info" truncate -s 0 "$E/info"
 check_eq "getfattr: no attributes" "" "$(getfattr -d "$E/info" 2>&1)"
 check_eq "nothing changed" "allocs csi.sock info" "$(ls "$E" | xargs)"
+
+# Above, the VFS refuses on the ro mount before plugfs is asked.  Root can
+# remount it rw without asking the daemon (FUSE handles remount in the
+# kernel): then each mutating request reaches plugfs, which answers EROFS.
+check_eq "remount rw" 0 "$(mount -i -o remount,rw "$MNT" >/dev/null 2>&1; echo $?)"
+erofs "rw: mkdir" mkdir "$E/new"
+erofs "rw: touch (create)" touch "$E/new"
+erofs "rw: touch an existing file (setattr)" touch "$E/info"
+erofs "rw: mknod (a fifo)" mknod "$E/fifo" p
+erofs "rw: rm csi.sock" rm -f "$E/csi.sock"
+erofs "rw: rmdir a type" rmdir "$P/csi-controller"
+erofs "rw: ln -s" ln -s /tmp "$E/link"
+erofs "rw: ln (hard)" ln "$E/info" "$E/info2"
+erofs "rw: mv a link" mv "$E/allocs/a0" "$E/allocs/a9"
+erofs "rw: chmod" chmod 700 "$P"
+erofs "rw: setfattr" setfattr -n user.plugfs -v 1 "$E/info"
+erofs "rw: setfattr -x (removexattr)" setfattr -x user.plugfs "$E/info"
+erofs "rw: write into info (open)" bash -c "echo x >'$E/info'"
+erofs "rw: truncate info" truncate -s 0 "$E/info"
+erofs "rw: fallocate" fallocate -l 4096 "$E/info"
+check_eq "rw: nothing changed" "allocs csi.sock info" "$(ls "$E" | xargs)"
 
 stop_daemon
 finish

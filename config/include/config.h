@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugfs configuration: the INI file of DESIGN.md "Configuration", read with
- * inih, on top of built-in defaults.  config_load and config_parse_string
+ * plugfs configuration: the INI file of plugfs.ini(5) (docs/plugfs.ini.5),
+ * read with inih, on top of built-in defaults.  config_load and config_parse_string
  * share one code path.  Errors name file:line, the key and what is accepted;
  * unknown sections and keys are errors.
  */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * plugfs filesystem: the read-only FUSE (low-level API) view of a registry,
- * laid out as DESIGN.md "The filesystem" draws it.  Handlers answer from an
- * in-memory view kept current by registry events; kernel invalidations go
+ * laid out as docs/design.md "The filesystem" draws it.  Handlers answer from
+ * an in-memory view kept current by registry events; kernel invalidations go
  * through one notifier thread, never from a handler.
  *
  * Delivery guarantee: the registry event callback waits until the notifier
