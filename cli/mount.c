@@ -4,16 +4,20 @@
  * control server together, announces readiness to systemd once the FUSE
  * handshake is answered (from the init callback: never by touching the mount),
  * reloads on SIGHUP, expires tombstones hourly, and on SIGTERM or
- * SIGINT unmounts and exits 0.
+ * SIGINT unmounts and exits 0.  On SIGUSR2 it re-executes itself keeping the
+ * mount: the FUSE connection, its saved FUSE_INIT and the listening control
+ * socket are inherited by the new program ($PLUGFS_RESUME_FDS, fs/resume.c),
+ * which resumes serving them under the same PID.
  *
  * Threads: the main thread runs the FUSE loop (fs_run) and takes SIGTERM and
  * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
  * with sigtimedwait, which also runs the tombstone expiry.  SIGTERM and SIGINT
- * are blocked while the daemon starts (one that arrives then stops it as soon
- * as the loop runs) and again once the loop has returned (more of them while
+ * (and SIGUSR2) are blocked while the daemon starts (one that arrives then
+ * takes effect as soon as the loop runs) and again once the loop has returned (more of them while
  * it unmounts change nothing): a stop signal always ends in a clean exit 0.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -84,6 +89,11 @@ static const char usage[] =
     "(log level, cache timeout; the rest needs a restart and is reported).\n"
     "Readiness is sent to $NOTIFY_SOCKET (systemd Type=notify) once the kernel's\n"
     "FUSE handshake is answered.\n"
+    "\n"
+    "SIGUSR2 re-executes the daemon in place (a live upgrade: the binary on disk,\n"
+    "same PID, same arguments) without unmounting: requests being served are\n"
+    "finished, requests that arrive meanwhile wait and are answered by the new\n"
+    "program, `plugfs register' waits in the control socket's backlog.\n"
     "\n"
     "  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
     "  --debug            debug logging and libfuse request tracing\n"
@@ -228,6 +238,7 @@ static int house_start(struct daemon *d)
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	rc = pthread_create(&d->house, NULL, house_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -271,12 +282,89 @@ static const struct cli_verb mount_verb = {
     .option = mount_option,
 };
 
+/* This process's argv from /proc/self/cmdline (NULL-terminated, one
+ * allocation), so that a re-exec runs the same command line. */
+static char **own_argv(void)
+{
+	char buf[16384], **argv;
+	size_t n = 0, count = 0;
+	ssize_t r;
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fd);
+	if (n == 0 || n >= sizeof(buf) - 1)
+		return NULL;
+	buf[n] = '\0';
+	for (size_t i = 0; i < n; i++)
+		count += buf[i] == '\0';
+	argv = malloc((count + 1) * sizeof(*argv) + n + 1);
+	if (!argv)
+		return NULL;
+	char *str = (char *)(argv + count + 1);
+
+	memcpy(str, buf, n + 1);
+	for (size_t i = 0, k = 0; k < count; k++) {
+		argv[k] = str + i;
+		i += strlen(str + i) + 1;
+	}
+	argv[count] = NULL;
+	return argv;
+}
+
+/*
+ * The second half of SIGUSR2: every other thread is gone and h holds the
+ * connection and the control socket.  Executes the binary on disk (after an
+ * upgrade replaced it, /proc/self/exe names the old, deleted file) with the
+ * same arguments and $PLUGFS_RESUME_FDS.  Returns only on failure: the
+ * mount is then detached (nobody would serve it) and the socket closed.
+ */
+static void reexec(const struct daemon *d, const struct fs_handover *h)
+{
+	char exe[4096];
+	const char *path = "/proc/self/exe";
+	char **argv = own_argv();
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int rc;
+
+	if (n > 0) {
+		const char *del = " (deleted)";
+		size_t dl = strlen(del);
+
+		exe[n] = '\0';
+		if ((size_t)n > dl && strcmp(exe + n - dl, del) == 0)
+			exe[n - dl] = '\0';
+		if (access(exe, X_OK) == 0)
+			path = exe;
+	}
+	rc = argv ? fs_handover_to_env(h) : -ENOMEM;
+	if (rc == 0) {
+		log_info("re-executing %s (pid %ld), keeping the mount", path, (long)getpid());
+		execv(path, argv);
+		rc = -errno;
+	}
+	log_error("cannot re-execute %s: %s; unmounting", path, strerror(-rc));
+	free(argv);
+	close(h->fuse_fd);
+	close(h->init_fd);
+	if (h->control_fd >= 0)
+		close(h->control_fd);
+	if (umount2(d->cfg.mountpoint, MNT_DETACH) != 0)
+		log_warn("cannot unmount %s: %s", d->cfg.mountpoint, strerror(errno));
+}
+
 int mount_main(int argc, char *argv[])
 {
 	struct daemon d = {0};
 	struct cli_args args = {0};
 	struct registry_options ropts;
 	struct fs_options fo;
+	struct fs_handover resume, out_h = {-1, -1, -1};
+	const struct fs_handover *resuming;
+	bool handover = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
 	int rc;
@@ -296,7 +384,17 @@ int mount_main(int argc, char *argv[])
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+
+	/* A re-exec of ours (SIGUSR2) hands the mount over in the environment. */
+	rc = fs_handover_from_env(&resume);
+	if (rc < 0) {
+		cli_error(CMD, "$%s does not name open file descriptors", FS_RESUME_ENV);
+		return EXIT_FAILED;
+	}
+	resuming = rc == 1 ? &resume : NULL;
+	rc = EXIT_FAILED;
 
 	if (cli_load_config(CMD, d.config_path, &d.cfg) != EXIT_OK)
 		return EXIT_FAILED;
@@ -328,6 +426,7 @@ int mount_main(int argc, char *argv[])
 	}
 
 	fo = (struct fs_options){
+	    .resume = resuming,
 	    .mountpoint = d.cfg.mountpoint,
 	    .socket_name = d.cfg.socket_name,
 	    .allow_other = d.cfg.allow_other,
@@ -350,6 +449,8 @@ int mount_main(int argc, char *argv[])
 	    .idle_timeout = d.cfg.idle_timeout,
 	    .mountpoint = d.cfg.mountpoint,
 	    .state_path = d.cfg.state_path,
+	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
+	    .listen_fd = resuming ? resume.control_fd : -1,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
@@ -366,15 +467,27 @@ int mount_main(int argc, char *argv[])
 	pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 	rc = fs_run(d.fs);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	if (rc == FS_RUN_HANDOVER) {
+		/* The loop finished what it had read; the rest waits in the
+		 * kernel (and clients in the socket's backlog) for the next
+		 * program. */
+		handover = fs_handover(d.fs, &out_h) == 0;
+		if (handover) {
+			out_h.control_fd = control_server_stop_keep_listener(d.ctl);
+			d.ctl = NULL;
+		}
+		rc = 0;
+	}
 	if (rc != 0) {
 		rc = EXIT_FAILED;
 		log_error("the FUSE request loop failed");
 		goto out;
 	}
-	log_info("stopping");
+	log_info(handover ? "handing the mount over" : "stopping");
 	rc = EXIT_OK;
 out:
-	sd_notify_send("STOPPING=1");
+	if (!handover)
+		sd_notify_send("STOPPING=1");
 	house_stop(&d);
 	/* No more mutations, then the filesystem goes. */
 	if (d.ctl)
@@ -384,6 +497,10 @@ out:
 		registry_unsubscribe(d.reg, d.audit_sub);
 	if (d.reg)
 		registry_close(d.reg);
+	if (handover) {
+		reexec(&d, &out_h);
+		rc = EXIT_FAILED;
+	}
 	config_free(&d.cfg);
 	return rc;
 }

@@ -6,6 +6,7 @@
  * conn.c, the operations ops.c, events, watchers and waits events.c.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -201,6 +204,35 @@ static void server_free(struct control_server *srv)
 	free(srv);
 }
 
+/* Takes over an inherited listening socket: checks it listens, makes it
+ * non-blocking and close-on-exec, and remembers the socket file it serves
+ * (removed at stop only while it is still that file). */
+static int adopt_listener(struct control_server *srv, int fd, char *err, size_t errlen)
+{
+	struct stat st;
+	int on = 0, fl;
+	socklen_t len = sizeof(on);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on) {
+		ctl_seterr(err, errlen, "control: inherited fd %d is not a listening socket", fd);
+		return -ENOTSOCK;
+	}
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
+	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
+		int e = errno;
+
+		ctl_seterr(err, errlen, "control: inherited fd %d: %s", fd, strerror(e));
+		return -e;
+	}
+	if (lstat(srv->socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		srv->sock_dev = st.st_dev;
+		srv->sock_ino = st.st_ino;
+	}
+	srv->listen_fd = fd;
+	return 0;
+}
+
 int control_server_start(struct registry *reg, const struct control_options *opts,
 			 struct control_server **out, char *err, size_t errlen)
 {
@@ -248,8 +280,11 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		plugfs_seterr(err, errlen, "control: eventfd: %s", strerror(errno));
 		goto out;
 	}
-	rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
-			&srv->sock_dev, &srv->sock_ino, err, errlen);
+	if (opts->inherit_listen_fd)
+		rc = adopt_listener(srv, opts->listen_fd, err, errlen);
+	else
+		rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
+				&srv->sock_dev, &srv->sock_ino, err, errlen);
 	if (rc)
 		goto out;
 	rc = registry_subscribe(reg, ctl_events_on_registry, srv);
@@ -285,12 +320,11 @@ out:
 	return rc;
 }
 
-void control_server_stop(struct control_server *srv)
+/* Unsubscribes and joins the server thread. */
+static void stop_thread(struct control_server *srv)
 {
 	uint64_t one = 1;
 
-	if (!srv)
-		return;
 	/* After this returns no callback runs (callbacks run under the
 	 * registry mutex, which unsubscribe takes). */
 	if (srv->sub_id >= 0)
@@ -303,6 +337,27 @@ void control_server_stop(struct control_server *srv)
 		if (write(srv->wake_fd, &one, sizeof(one)) < 0)
 			log_warn("control: cannot wake the server thread: %s", strerror(errno));
 		pthread_join(srv->thread, NULL);
+		srv->thread_started = false;
 	}
+}
+
+void control_server_stop(struct control_server *srv)
+{
+	if (!srv)
+		return;
+	stop_thread(srv);
 	server_free(srv);
+}
+
+int control_server_stop_keep_listener(struct control_server *srv)
+{
+	int fd;
+
+	if (!srv)
+		return -1;
+	stop_thread(srv);
+	fd = srv->listen_fd;
+	srv->listen_fd = -1;
+	server_free(srv);
+	return fd;
 }

@@ -119,6 +119,10 @@ struct plugfs_fs {
 	struct fuse_session *se;
 	char *mountpoint; /* canonical */
 	bool mounted;
+	bool resumed;	     /* serving an inherited connection (fs/resume.c) */
+	int init_fd;	     /* memfd with the connection's FUSE_INIT request, -1 */
+	bool can_handover;   /* init_fd is set; atomic */
+	bool handover_asked; /* SIGUSR2; atomic */
 	bool debug;
 	pthread_t loop_thread;
 	bool loop_running;
@@ -163,6 +167,8 @@ int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);
 /* Hands the batch over (emptied) and waits until it was delivered to the
  * kernel or the notifier stopped.  Never call from a FUSE handler. */
 void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b);
+/* Hands the batch over (emptied) without waiting for its delivery. */
+void fs_notifier_post(struct fs_notifier *nt, struct fs_inval_batch *b);
 /* Releases waiters, drops queued work, joins the thread.  abort_conn is
  * called when the thread stays blocked in the kernel. */
 void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *arg);
@@ -186,7 +192,15 @@ bool fs_abort_conn_minor(unsigned minor);
 /* Kills and reaps the guard (a clean stop: nothing left to guard). */
 void fs_guard_stop(struct fs_guard *g);
 
-/* Spawns a thread with SIGTERM, SIGINT, SIGHUP and SIGQUIT blocked. */
+/* resume.c */
+/* Keeps the raw FUSE_INIT request in a new memfd (fs->init_fd); 0 or -errno. */
+int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf);
+/* On a resumed session, before the loop runs: feeds the saved INIT to
+ * libfuse, has the kernel resend what the previous process had read, and
+ * refreshes what the kernel caches.  0 or -errno (logged). */
+int fs_resume_session(struct plugfs_fs *fs);
+
+/* Spawns a thread with SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR2 blocked. */
 int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
 
 #endif

@@ -33,7 +33,7 @@
 
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
-static struct sigaction old_term, old_int, old_pipe;
+static struct sigaction old_term, old_int, old_pipe, old_usr2;
 
 /* ---- registry events ---------------------------------------------------- */
 
@@ -375,6 +375,19 @@ static void on_stop_signal(int sig)
 		fs_exit(fs);
 }
 
+/* SIGUSR2: stop at a request boundary and hand the connection over.  Only
+ * once the FUSE_INIT is saved: without it the next process cannot resume. */
+static void on_handover_signal(int sig)
+{
+	struct plugfs_fs *fs = signal_fs;
+
+	(void)sig;
+	if (!fs || !__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_store_n(&fs->handover_asked, true, __ATOMIC_SEQ_CST);
+	fs_exit(fs);
+}
+
 void fs_exit(struct plugfs_fs *fs)
 {
 	int saved = errno;
@@ -401,6 +414,8 @@ static void install_signals(struct plugfs_fs *fs)
 	signal_fs = fs;
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGINT, &sa, &old_int);
+	sa.sa_handler = on_handover_signal;
+	sigaction(SIGUSR2, &sa, &old_usr2);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old_pipe);
 }
@@ -410,6 +425,7 @@ static void restore_signals(void)
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
+	sigaction(SIGUSR2, &old_usr2, NULL);
 	signal_fs = NULL;
 }
 
@@ -448,6 +464,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		return -ENOMEM;
 	}
 	fs->guard.wfd = -1;
+	fs->init_fd = -1;
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_mu, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
@@ -468,7 +485,11 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		goto fail;
 	}
 
-	rc = prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
+	/* A resumed mount is ours and waits for us: no probe, no stat. */
+	if (opts->resume)
+		rc = canonical(opts->mountpoint, canon, sizeof(canon), err, errlen);
+	else
+		rc = prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
 	if (rc != 0)
 		goto fail;
 	if (!(fs->mountpoint = strdup(canon))) {
@@ -512,7 +533,22 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		plugfs_seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
 		goto fail;
 	}
-	if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
+	if (opts->resume) {
+		char dev_fd[32];
+
+		/* libfuse takes /dev/fd/N as an open connection: no mount. */
+		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", opts->resume->fuse_fd);
+		fcntl(opts->resume->fuse_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(opts->resume->init_fd, F_SETFD, FD_CLOEXEC);
+		fs->init_fd = opts->resume->init_fd;
+		if (fuse_session_mount(fs->se, dev_fd) != 0) {
+			rc = -EBADF;
+			seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
+			       opts->resume->fuse_fd, fs->mountpoint);
+			goto fail;
+		}
+		fs->resumed = true;
+	} else if (fuse_session_mount(fs->se, fs->mountpoint) != 0) {
 		rc = -EIO;
 		plugfs_seterr(err, errlen,
 			      "cannot mount plugfs at `%s' (see the FUSE message above)",
@@ -524,7 +560,8 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		fs->conn_minor = (unsigned)((major(dev) << 20) | minor(dev));
 	fs_guard_set_conn(&fs->guard, fs->conn_minor);
 	install_signals(fs);
-	log_info("fs: mounted plugfs at %s (allow_other=%s, cache_timeout=%gs)", fs->mountpoint,
+	log_info("fs: %s plugfs at %s (allow_other=%s, cache_timeout=%gs)",
+		 fs->resumed ? "resuming" : "mounted", fs->mountpoint,
 		 opts->allow_other ? "true" : "false", opts->cache_timeout);
 	fuse_opt_free_args(&args);
 	*out = fs;
@@ -535,6 +572,34 @@ fail:
 	return rc;
 }
 
+/*
+ * The first request of a new connection, the kernel's FUSE_INIT: received
+ * here rather than by the loop so that its bytes are kept for a handover,
+ * then handled.  0, or -errno when the connection failed (a stop signal
+ * meanwhile is a 0: the loop then returns at once).
+ */
+static int first_request(struct plugfs_fs *fs)
+{
+	struct fuse_buf buf = {0};
+	int rc;
+
+	do {
+		rc = fuse_session_receive_buf(fs->se, &buf);
+	} while (rc == -EINTR && !fuse_session_exited(fs->se));
+	if (rc <= 0) {
+		free(buf.mem);
+		return rc == -EINTR || rc == 0 ? 0 : rc;
+	}
+	rc = fs_save_init(fs, &buf);
+	if (rc != 0)
+		log_warn("fs: cannot keep the FUSE_INIT request (%s): SIGUSR2 will not hand the "
+			 "mount over",
+			 strerror(-rc));
+	fuse_session_process_buf(fs->se, &buf);
+	free(buf.mem);
+	return 0;
+}
+
 int fs_run(struct plugfs_fs *fs)
 {
 	struct fuse_loop_config *cfg = NULL;
@@ -542,6 +607,11 @@ int fs_run(struct plugfs_fs *fs)
 
 	fs->loop_thread = pthread_self();
 	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
+	rc = fs->resumed ? fs_resume_session(fs) : first_request(fs);
+	if (rc != 0)
+		goto out;
+	if (fs->init_fd >= 0)
+		__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		rc = -ENOMEM;
@@ -553,6 +623,8 @@ int fs_run(struct plugfs_fs *fs)
 	/* A positive value is the signal that stopped the loop: a clean stop. */
 	if (rc > 0)
 		rc = 0;
+	if (rc == 0 && __atomic_load_n(&fs->handover_asked, __ATOMIC_SEQ_CST))
+		rc = FS_RUN_HANDOVER;
 out:
 	__atomic_store_n(&fs->loop_running, false, __ATOMIC_SEQ_CST);
 	/* Nobody answers requests any more: a registry event waiting for its
@@ -561,6 +633,31 @@ out:
 	fs_notifier_stop(&fs->notifier, abort_conn, fs);
 	fuse_loop_cfg_destroy(cfg);
 	return rc;
+}
+
+/*
+ * libfuse does not unmount a connection it adopted from /dev/fd/N: do what
+ * fuse_session_unmount does.  The fd is closed first (a synchronous unmount
+ * would otherwise wait on ourselves), unless the connection is already gone
+ * (POLLERR: unmounted or aborted), then the mount is detached.
+ */
+static void unmount_resumed(struct plugfs_fs *fs)
+{
+	struct pollfd pfd = {.fd = fuse_session_fd(fs->se), .events = 0};
+	bool gone = poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLERR);
+	int fd = fuse_session_fd(fs->se), nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	/* Released now; fuse_session_destroy then closes /dev/null in its place. */
+	if (nul < 0 || dup3(nul, fd, O_CLOEXEC) < 0)
+		close(fd);
+	if (nul >= 0)
+		close(nul);
+	if (gone)
+		return;
+	if (umount2(fs->mountpoint, MNT_DETACH) != 0)
+		log_warn("fs: cannot unmount %s: %s", fs->mountpoint, strerror(errno));
+	else
+		log_info("fs: unmounted %s", fs->mountpoint);
 }
 
 void fs_destroy(struct plugfs_fs *fs)
@@ -575,12 +672,16 @@ void fs_destroy(struct plugfs_fs *fs)
 	if (signal_fs == fs)
 		restore_signals();
 	if (fs->se) {
-		if (fs->mounted) {
+		if (fs->mounted && fs->resumed) {
+			unmount_resumed(fs);
+		} else if (fs->mounted) {
 			fuse_session_unmount(fs->se);
 			log_info("fs: unmounted %s", fs->mountpoint);
 		}
 		fuse_session_destroy(fs->se);
 	}
+	if (fs->init_fd >= 0)
+		close(fs->init_fd);
 	/* Unmounted and closed: nothing left for the guard to free. */
 	fs_guard_stop(&fs->guard);
 	fs_free_open_handles(fs);

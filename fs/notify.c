@@ -27,6 +27,7 @@ int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGHUP);
 	sigaddset(&block, SIGQUIT);
+	sigaddset(&block, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &block, &old);
 	rc = pthread_create(t, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -110,20 +111,16 @@ int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se)
 	return rc;
 }
 
-void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b)
+/* Appends b to the queue (emptied); with nt->mu held.  The sequence number
+ * of the delivery that covers it, 0 when nothing was queued. */
+static uint64_t enqueue_locked(struct fs_notifier *nt, struct fs_inval_batch *b)
 {
-	uint64_t my;
-
 	if (b->oom)
 		log_error("fs: out of memory queueing kernel invalidations; cached entries may "
 			  "be stale for up to the cache timeout");
-	if (b->n == 0)
-		return;
-	pthread_mutex_lock(&nt->mu);
-	if (nt->stop || !nt->started) {
-		pthread_mutex_unlock(&nt->mu);
+	if (b->n == 0 || nt->stop || !nt->started) {
 		fs_inval_batch_free(b);
-		return;
+		return 0;
 	}
 	/* Append to what is queued (one delivery covers both). */
 	for (size_t i = 0; i < b->n; i++) {
@@ -144,10 +141,25 @@ void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b)
 	}
 	free(b->items);
 	memset(b, 0, sizeof(*b));
-	my = ++nt->queued_seq;
 	pthread_cond_broadcast(&nt->cond);
-	while (!nt->stop && nt->done_seq < my)
+	return ++nt->queued_seq;
+}
+
+void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b)
+{
+	uint64_t my;
+
+	pthread_mutex_lock(&nt->mu);
+	my = enqueue_locked(nt, b);
+	while (my && !nt->stop && nt->done_seq < my)
 		pthread_cond_wait(&nt->cond, &nt->mu);
+	pthread_mutex_unlock(&nt->mu);
+}
+
+void fs_notifier_post(struct fs_notifier *nt, struct fs_inval_batch *b)
+{
+	pthread_mutex_lock(&nt->mu);
+	enqueue_locked(nt, b);
 	pthread_mutex_unlock(&nt->mu);
 }
 

@@ -21,12 +21,17 @@ struct control_server;
 
 struct control_options {
 	const char *socket_path;
-	const char *group;         /* "" or NULL: mutations by uid 0 only */
+	const char *group; /* "" or NULL: mutations by uid 0 only */
 	unsigned max_clients;
-	unsigned idle_timeout;     /* seconds, 0 = none */
+	unsigned idle_timeout; /* seconds, 0 = none */
 	/* For `status`. */
 	const char *mountpoint;
 	const char *state_path;
+	/* When inherit_listen_fd: serve listen_fd, a listening socket at
+	 * socket_path inherited across a re-exec of the daemon, instead of
+	 * creating one (the server owns it from then on). */
+	bool inherit_listen_fd;
+	int listen_fd;
 };
 
 /* Creates the socket (0660, group set, never wider), starts the server
@@ -36,6 +41,11 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 			 struct control_server **out, char *err, size_t errlen);
 /* Stops the thread, closes clients, removes the socket file. */
 void control_server_stop(struct control_server *srv);
+/* Stops the thread and closes clients like control_server_stop, but keeps
+ * the socket file and returns the listening socket (owned by the caller,
+ * close-on-exec set), so that clients connecting meanwhile wait in its
+ * backlog for the next server.  -1 when there is none. */
+int control_server_stop_keep_listener(struct control_server *srv);
 
 /* --- client --- */
 
@@ -50,8 +60,7 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
  * before taking the request (it refuses a client beyond max_clients that way),
  * the line it sent before closing is read and returned instead of the broken
  * pipe, so the caller can show the daemon's reason. */
-int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err,
-		     size_t errlen);
+int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err, size_t errlen);
 /* One round trip: connect, send req, read one answer, close.  0 with *resp
  * (owned by the caller; it may be an error answer), or -errno from the steps
  * above with a message. */

@@ -28,6 +28,27 @@
 struct registry;
 struct plugfs_fs;
 
+/*
+ * What a daemon hands to the next one so that the mount outlives it
+ * (fs/resume.c): the /dev/fuse fd, a memfd with the connection's FUSE_INIT
+ * request, and the caller's control socket (fs only carries it).  -1 when
+ * none.
+ */
+struct fs_handover {
+	int fuse_fd;
+	int init_fd;
+	int control_fd;
+};
+
+/* Names the handed-over fds across an exec: "fuse=N,init=M[,control=K]". */
+#define FS_RESUME_ENV "PLUGFS_RESUME_FDS"
+
+/* Reads $PLUGFS_RESUME_FDS into h and removes it from the environment.  1
+ * when it names open fds, 0 when unset (h all -1), -EINVAL when malformed. */
+int fs_handover_from_env(struct fs_handover *h);
+/* Clears close-on-exec on h's fds and sets $PLUGFS_RESUME_FDS; 0 or -errno. */
+int fs_handover_to_env(const struct fs_handover *h);
+
 struct fs_options {
 	const char *mountpoint;	 /* created (0755, with parents) when missing */
 	const char *socket_name; /* name of the active symlink, e.g. csi.sock */
@@ -39,6 +60,10 @@ struct fs_options {
 	 * and must not touch the mount.  May be NULL. */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
+	/* Non-NULL: resume the connection handed over by a previous process
+	 * (fuse_fd, init_fd; fs owns them from then on) instead of mounting.
+	 * Nothing then touches the mountpoint before fs_run serves it. */
+	const struct fs_handover *resume;
 };
 
 /*
@@ -53,10 +78,20 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 
 /*
  * Serves requests until fs_exit() is called or a SIGTERM/SIGINT arrives
- * (handlers installed by fs_mount; SIGHUP is left to the caller).  Returns 0
- * on a clean stop.
+ * (handlers installed by fs_mount; SIGHUP is left to the caller).  A SIGUSR2
+ * stops it the same way at a request boundary, for a handover.  Returns 0
+ * on a clean stop, FS_RUN_HANDOVER after SIGUSR2, -errno on failure.
  */
+#define FS_RUN_HANDOVER 1
 int fs_run(struct plugfs_fs *fs);
+
+/*
+ * After fs_run returned FS_RUN_HANDOVER: takes the connection out of fs
+ * (the caller owns h->fuse_fd and h->init_fd, both close-on-exec), so that
+ * fs_destroy then frees everything without unmounting.  0, or -ENOTCONN when
+ * there is nothing to hand over (then fs_destroy unmounts as usual).
+ */
+int fs_handover(struct plugfs_fs *fs, struct fs_handover *h);
 
 /* Asks fs_run to return; async-signal-safe. */
 void fs_exit(struct plugfs_fs *fs);

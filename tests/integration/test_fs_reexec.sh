@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The mount outlives the process: SIGUSR2 re-executes the daemon in place
+# (same PID) and hands it the FUSE connection, its FUSE_INIT and the
+# listening control socket.  A consumer that bind-mounted a plugin directory
+# loops connect() through it to a real plugin socket across three re-execs
+# in a row, and a registration of a new allocation is made during one of
+# them: no connect fails, the registration is not refused and is served
+# after, the PID stays, one guard process remains, and SIGTERM then
+# unmounts a resumed mount.  Prints tried/failed/longest stall.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+
+REEXECS=3
+write_config
+start_demo_plugin "$T/run/a0/csi.sock" a0
+start_demo_plugin "$T/run/a1/csi.sock" a1
+start_daemon
+pid=$DAEMON_PID
+plugfs register --type csi-node --name rx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
+	die "first registration"
+mkdir -p "$T/consumer"
+mount --bind "$MNT/plugins/csi-node/rx" "$T/consumer" || die "bind mount"
+on_cleanup umount -l "$T/consumer"
+check_eq "the bind mount reaches a0" a0 "$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+
+# consumer: connect() through the bind mount until $T/stop exists; writes
+# "tried failed longest_stall_ms" to $T/consumer.out and failures to its log.
+consumer() {
+	local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out
+	while [ ! -e "$T/stop" ]; do
+		tried=$((tried + 1))
+		if out=$(demo_connect "$T/consumer/csi.sock" 2>&1) && { [ "$out" = a0 ] || [ "$out" = a1 ]; }; then
+			now=$EPOCHREALTIME
+			gap=$(((${now/./} - ${last/./}) / 1000))
+			[ "$gap" -gt "$longest" ] && longest=$gap
+			last=$now
+		else
+			failed=$((failed + 1))
+			echo "connect $tried: $out" >>"$T/consumer.log"
+		fi
+	done
+	echo "$tried $failed $longest" >"$T/consumer.out"
+}
+consumer &
+cpid=$!
+_PIDS+=("$cpid")
+sleep 0.3
+
+resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
+resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
+reg_rc=
+for i in $(seq 1 "$REEXECS"); do
+	kill -USR2 "$pid"
+	if [ "$i" -eq 2 ]; then
+		# During the handover: waits in the control socket's backlog.
+		plugfs register --type csi-node --name rx --alloc a1 --socket "$T/run/a1/csi.sock" \
+			>"$T/register.out" 2>&1
+		reg_rc=$?
+	fi
+	wait_until --pid "$pid" 30 "re-exec $i resumed the mount" resumed_ge "$i" || exit 1
+	sleep 0.3
+done
+touch "$T/stop"
+wait "$cpid"
+read -r tried failed longest <"$T/consumer.out"
+echo "# re-execs: $REEXECS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
+[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
+check "the consumer connected many times" test "$tried" -ge 20
+check_eq "no connect through the bind mount failed" 0 "$failed"
+check_eq "the registration during a re-exec succeeds" 0 "$reg_rc"
+check_eq "the new allocation is served through the bind mount" a1 \
+	"$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+check "the daemon kept its PID" kill -0 "$pid"
+check_eq "it re-executed $REEXECS times" "$REEXECS" "$(resumed)"
+check_eq "one guard process is left" 1 "$(pgrep -x plugfs-guard -P "$pid" | wc -l)"
+check "the control socket answers" bash -c "\"$PLUGFS_BIN\" -c \"$CFG\" status >/dev/null"
+check "the tree lists the new allocation" test -L "$MNT/plugins/csi-node/rx/allocs/a1"
+check "no error in the daemon log" bash -c "! grep -Eiq 'error|cannot' '$DAEMON_LOG'"
+stop_daemon
+
+# A SIGKILL after a re-exec: the guard of the new program is in place, the
+# process and its guard are gone within a second.
+# gone PID: every task of PID has exited (a zombie counts as gone).
+gone() {
+	local t st
+	[ -d "/proc/$1" ] || return 0
+	for t in /proc/"$1"/task/*; do
+		st=$(sed -n 's/^State:[[:space:]]*\([A-Z]\).*/\1/p' "$t/status" 2>/dev/null)
+		case "$st" in "" | Z | X) ;; *) return 1 ;; esac
+	done
+}
+start_daemon
+pid=$DAEMON_PID
+disown "$pid"
+n=$(resumed)
+kill -USR2 "$pid"
+wait_until --pid "$pid" 30 "a re-exec resumed the mount" resumed_ge $((n + 1)) || exit 1
+guard=$(pgrep -x plugfs-guard -P "$pid")
+check "the re-executed daemon has a guard" test -n "$guard"
+kill -KILL "$pid"
+t0=$(date +%s%3N)
+while ! { gone "$pid" && { [ -z "$guard" ] || gone "$guard"; }; } &&
+	[ $(($(date +%s%3N) - t0)) -lt 5000 ]; do
+	sleep 0.01
+done
+el=$(($(date +%s%3N) - t0))
+echo "# SIGKILL after a re-exec: gone in ${el} ms"
+check "a killed re-executed daemon and its guard are gone within 1 s" test "$el" -le 1000
+gone "$pid" || abort_fuse_conn "$MNT"
+finish
