@@ -214,7 +214,7 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 	socklen_t len = sizeof(on);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on) {
-		ctl_seterr(err, errlen, "control: inherited fd %d is not a listening socket", fd);
+		plugfs_seterr(err, errlen, "control: inherited fd %d is not a listening socket", fd);
 		return -ENOTSOCK;
 	}
 	fl = fcntl(fd, F_GETFL);
@@ -222,7 +222,7 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {
 		int e = errno;
 
-		ctl_seterr(err, errlen, "control: inherited fd %d: %s", fd, strerror(e));
+		plugfs_seterr(err, errlen, "control: inherited fd %d: %s", fd, strerror(e));
 		return -e;
 	}
 	if (lstat(srv->socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {

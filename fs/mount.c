@@ -543,7 +543,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		fs->init_fd = opts->resume->init_fd;
 		if (fuse_session_mount(fs->se, dev_fd) != 0) {
 			rc = -EBADF;
-			seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
+			plugfs_seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
 			       opts->resume->fuse_fd, fs->mountpoint);
 			goto fail;
 		}
