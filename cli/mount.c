@@ -13,8 +13,10 @@
  * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
  * with sigtimedwait, which also runs the tombstone expiry.  SIGTERM and SIGINT
  * (and SIGUSR2) are blocked while the daemon starts (one that arrives then
- * takes effect as soon as the loop runs) and again once the loop has returned (more of them while
- * it unmounts change nothing): a stop signal always ends in a clean exit 0.
+ * takes effect as soon as the loop runs) and again once the loop has
+ * returned (more of them while it unmounts change nothing, and one during a
+ * re-exec is taken by the new program): a stop signal always ends in a clean
+ * exit 0.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -54,6 +56,9 @@ struct daemon {
 	bool house_started;
 	bool stopping; /* atomic */
 };
+
+/* The names of what is kept in systemd's file descriptor store. */
+static const char *const store_names[] = {"fuse", "init", "control"};
 
 /* The daemon's log of committed changes, one line each, in commit order: what
  * an operator reads to see which allocation a plugin pointed at, and when. */
@@ -116,6 +121,86 @@ static enum plugfs_log_level plog_level(enum log_level l)
 	return PLOG_INFO;
 }
 
+/* A clean stop: the store lets go of the connection before the unmount. */
+static void unstore_fds(void)
+{
+	char msg[64];
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", store_names[i]);
+		sd_notify_send(msg);
+	}
+}
+
+/*
+ * Under systemd, a fresh mount hands copies of the connection, its FUSE_INIT
+ * and the control socket to the service's file descriptor store
+ * (FileDescriptorStoreMax=), so that a start after a crash resumes them
+ * ($LISTEN_FDS).  Called from the FUSE init callback: never blocks.
+ */
+static void store_fds(const struct daemon *d)
+{
+	int fds[3], rc;
+	char msg[64];
+
+	if (!getenv("NOTIFY_SOCKET"))
+		return;
+	fs_connection_fds(d->fs, &fds[0], &fds[1]);
+	fds[2] = control_server_listen_fd(d->ctl);
+	/* What a previous mount left there is stale. */
+	unstore_fds();
+	for (size_t i = 0; i < 3; i++) {
+		if (fds[i] < 0)
+			continue;
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", store_names[i]);
+		rc = sd_notify_send_fds(msg, &fds[i], 1);
+		if (rc < 0)
+			log_warn("cannot hand `%s' to systemd's file descriptor store: %s",
+				 store_names[i], strerror(-rc));
+	}
+}
+
+/*
+ * What systemd passed from its file descriptor store ($LISTEN_FDS named
+ * fuse, init, control) into h.  1 when there is a connection to resume, 0
+ * when not (other fds are closed), -errno.
+ */
+static int handover_from_systemd(struct fs_handover *h)
+{
+	char **names = NULL;
+	int n = sd_listen_fds_with_names(&names);
+
+	h->fuse_fd = h->init_fd = h->control_fd = -1;
+	for (int i = 0; i < n; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+
+		if (strcmp(names[i], "fuse") == 0 && h->fuse_fd < 0)
+			h->fuse_fd = fd;
+		else if (strcmp(names[i], "init") == 0 && h->init_fd < 0)
+			h->init_fd = fd;
+		else if (strcmp(names[i], "control") == 0 && h->control_fd < 0)
+			h->control_fd = fd;
+		else
+			close(fd);
+	}
+	free(names);
+	if (n < 0)
+		return n;
+	if (h->fuse_fd >= 0 && h->init_fd >= 0)
+		return 1;
+	/* Half a handover is none: mount afresh. */
+	for (int i = 0; i < 3; i++) {
+		int *fd = i == 0 ? &h->fuse_fd : i == 1 ? &h->init_fd : &h->control_fd;
+
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+	}
+	return 0;
+}
+
 static void on_ready(void *arg)
 {
 	const struct daemon *d = arg;
@@ -128,6 +213,8 @@ static void on_ready(void *arg)
 	if (rc < 0)
 		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
 	log_info("ready: serving %s", d->cfg.mountpoint);
+	if (!fs_resumed(d->fs))
+		store_fds(d);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -408,6 +495,11 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "$%s does not name open file descriptors", FS_RESUME_ENV);
 		return EXIT_FAILED;
 	}
+	/* Or systemd's file descriptor store, after a crash. */
+	if (rc == 0 && (rc = handover_from_systemd(&resume)) < 0) {
+		cli_error(CMD, "$LISTEN_FDS: %s", strerror(-rc));
+		return EXIT_FAILED;
+	}
 	resuming = rc == 1 ? &resume : NULL;
 	rc = EXIT_FAILED;
 
@@ -499,6 +591,8 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 	log_info(handover ? "handing the mount over" : "stopping");
+	if (!handover)
+		unstore_fds();
 	rc = EXIT_OK;
 out:
 	if (!handover)

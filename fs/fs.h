@@ -93,6 +93,11 @@ int fs_run(struct plugfs_fs *fs);
  */
 int fs_handover(struct plugfs_fs *fs, struct fs_handover *h);
 
+/* The connection's /dev/fuse fd and its FUSE_INIT memfd (owned by fs; -1
+ * when not known yet: the INIT is saved before the init callback runs), e.g.
+ * to hand copies to systemd's file descriptor store. */
+void fs_connection_fds(struct plugfs_fs *fs, int *fuse_fd, int *init_fd);
+
 /* Asks fs_run to return; async-signal-safe. */
 void fs_exit(struct plugfs_fs *fs);
 
@@ -101,6 +106,10 @@ void fs_destroy(struct plugfs_fs *fs);
 
 /* Updates what can change without a remount (the cache timeout). */
 void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds);
+
+/* Whether fs serves a connection handed over by a previous process (false:
+ * it mounted afresh, also when the handed-over mount was gone). */
+bool fs_resumed(const struct plugfs_fs *fs);
 
 /* Number of FUSE requests served so far (for the benchmark and status). */
 unsigned long long fs_requests_served(struct plugfs_fs *fs);

@@ -472,6 +472,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	struct stat st;
 	char fstype[256];
 	dev_t dev;
+	const struct fs_handover *resume = opts->resume;
 	int rc;
 
 	*out = NULL;
@@ -516,9 +517,21 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	}
 
 	/* A resumed mount is ours and waits for us: no probe, no stat. */
-	if (opts->resume)
+	if (resume) {
 		rc = canonical(opts->mountpoint, canon, sizeof(canon), err, errlen);
-	else
+		if (rc != 0)
+			goto fail;
+		if (mount_at(canon, fstype, sizeof(fstype), NULL) != 1 ||
+		    strcmp(fstype, "fuse.plugfs") != 0) {
+			log_warn("fs: no plugfs mount left at %s to resume (it was detached); "
+				 "mounting afresh",
+				 canon);
+			close(resume->fuse_fd);
+			close(resume->init_fd);
+			resume = NULL;
+		}
+	}
+	if (!resume)
 		rc = prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
 	if (rc != 0)
 		goto fail;
@@ -563,18 +576,18 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
 		goto fail;
 	}
-	if (opts->resume) {
+	if (resume) {
 		char dev_fd[32];
 
 		/* libfuse takes /dev/fd/N as an open connection: no mount. */
-		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", opts->resume->fuse_fd);
-		fcntl(opts->resume->fuse_fd, F_SETFD, FD_CLOEXEC);
-		fcntl(opts->resume->init_fd, F_SETFD, FD_CLOEXEC);
-		fs->init_fd = opts->resume->init_fd;
+		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", resume->fuse_fd);
+		fcntl(resume->fuse_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(resume->init_fd, F_SETFD, FD_CLOEXEC);
+		fs->init_fd = resume->init_fd;
 		if (fuse_session_mount(fs->se, dev_fd) != 0) {
 			rc = -EBADF;
 			seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
-			       opts->resume->fuse_fd, fs->mountpoint);
+			       resume->fuse_fd, fs->mountpoint);
 			goto fail;
 		}
 		fs->resumed = true;
@@ -727,6 +740,11 @@ void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds)
 	pthread_rwlock_wrlock(&fs->lock);
 	fs->cache_timeout = seconds;
 	pthread_rwlock_unlock(&fs->lock);
+}
+
+bool fs_resumed(const struct plugfs_fs *fs)
+{
+	return fs->resumed;
 }
 
 unsigned long long fs_requests_served(struct plugfs_fs *fs)

@@ -230,3 +230,9 @@ int fs_handover(struct plugfs_fs *fs, struct fs_handover *h)
 	fs->mounted = false;
 	return 0;
 }
+
+void fs_connection_fds(struct plugfs_fs *fs, int *fuse_fd, int *init_fd)
+{
+	*fuse_fd = fs->mounted ? fuse_session_fd(fs->se) : -1;
+	*init_fd = fs->init_fd;
+}
