@@ -55,6 +55,10 @@ struct daemon {
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
+	bool ready;    /* the FUSE handshake was answered; atomic */
+	/* The listening control socket kept for the next program after
+	 * SIGUSR2 (the server is stopped then), -1; atomic. */
+	int kept_listen_fd;
 };
 
 /* The names of what is kept in systemd's file descriptor store. */
@@ -215,6 +219,7 @@ static void on_ready(void *arg)
 	log_info("ready: serving %s", d->cfg.mountpoint);
 	if (!fs_resumed(d->fs))
 		store_fds(d);
+	__atomic_store_n(&((struct daemon *)arg)->ready, true, __ATOMIC_SEQ_CST);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -306,15 +311,41 @@ static void expire_tombstones(struct daemon *d)
 		log_info("expired %d tombstone(s)", n);
 }
 
-/* SIGHUP and the hourly tombstone expiry, until d->stopping. */
+/*
+ * SIGUSR2, the first half: no registry mutation may queue kernel
+ * invalidations once the FUSE loop is gone (nobody would answer what they
+ * wait on), so the control server stops first, keeping its listening
+ * socket, and then the loop is asked to stop for the handover.  mount_main
+ * does the rest when fs_run returns.
+ */
+static void request_handover(struct daemon *d)
+{
+	int fd;
+
+	if (!__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->ctl) {
+		log_warn("SIGUSR2 ignored: %s", d->ctl ? "the FUSE handshake is not answered yet"
+						       : "a handover is under way");
+		return;
+	}
+	log_info("SIGUSR2: handing the mount over to a re-executed plugfs");
+	fd = control_server_stop_keep_listener(d->ctl);
+	__atomic_store_n(&d->ctl, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->kept_listen_fd, fd, __ATOMIC_SEQ_CST);
+	if (fs_request_handover(d->fs) != 0)
+		log_error("the FUSE connection cannot be handed over");
+}
+
+/* SIGHUP, SIGUSR2 and the hourly tombstone expiry, until d->stopping. */
 static void *house_main(void *arg)
 {
 	struct daemon *d = arg;
 	struct timespec next, now, wait;
 	sigset_t hup;
+	int sig;
 
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -324,9 +355,13 @@ static void *house_main(void *arg)
 		}
 		wait.tv_sec = next.tv_sec - now.tv_sec;
 		wait.tv_nsec = 0;
-		if (sigtimedwait(&hup, NULL, &wait) == SIGHUP &&
-		    !__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+		sig = sigtimedwait(&hup, NULL, &wait);
+		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+			break;
+		if (sig == SIGHUP)
 			reload(d);
+		else if (sig == SIGUSR2)
+			request_handover(d);
 	}
 	return NULL;
 }
@@ -340,7 +375,6 @@ static int house_start(struct daemon *d)
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	rc = pthread_create(&d->house, NULL, house_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -460,7 +494,7 @@ static void reexec(const struct daemon *d, const struct fs_handover *h)
 
 int mount_main(int argc, char *argv[])
 {
-	struct daemon d = {0};
+	struct daemon d = {.kept_listen_fd = -1};
 	struct cli_args args = {0};
 	struct registry_options ropts;
 	struct fs_options fo;
@@ -482,11 +516,11 @@ int mount_main(int argc, char *argv[])
 	 * until the loop runs (see the top of this file). */
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	/* A re-exec of ours (SIGUSR2) hands the mount over in the environment. */
@@ -574,17 +608,19 @@ int mount_main(int argc, char *argv[])
 	pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 	rc = fs_run(d.fs);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	/* The housekeeping thread made its last change to d.ctl and
+	 * d.kept_listen_fd before it asked the loop to stop. */
+	house_stop(&d);
 	if (rc == FS_RUN_HANDOVER) {
 		/* The loop finished what it had read; the rest waits in the
 		 * kernel (and clients in the socket's backlog) for the next
 		 * program. */
 		handover = fs_handover(d.fs, &out_h) == 0;
-		if (handover) {
-			out_h.control_fd = control_server_stop_keep_listener(d.ctl);
-			d.ctl = NULL;
-		}
+		out_h.control_fd = d.kept_listen_fd;
 		rc = 0;
 	}
+	if (!handover && d.kept_listen_fd >= 0)
+		close(d.kept_listen_fd); /* a stop signal came first */
 	if (rc != 0) {
 		rc = EXIT_FAILED;
 		log_error("the FUSE request loop failed");

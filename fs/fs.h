@@ -78,9 +78,9 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 
 /*
  * Serves requests until fs_exit() is called or a SIGTERM/SIGINT arrives
- * (handlers installed by fs_mount; SIGHUP is left to the caller).  A SIGUSR2
- * stops it the same way at a request boundary, for a handover.  Returns 0
- * on a clean stop, FS_RUN_HANDOVER after SIGUSR2, -errno on failure.
+ * (handlers installed by fs_mount; SIGHUP is left to the caller).  Returns 0
+ * on a clean stop, FS_RUN_HANDOVER after fs_request_handover, -errno on
+ * failure.
  */
 #define FS_RUN_HANDOVER 1
 int fs_run(struct plugfs_fs *fs);
@@ -100,6 +100,15 @@ void fs_connection_fds(struct plugfs_fs *fs, int *fuse_fd, int *init_fd);
 
 /* Asks fs_run to return; async-signal-safe. */
 void fs_exit(struct plugfs_fs *fs);
+
+/*
+ * Asks fs_run to return FS_RUN_HANDOVER: the loop stops reading at a request
+ * boundary and finishes what it has read; the rest waits in the kernel for
+ * the next process.  Call it once nothing can queue kernel invalidations any
+ * more (no registry mutation runs), from any thread.  0, or -EAGAIN before
+ * the connection's FUSE_INIT was saved (nothing to hand over yet).
+ */
+int fs_request_handover(struct plugfs_fs *fs);
 
 /* Unmounts (when still mounted), unsubscribes and frees. */
 void fs_destroy(struct plugfs_fs *fs);

@@ -99,6 +99,7 @@ struct fs_notifier {
  * while files were open). */
 struct fs_open {
 	struct fs_open *prev, *next;
+	uint64_t id; /* fi->fh: open_id_base + a count (ops.c says why) */
 	bool is_dir;
 };
 
@@ -134,8 +135,10 @@ struct plugfs_fs {
 	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
 
 	unsigned long long requests; /* atomic */
-	pthread_mutex_t open_mu;     /* guards open_list */
+	pthread_mutex_t open_mu;     /* guards open_list and open_count */
 	struct fs_open open_list;    /* sentinel */
+	uint64_t open_id_base;	     /* random, per process */
+	uint64_t open_count;
 };
 
 /* tree.c */

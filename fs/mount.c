@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -31,7 +32,7 @@
 
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
-static struct sigaction old_term, old_int, old_pipe, old_usr2;
+static struct sigaction old_term, old_int, old_pipe;
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -405,17 +406,14 @@ static void on_stop_signal(int sig)
 		fs_exit(fs);
 }
 
-/* SIGUSR2: stop at a request boundary and hand the connection over.  Only
- * once the FUSE_INIT is saved: without it the next process cannot resume. */
-static void on_handover_signal(int sig)
+int fs_request_handover(struct plugfs_fs *fs)
 {
-	struct plugfs_fs *fs = signal_fs;
-
-	(void)sig;
-	if (!fs || !__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
-		return;
+	/* Without the saved FUSE_INIT the next process cannot resume. */
+	if (!__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
+		return -EAGAIN;
 	__atomic_store_n(&fs->handover_asked, true, __ATOMIC_SEQ_CST);
 	fs_exit(fs);
+	return 0;
 }
 
 void fs_exit(struct plugfs_fs *fs)
@@ -444,8 +442,6 @@ static void install_signals(struct plugfs_fs *fs)
 	signal_fs = fs;
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGINT, &sa, &old_int);
-	sa.sa_handler = on_handover_signal;
-	sigaction(SIGUSR2, &sa, &old_usr2);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old_pipe);
 }
@@ -455,7 +451,6 @@ static void restore_signals(void)
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGINT, &old_int, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	sigaction(SIGUSR2, &old_usr2, NULL);
 	signal_fs = NULL;
 }
 
@@ -499,6 +494,11 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_mu, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
+	/* Handle ids never match those of the process before a handover. */
+	if (getrandom(&fs->open_id_base, sizeof(fs->open_id_base), 0) !=
+	    (ssize_t)sizeof(fs->open_id_base))
+		fs->open_id_base = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL) << 8;
+	fs->open_id_base &= ~(uint64_t)0xffffffff; /* room for the count */
 	fs_notifier_init(&fs->notifier);
 	fs->reg = reg;
 	fs->cache_timeout = opts->cache_timeout;
@@ -634,8 +634,8 @@ static int first_request(struct plugfs_fs *fs)
 	}
 	rc = fs_save_init(fs, &buf);
 	if (rc != 0)
-		log_warn("fs: cannot keep the FUSE_INIT request (%s): SIGUSR2 will not hand the "
-			 "mount over",
+		log_warn("fs: cannot keep the FUSE_INIT request (%s): the mount cannot be "
+			 "handed over",
 			 strerror(-rc));
 	fuse_session_process_buf(fs->se, &buf);
 	free(buf.mem);
@@ -649,11 +649,10 @@ int fs_run(struct plugfs_fs *fs)
 
 	fs->loop_thread = pthread_self();
 	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
+	/* Both set can_handover before the init callback runs. */
 	rc = fs->resumed ? fs_resume_session(fs) : first_request(fs);
 	if (rc != 0)
 		goto out;
-	if (fs->init_fd >= 0)
-		__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		rc = -ENOMEM;

@@ -122,6 +122,7 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf)
 		return -e;
 	}
 	fs->init_fd = fd;
+	__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -185,6 +186,7 @@ int fs_resume_session(struct plugfs_fs *fs)
 	}
 	buf.mem = init;
 	buf.size = (size_t)n;
+	__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	/* Its reply goes to a request the kernel no longer has. */
 	fuse_session_process_buf(fs->se, &buf);
 	if (fuse_session_exited(fs->se)) {
