@@ -6,8 +6,9 @@
 # each of three SIGKILLs the restarted daemon resumes them.  A consumer
 # loops connect() through a bind mount of a plugin directory meanwhile, and
 # a registration is made during one outage: 0 failed connects, the
-# registration waits and is served after.  A SIGTERM then empties the store
-# (FDSTOREREMOVE=1) and unmounts.  Prints tried/failed/longest stall.
+# registration waits and is served after.  Then five SIGKILLs under a reader
+# and a client switching allocations: 0 failed reads.  A SIGTERM then
+# empties the store (FDSTOREREMOVE=1) and unmounts.  Prints the figures.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 command -v python3 >/dev/null || die "python3 is not installed"
@@ -81,6 +82,51 @@ check_eq "every restart resumed" "$KILLS" "$(resumed)"
 check "the store still holds the three" store_is "control fuse init "
 check "no mount was made afresh after the first" \
 	test "$(grep -c 'fs: mounted plugfs' "$DAEMON_LOG")" -eq 1
+
+# SIGKILLs while a client switches the active allocation back and forth and
+# a reader loops through the mount: every read is answered (requests the
+# killed process had read are resent, its open handles are served from the
+# nodes).  A registration the killed process had accepted but not answered
+# fails with it; one made while no daemon runs waits and succeeds.
+E=$MNT/plugins/csi-node/rx
+(
+	n=0 bad=0
+	while [ ! -e "$T/stop2" ]; do
+		a=a$((n % 2))
+		plugfs register --type csi-node --name rx --alloc "$a" --socket "$T/run/$a/csi.sock" \
+			>/dev/null 2>&1 || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	echo "$n $bad" >"$T/switch.out"
+) &
+spid=$!
+_PIDS+=("$spid")
+(
+	bad=0
+	while [ ! -e "$T/stop2" ]; do
+		readlink "$E/csi.sock" >/dev/null && ls "$E/allocs" >/dev/null && cat "$E/info" >/dev/null ||
+			bad=$((bad + 1))
+	done
+	echo "$bad" >"$T/reader.out"
+) 2>>"$T/reader.err" &
+rpid=$!
+_PIDS+=("$rpid")
+n0=$(resumed)
+for i in 1 2 3 4 5; do
+	sleep "0.$(printf '%03d' $((100 + RANDOM % 200)))"
+	kill -KILL "$pid"
+	wait_until --pid "$SD_PID" 30 "restart $i under switches resumed the mount" \
+		resumed_ge $((n0 + i)) || exit 1
+	pid=$(cat "$T/sd/pid")
+done
+sleep 0.2
+touch "$T/stop2"
+wait "$spid" "$rpid"
+read -r regs regfail <"$T/switch.out"
+echo "# SIGKILLs under switches: 5, reads failed: $(cat "$T/reader.out"), registrations: $regs, failed: $regfail"
+head -n 3 "$T/reader.err" 2>/dev/null | sed 's/^/#   /'
+check_eq "no read through the mount failed across the kills" 0 "$(cat "$T/reader.out")"
+check "registrations went on after the kills" test "$regs" -gt "$regfail"
 
 # A clean stop lets go of the store and unmounts.
 kill -TERM "$pid"
