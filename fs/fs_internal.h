@@ -196,6 +196,20 @@ bool fs_abort_conn_minor(unsigned minor);
 /* Kills and reaps the guard (a clean stop: nothing left to guard). */
 void fs_guard_stop(struct fs_guard *g);
 
+/* mountpoint.c */
+/*
+ * The topmost mount at path in /proc/self/mountinfo: its filesystem type
+ * (e.g. "fuse.plugfs") into fstype and its device into *dev (may be NULL).
+ * 1 when found, 0 when path is no mount point, -errno.
+ */
+int fs_mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev);
+/* An absolute, canonical spelling of path into out that works while path
+ * itself cannot be stat'ed (a dead mount); 0 or -errno with err set. */
+int fs_canonical(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+/* Readies path for a mount (mountpoint.c says how), its canonical spelling
+ * into canon; 0 or -errno with err set. */
+int fs_prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err, size_t errlen);
+
 /* resume.c */
 /* Keeps the raw FUSE_INIT request in a new memfd (fs->init_fd); 0 or -errno. */
 int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf);
