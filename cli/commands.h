@@ -11,6 +11,7 @@
 
 int version_main(int argc, char *argv[]);
 int state_main(int argc, char *argv[]);
+int stoppost_main(int argc, char *argv[]);
 int register_main(int argc, char *argv[]);
 int deregister_main(int argc, char *argv[]);
 int list_main(int argc, char *argv[]);

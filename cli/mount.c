@@ -13,11 +13,12 @@
  * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
  * with sigtimedwait, which also runs the tombstone expiry.  SIGTERM and SIGINT
  * (and SIGUSR2) are blocked while the daemon starts (one that arrives then
- * takes effect as soon as the loop runs) and again once the loop has returned (more of them while
- * it unmounts change nothing): a stop signal always ends in a clean exit 0.
+ * takes effect as soon as the loop runs) and again once the loop has
+ * returned (more of them while it unmounts change nothing, and one during a
+ * re-exec is taken by the new program): a stop signal always ends in a clean
+ * exit 0.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,7 +26,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +34,7 @@
 #include "config.h"
 #include "control.h"
 #include "fs.h"
+#include "handover.h"
 #include "log.h"
 #include "registry.h"
 #include "sdnotify.h"
@@ -53,6 +54,17 @@ struct daemon {
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
+	bool ready;    /* the FUSE handshake was answered; atomic */
+	/* The listening control socket kept for the next program after
+	 * SIGUSR2 (the server is stopped then), -1; atomic. */
+	int kept_listen_fd;
+	/* --keep-mount: a stop signal leaves the mount to the next start. */
+	bool keep_mount;
+	/* The connection is in systemd's file descriptor store (handed over
+	 * by this process, or by the one it resumed from); atomic. */
+	bool stored;
+	/* The handover under way is a stop, not a re-exec; atomic. */
+	bool stop_keeping;
 };
 
 /* The daemon's log of committed changes, one line each, in commit order: what
@@ -81,7 +93,7 @@ static void log_change(const struct reg_event *ev, void *arg)
 }
 
 static const char usage[] =
-    "Usage: plugfs mount [-c FILE] [--mountpoint DIR] [--debug]\n"
+    "Usage: plugfs mount [-c FILE] [--mountpoint DIR] [--keep-mount] [--debug]\n"
     "\n"
     "Runs the plugfs daemon in the foreground: loads the config and the state\n"
     "file, mounts the filesystem at [mount] mountpoint and serves it until\n"
@@ -95,7 +107,16 @@ static const char usage[] =
     "finished, requests that arrive meanwhile wait and are answered by the new\n"
     "program, `plugfs register' waits in the control socket's backlog.\n"
     "\n"
+    "Under systemd ($NOTIFY_SOCKET) a fresh mount hands its FUSE connection to the\n"
+    "service's file descriptor store (FileDescriptorStoreMax=); a start that finds\n"
+    "it there ($LISTEN_FDS) resumes the mount instead of mounting, so a crash or a\n"
+    "restart is a stall for consumers, not an error.\n"
+    "\n"
     "  --mountpoint DIR   mount here instead of [mount] mountpoint\n"
+    "  --keep-mount       on SIGTERM or SIGINT, when the connection is in the file\n"
+    "                     descriptor store, stop without unmounting: the next start\n"
+    "                     resumes the mount; `plugfs stop-post' (ExecStopPost=)\n"
+    "                     detaches it when the stop is not a restart\n"
     "  --debug            debug logging and libfuse request tracing\n"
     "  -c FILE            config file (else $PLUGFS_CONFIG, else " CONFIG_DEFAULT_PATH ")\n"
     "\n"
@@ -113,6 +134,9 @@ static void on_ready(void *arg)
 	if (rc < 0)
 		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
 	log_info("ready: serving %s", d->cfg.mountpoint);
+	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
+		__atomic_store_n(&((struct daemon *)arg)->stored, true, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&((struct daemon *)arg)->ready, true, __ATOMIC_SEQ_CST);
 }
 
 static bool str_eq(const char *a, const char *b)
@@ -204,15 +228,75 @@ static void expire_tombstones(struct daemon *d)
 		log_info("expired %d tombstone(s)", n);
 }
 
-/* SIGHUP and the hourly tombstone expiry, until d->stopping. */
+/*
+ * SIGUSR2, the first half: no registry mutation may queue kernel
+ * invalidations once the FUSE loop is gone (nobody would answer what they
+ * wait on), so the control server stops first, keeping its listening
+ * socket, and then the loop is asked to stop for the handover.  mount_main
+ * does the rest when fs_run returns.
+ */
+static void handover_now(struct daemon *d);
+
+static void request_handover(struct daemon *d)
+{
+
+	if (!__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->ctl) {
+		log_warn("SIGUSR2 ignored: %s", d->ctl ? "the FUSE handshake is not answered yet"
+						       : "a handover is under way");
+		return;
+	}
+	log_info("SIGUSR2: handing the mount over to a re-executed plugfs");
+	handover_now(d);
+}
+
+/*
+ * --keep-mount and a stop signal: under systemd with the connection in the
+ * file descriptor store, the process stops as for a re-exec (requests it
+ * read are answered, the rest wait in the kernel, clients in the control
+ * socket's backlog) and exits, leaving the mount for the next start or for
+ * `plugfs stop-post' to detach.  Otherwise a plain stop (unmount).
+ */
+static void request_stop(struct daemon *d, int sig)
+{
+	if (!__atomic_load_n(&d->stored, __ATOMIC_SEQ_CST) ||
+	    !__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->ctl) {
+		fs_exit(d->fs);
+		return;
+	}
+	log_info("%s: stopping; the mount stays in systemd's file descriptor store for the next "
+		 "start",
+		 strsignal(sig));
+	__atomic_store_n(&d->stop_keeping, true, __ATOMIC_SEQ_CST);
+	handover_now(d);
+}
+
+static void handover_now(struct daemon *d)
+{
+	int fd;
+
+	fd = control_server_stop_keep_listener(d->ctl);
+	__atomic_store_n(&d->ctl, NULL, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->kept_listen_fd, fd, __ATOMIC_SEQ_CST);
+	if (fs_request_handover(d->fs) != 0)
+		log_error("the FUSE connection cannot be handed over");
+}
+
+/* SIGHUP, SIGUSR2 and the hourly tombstone expiry, until d->stopping. */
 static void *house_main(void *arg)
 {
 	struct daemon *d = arg;
 	struct timespec next, now, wait;
 	sigset_t hup;
+	int sig;
 
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
+	if (d->keep_mount) {
+		/* Blocked in every thread: taken here, not by the loop. */
+		sigaddset(&hup, SIGTERM);
+		sigaddset(&hup, SIGINT);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -222,9 +306,15 @@ static void *house_main(void *arg)
 		}
 		wait.tv_sec = next.tv_sec - now.tv_sec;
 		wait.tv_nsec = 0;
-		if (sigtimedwait(&hup, NULL, &wait) == SIGHUP &&
-		    !__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+		sig = sigtimedwait(&hup, NULL, &wait);
+		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+			break;
+		if (sig == SIGHUP)
 			reload(d);
+		else if (sig == SIGUSR2)
+			request_handover(d);
+		else if (sig == SIGTERM || sig == SIGINT)
+			request_stop(d, sig);
 	}
 	return NULL;
 }
@@ -238,7 +328,6 @@ static int house_start(struct daemon *d)
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, &old);
 	rc = pthread_create(&d->house, NULL, house_main, d);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -263,6 +352,8 @@ static int mount_option(void *st, int c, char *arg)
 
 	if (c == 'm')
 		d->mountpoint_arg = arg;
+	else if (c == 'k')
+		d->keep_mount = true;
 	else
 		d->debug = true;
 	return EXIT_OK;
@@ -271,6 +362,7 @@ static int mount_option(void *st, int c, char *arg)
 static const struct option mount_longopts[] = {
     {"mountpoint", required_argument, NULL, 'm'},
     {"debug", no_argument, NULL, 'd'},
+    {"keep-mount", no_argument, NULL, 'k'},
     {NULL, 0, NULL, 0},
 };
 
@@ -282,89 +374,15 @@ static const struct cli_verb mount_verb = {
     .option = mount_option,
 };
 
-/* This process's argv from /proc/self/cmdline (NULL-terminated, one
- * allocation), so that a re-exec runs the same command line. */
-static char **own_argv(void)
-{
-	char buf[16384], **argv;
-	size_t n = 0, count = 0;
-	ssize_t r;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
-		n += (size_t)r;
-	close(fd);
-	if (n == 0 || n >= sizeof(buf) - 1)
-		return NULL;
-	buf[n] = '\0';
-	for (size_t i = 0; i < n; i++)
-		count += buf[i] == '\0';
-	argv = malloc((count + 1) * sizeof(*argv) + n + 1);
-	if (!argv)
-		return NULL;
-	char *str = (char *)(argv + count + 1);
-
-	memcpy(str, buf, n + 1);
-	for (size_t i = 0, k = 0; k < count; k++) {
-		argv[k] = str + i;
-		i += strlen(str + i) + 1;
-	}
-	argv[count] = NULL;
-	return argv;
-}
-
-/*
- * The second half of SIGUSR2: every other thread is gone and h holds the
- * connection and the control socket.  Executes the binary on disk (after an
- * upgrade replaced it, /proc/self/exe names the old, deleted file) with the
- * same arguments and $PLUGFS_RESUME_FDS.  Returns only on failure: the
- * mount is then detached (nobody would serve it) and the socket closed.
- */
-static void reexec(const struct daemon *d, const struct fs_handover *h)
-{
-	char exe[4096];
-	const char *path = "/proc/self/exe";
-	char **argv = own_argv();
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int rc;
-
-	if (n > 0) {
-		const char *del = " (deleted)";
-		size_t dl = strlen(del);
-
-		exe[n] = '\0';
-		if ((size_t)n > dl && strcmp(exe + n - dl, del) == 0)
-			exe[n - dl] = '\0';
-		if (access(exe, X_OK) == 0)
-			path = exe;
-	}
-	rc = argv ? fs_handover_to_env(h) : -ENOMEM;
-	if (rc == 0) {
-		log_info("re-executing %s (pid %ld), keeping the mount", path, (long)getpid());
-		execv(path, argv);
-		rc = -errno;
-	}
-	log_error("cannot re-execute %s: %s; unmounting", path, strerror(-rc));
-	free(argv);
-	close(h->fuse_fd);
-	close(h->init_fd);
-	if (h->control_fd >= 0)
-		close(h->control_fd);
-	if (umount2(d->cfg.mountpoint, MNT_DETACH) != 0)
-		log_warn("cannot unmount %s: %s", d->cfg.mountpoint, strerror(errno));
-}
-
 int mount_main(int argc, char *argv[])
 {
-	struct daemon d = {0};
+	struct daemon d = {.kept_listen_fd = -1};
 	struct cli_args args = {0};
 	struct registry_options ropts;
 	struct fs_options fo;
 	struct fs_handover resume, out_h = {-1, -1, -1};
 	const struct fs_handover *resuming;
-	bool handover = false;
+	bool handover = false, kept = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
 	int rc;
@@ -380,11 +398,11 @@ int mount_main(int argc, char *argv[])
 	 * until the loop runs (see the top of this file). */
 	sigemptyset(&hup);
 	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &hup, NULL);
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	sigaddset(&stop, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	/* A re-exec of ours (SIGUSR2) hands the mount over in the environment. */
@@ -393,7 +411,14 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "$%s does not name open file descriptors", FS_RESUME_ENV);
 		return EXIT_FAILED;
 	}
+	/* Or systemd's file descriptor store, after a crash. */
+	if (rc == 0 && (rc = handover_from_systemd(&resume)) < 0) {
+		cli_error(CMD, "$LISTEN_FDS: %s", strerror(-rc));
+		return EXIT_FAILED;
+	}
 	resuming = rc == 1 ? &resume : NULL;
+	/* A resumed connection was stored by the process that mounted it. */
+	d.stored = resuming && getenv("NOTIFY_SOCKET");
 	rc = EXIT_FAILED;
 
 	if (cli_load_config(CMD, d.config_path, &d.cfg) != EXIT_OK)
@@ -464,26 +489,44 @@ int mount_main(int argc, char *argv[])
 
 	/* A stop signal that came while starting is taken now: fs_run
 	 * returns at once. */
-	pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+	if (!d.keep_mount) /* else the housekeeping thread takes them */
+		pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 	rc = fs_run(d.fs);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	/* The housekeeping thread made its last change to d.ctl and
+	 * d.kept_listen_fd before it asked the loop to stop. */
+	house_stop(&d);
 	if (rc == FS_RUN_HANDOVER) {
 		/* The loop finished what it had read; the rest waits in the
 		 * kernel (and clients in the socket's backlog) for the next
 		 * program. */
 		handover = fs_handover(d.fs, &out_h) == 0;
-		if (handover) {
-			out_h.control_fd = control_server_stop_keep_listener(d.ctl);
-			d.ctl = NULL;
-		}
+		out_h.control_fd = d.kept_listen_fd;
 		rc = 0;
+		if (handover && __atomic_load_n(&d.stop_keeping, __ATOMIC_SEQ_CST)) {
+			/* systemd's store holds copies: ours just go. */
+			int fds[] = {out_h.fuse_fd, out_h.init_fd, out_h.control_fd};
+
+			for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+				if (fds[i] >= 0)
+					close(fds[i]);
+			d.kept_listen_fd = -1;
+			handover = false;
+			kept = true;
+		}
 	}
+	if (!handover && d.kept_listen_fd >= 0)
+		close(d.kept_listen_fd); /* a stop signal came first */
 	if (rc != 0) {
 		rc = EXIT_FAILED;
 		log_error("the FUSE request loop failed");
 		goto out;
 	}
-	log_info(handover ? "handing the mount over" : "stopping");
+	log_info(handover ? "handing the mount over"
+		 : kept	  ? "stopped; the mount waits for the next start"
+			  : "stopping");
+	if (!handover && !kept)
+		handover_unstore();
 	rc = EXIT_OK;
 out:
 	if (!handover)
@@ -498,7 +541,7 @@ out:
 	if (d.reg)
 		registry_close(d.reg);
 	if (handover) {
-		reexec(&d, &out_h);
+		handover_reexec(d.cfg.mountpoint, &out_h);
 		rc = EXIT_FAILED;
 	}
 	config_free(&d.cfg);

@@ -361,3 +361,8 @@ int control_server_stop_keep_listener(struct control_server *srv)
 	server_free(srv);
 	return fd;
 }
+
+int control_server_listen_fd(const struct control_server *srv)
+{
+	return srv ? srv->listen_fd : -1;
+}

@@ -98,6 +98,7 @@ struct fs_notifier {
  * while files were open). */
 struct fs_open {
 	struct fs_open *prev, *next;
+	uint64_t id; /* fi->fh: open_id_base + a count (ops.c says why) */
 	bool is_dir;
 };
 
@@ -133,8 +134,10 @@ struct plugfs_fs {
 	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
 
 	unsigned long long requests; /* atomic */
-	pthread_mutex_t open_mu;     /* guards open_list */
+	pthread_mutex_t open_mu;     /* guards open_list and open_count */
 	struct fs_open open_list;    /* sentinel */
+	uint64_t open_id_base;	     /* random, per process */
+	uint64_t open_count;
 };
 
 /* tree.c */
@@ -191,6 +194,20 @@ void fs_guard_set_conn(struct fs_guard *g, unsigned minor);
 bool fs_abort_conn_minor(unsigned minor);
 /* Kills and reaps the guard (a clean stop: nothing left to guard). */
 void fs_guard_stop(struct fs_guard *g);
+
+/* mountpoint.c */
+/*
+ * The topmost mount at path in /proc/self/mountinfo: its filesystem type
+ * (e.g. "fuse.plugfs") into fstype and its device into *dev (may be NULL).
+ * 1 when found, 0 when path is no mount point, -errno.
+ */
+int fs_mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev);
+/* An absolute, canonical spelling of path into out that works while path
+ * itself cannot be stat'ed (a dead mount); 0 or -errno with err set. */
+int fs_canonical(const char *path, char *out, size_t outlen, char *err, size_t errlen);
+/* Readies path for a mount (mountpoint.c says how), its canonical spelling
+ * into canon; 0 or -errno with err set. */
+int fs_prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err, size_t errlen);
 
 /* resume.c */
 /* Keeps the raw FUSE_INIT request in a new memfd (fs->init_fd); 0 or -errno. */

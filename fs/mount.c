@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Mounting and the life cycle: load the view and subscribe (atomically),
- * prepare the mountpoint (create it, detach a stale mount, refuse a live
- * one), mount, serve, unmount.
+ * prepare the mountpoint (mountpoint.c) or resume a handed-over connection
+ * (resume.c), mount, serve, unmount.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -27,13 +28,16 @@
 #include "log.h"
 #include "registry.h"
 
-#define STALE_DETACH_MAX 8
-/* How long a mount at the mountpoint may take to answer statfs. */
-#define MOUNT_PROBE_MS 2000
-
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
-static struct sigaction old_term, old_int, old_pipe, old_usr2;
+static struct sigaction old_term, old_int, old_pipe, old_wake;
+
+/* Interrupts the loop's wait; fs_exit has already asked it to stop. */
+#define FS_WAKE_SIGNAL SIGUSR1
+static void on_wake_signal(int sig)
+{
+	(void)sig;
+}
 
 /* ---- registry events ---------------------------------------------------- */
 
@@ -107,252 +111,6 @@ out:
 	c->rc = rc;
 }
 
-/* ---- the mountpoint ----------------------------------------------------- */
-
-/* Undoes the octal escapes (\040 ...) of /proc/self/mountinfo. */
-static void unescape(char *s)
-{
-	char *d = s;
-
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = '\0';
-}
-
-/*
- * The topmost mount at path in /proc/self/mountinfo: its filesystem type
- * (e.g. "fuse.plugfs") into fstype and its device into *dev.  1 when found,
- * 0 when path is no mount point, -errno.
- */
-static int mount_at(const char *path, char *fstype, size_t fslen, dev_t *dev)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		unsigned maj, min;
-		char mp[PATH_MAX + 1], type[256];
-		char *sep = strstr(line, " - ");
-
-		if (!sep || sscanf(line, "%*u %*u %u:%u %*s %4096s", &maj, &min, mp) != 3 ||
-		    sscanf(sep + 3, "%255s", type) != 1)
-			continue;
-		unescape(mp);
-		if (strcmp(mp, path) != 0)
-			continue;
-		found = 1;
-		snprintf(fstype, fslen, "%s", type);
-		if (dev)
-			*dev = makedev(maj, min);
-	}
-	free(line);
-	fclose(f);
-	return found;
-}
-
-/* The mountpoint and its parents, 0755 whatever the umask. */
-static int mkdir_p(const char *path, char *err, size_t errlen)
-{
-	char why[PATH_MAX + 64];
-	int rc = plugfs_mkdir_p(path, 0755, why, sizeof(why));
-
-	if (rc != 0)
-		plugfs_seterr(err, errlen, "cannot create mountpoint `%s': %s", path, why);
-	return rc;
-}
-
-/* An absolute, canonical spelling of path that works while path itself
- * cannot be stat'ed (a dead mount): realpath of the parent + the last name. */
-static int canonical(const char *path, char *out, size_t outlen, char *err, size_t errlen)
-{
-	char tmp[PATH_MAX], parent[PATH_MAX];
-	char *slash;
-	const char *base;
-
-	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp) || tmp[0] == '\0') {
-		plugfs_seterr(err, errlen, "mountpoint `%s': not a usable path", path);
-		return -EINVAL;
-	}
-	while (strlen(tmp) > 1 && tmp[strlen(tmp) - 1] == '/')
-		tmp[strlen(tmp) - 1] = '\0';
-	slash = strrchr(tmp, '/');
-	if (!slash) {
-		base = tmp;
-		snprintf(parent, sizeof(parent), ".");
-	} else if (slash == tmp) {
-		base = tmp + 1;
-		snprintf(parent, sizeof(parent), "/");
-	} else {
-		*slash = '\0';
-		base = slash + 1;
-		snprintf(parent, sizeof(parent), "%s", tmp);
-	}
-	if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0 || base[0] == '\0') {
-		if (!realpath(path, out)) {
-			plugfs_seterr(err, errlen, "mountpoint `%s': %s", path, strerror(errno));
-			return -errno;
-		}
-		return 0;
-	}
-	char *rp = realpath(parent, NULL);
-
-	if (!rp) {
-		int e = errno;
-
-		plugfs_seterr(err, errlen, "mountpoint `%s': parent directory: %s", path,
-			      strerror(e));
-		return -e;
-	}
-	if (snprintf(out, outlen, "%s/%s", strcmp(rp, "/") == 0 ? "" : rp, base) >= (int)outlen) {
-		free(rp);
-		plugfs_seterr(err, errlen, "mountpoint `%s': path too long", path);
-		return -ENAMETOOLONG;
-	}
-	free(rp);
-	return 0;
-}
-
-/*
- * statfs(path) in a child process, bounded by timeout_ms: a mount whose
- * daemon hangs (or cannot finish dying) never answers, and a wait on it in
- * this process would be a wait this process cannot always be killed out of
- * cleanly.  0 when it answers, -ETIMEDOUT when it does not, -errno of
- * statfs otherwise.
- */
-static int probe_statfs(const char *path, int timeout_ms)
-{
-	struct pollfd pfd;
-	int status = 0, pidfd, rc;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		struct statfs sfs;
-
-		_exit(statfs(path, &sfs) == 0 ? 0 : (errno & 0xff));
-	}
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (pidfd >= 0) {
-		pfd.fd = pidfd;
-		pfd.events = POLLIN;
-		while ((rc = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
-			;
-		close(pidfd);
-		if (rc == 0)
-			kill(pid, SIGKILL); /* a FUSE wait is killable */
-	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFSIGNALED(status))
-		return -ETIMEDOUT;
-	return WIFEXITED(status) ? -WEXITSTATUS(status) : -EIO;
-}
-
-static int prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err,
-			      size_t errlen)
-{
-	struct stat st;
-	char fstype[256];
-	dev_t dev = 0;
-	int found = 0, rc;
-
-	/* Nothing here touches a FUSE mount at the mountpoint directly: a
-	 * stat of a hung one would wait for good.  mountinfo first. */
-	rc = canonical(path, canon, canonlen, NULL, 0);
-	if (rc == -ENOENT) {
-		/* The parent is missing: no mount can be there. */
-		rc = mkdir_p(path, err, errlen);
-		if (rc != 0)
-			return rc;
-		log_info("fs: created mountpoint %s", path);
-	}
-	rc = canonical(path, canon, canonlen, err, errlen);
-	if (rc != 0)
-		return rc;
-	for (int i = 0; i <= STALE_DETACH_MAX; i++) {
-		found = mount_at(canon, fstype, sizeof(fstype), &dev);
-		if (found != 1 || strncmp(fstype, "fuse", 4) != 0)
-			break;
-		/* A FUSE mount whose daemon died answers ENOTCONN to statfs
-		 * (stat may still be answered from the attribute cache); one
-		 * whose daemon hangs does not answer at all. */
-		rc = probe_statfs(canon, MOUNT_PROBE_MS);
-		if (rc == 0)
-			break;
-		if (rc == -ETIMEDOUT) {
-			unsigned minor = (unsigned)((major(dev) << 20) | minor(dev));
-
-			if (strcmp(fstype, "fuse.plugfs") != 0) {
-				plugfs_seterr(
-				    err, errlen,
-				    "mountpoint `%s': the %s mount there does not answer "
-				    "(within %d ms); not touching another filesystem's mount",
-				    canon, fstype, MOUNT_PROBE_MS);
-				return -EBUSY;
-			}
-			log_warn("fs: the plugfs mount at %s does not answer within %d ms (its "
-				 "daemon hangs); aborting its FUSE connection %u",
-				 canon, MOUNT_PROBE_MS, minor);
-			if (!fs_abort_conn_minor(minor)) {
-				rc = -errno;
-				plugfs_seterr(
-				    err, errlen,
-				    "the plugfs mount at `%s' hangs and its FUSE connection %u "
-				    "cannot be aborted: %s",
-				    canon, minor, strerror(errno));
-				return rc;
-			}
-		} else if (rc != -ENOTCONN && rc != -ECONNABORTED) {
-			plugfs_seterr(err, errlen, "mountpoint `%s' (a %s mount): %s", canon,
-				      fstype, strerror(-rc));
-			return rc;
-		}
-		if (umount2(canon, MNT_DETACH) != 0) {
-			rc = -errno;
-			plugfs_seterr(err, errlen, "cannot detach the stale %s mount at `%s': %s",
-				      fstype, canon, strerror(errno));
-			return rc;
-		}
-		log_warn("fs: detached a stale %s mount at %s (its daemon is gone)", fstype, canon);
-	}
-	if (found == 1 && strcmp(fstype, "fuse.plugfs") == 0) {
-		plugfs_seterr(
-		    err, errlen,
-		    "a live plugfs mount is already at `%s' (is another `plugfs mount' running?); "
-		    "not stacking a second one",
-		    canon);
-		return -EBUSY;
-	}
-	if (stat(canon, &st) != 0 && errno == ENOENT) {
-		rc = mkdir_p(canon, err, errlen);
-		if (rc != 0)
-			return rc;
-		log_info("fs: created mountpoint %s", canon);
-	}
-	if (stat(canon, &st) != 0) {
-		rc = -errno;
-		plugfs_seterr(err, errlen, "mountpoint `%s': %s", canon, strerror(errno));
-		return rc;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		plugfs_seterr(err, errlen, "mountpoint `%s' is not a directory", canon);
-		return -ENOTDIR;
-	}
-	return 0;
-}
-
 /* Fails every outstanding request of our connection (fusectl). */
 static void abort_conn(void *arg)
 {
@@ -375,17 +133,14 @@ static void on_stop_signal(int sig)
 		fs_exit(fs);
 }
 
-/* SIGUSR2: stop at a request boundary and hand the connection over.  Only
- * once the FUSE_INIT is saved: without it the next process cannot resume. */
-static void on_handover_signal(int sig)
+int fs_request_handover(struct plugfs_fs *fs)
 {
-	struct plugfs_fs *fs = signal_fs;
-
-	(void)sig;
-	if (!fs || !__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
-		return;
+	/* Without the saved FUSE_INIT the next process cannot resume. */
+	if (!__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
+		return -EAGAIN;
 	__atomic_store_n(&fs->handover_asked, true, __ATOMIC_SEQ_CST);
 	fs_exit(fs);
+	return 0;
 }
 
 void fs_exit(struct plugfs_fs *fs)
@@ -393,13 +148,15 @@ void fs_exit(struct plugfs_fs *fs)
 	int saved = errno;
 
 	fuse_session_exit(fs->se);
-	/* The loop waits in sem_wait in its own thread: a signal wakes it.
-	 * fs_run stores loop_thread before it sets loop_running: an atomic
-	 * read of the flag makes the thread id visible here (fs_exit may run
-	 * in another thread, or in a signal handler). */
+	/* The loop waits in sem_wait in its own thread: a signal wakes it
+	 * (FS_WAKE_SIGNAL, whose handler does nothing, so it works while the
+	 * caller keeps SIGTERM blocked in that thread).  fs_run stores
+	 * loop_thread before it sets loop_running: an atomic read of the flag
+	 * makes the thread id visible here (fs_exit may run in another
+	 * thread, or in a signal handler). */
 	if (__atomic_load_n(&fs->loop_running, __ATOMIC_SEQ_CST) &&
 	    !pthread_equal(pthread_self(), fs->loop_thread))
-		pthread_kill(fs->loop_thread, SIGTERM);
+		pthread_kill(fs->loop_thread, FS_WAKE_SIGNAL);
 	errno = saved;
 }
 
@@ -414,8 +171,8 @@ static void install_signals(struct plugfs_fs *fs)
 	signal_fs = fs;
 	sigaction(SIGTERM, &sa, &old_term);
 	sigaction(SIGINT, &sa, &old_int);
-	sa.sa_handler = on_handover_signal;
-	sigaction(SIGUSR2, &sa, &old_usr2);
+	sa.sa_handler = on_wake_signal;
+	sigaction(FS_WAKE_SIGNAL, &sa, &old_wake);
 	sa.sa_handler = SIG_IGN;
 	sigaction(SIGPIPE, &sa, &old_pipe);
 }
@@ -424,8 +181,8 @@ static void restore_signals(void)
 {
 	sigaction(SIGTERM, &old_term, NULL);
 	sigaction(SIGINT, &old_int, NULL);
+	sigaction(FS_WAKE_SIGNAL, &old_wake, NULL);
 	sigaction(SIGPIPE, &old_pipe, NULL);
-	sigaction(SIGUSR2, &old_usr2, NULL);
 	signal_fs = NULL;
 }
 
@@ -442,6 +199,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	struct stat st;
 	char fstype[256];
 	dev_t dev;
+	const struct fs_handover *resume = opts->resume;
 	int rc;
 
 	*out = NULL;
@@ -468,6 +226,11 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	pthread_rwlock_init(&fs->lock, NULL);
 	pthread_mutex_init(&fs->open_mu, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
+	/* Handle ids never match those of the process before a handover. */
+	if (getrandom(&fs->open_id_base, sizeof(fs->open_id_base), 0) !=
+	    (ssize_t)sizeof(fs->open_id_base))
+		fs->open_id_base = ((uint64_t)getpid() << 40) ^ (uint64_t)time(NULL) << 8;
+	fs->open_id_base &= ~(uint64_t)0xffffffff; /* room for the count */
 	fs_notifier_init(&fs->notifier);
 	fs->reg = reg;
 	fs->cache_timeout = opts->cache_timeout;
@@ -486,10 +249,22 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	}
 
 	/* A resumed mount is ours and waits for us: no probe, no stat. */
-	if (opts->resume)
-		rc = canonical(opts->mountpoint, canon, sizeof(canon), err, errlen);
-	else
-		rc = prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
+	if (resume) {
+		rc = fs_canonical(opts->mountpoint, canon, sizeof(canon), err, errlen);
+		if (rc != 0)
+			goto fail;
+		if (fs_mount_at(canon, fstype, sizeof(fstype), NULL) != 1 ||
+		    strcmp(fstype, "fuse.plugfs") != 0) {
+			log_warn("fs: no plugfs mount left at %s to resume (it was detached); "
+				 "mounting afresh",
+				 canon);
+			close(resume->fuse_fd);
+			close(resume->init_fd);
+			resume = NULL;
+		}
+	}
+	if (!resume)
+		rc = fs_prepare_mountpoint(opts->mountpoint, canon, sizeof(canon), err, errlen);
 	if (rc != 0)
 		goto fail;
 	if (!(fs->mountpoint = strdup(canon))) {
@@ -533,18 +308,18 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		plugfs_seterr(err, errlen, "cannot start the guard process: %s", strerror(-rc));
 		goto fail;
 	}
-	if (opts->resume) {
+	if (resume) {
 		char dev_fd[32];
 
 		/* libfuse takes /dev/fd/N as an open connection: no mount. */
-		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", opts->resume->fuse_fd);
-		fcntl(opts->resume->fuse_fd, F_SETFD, FD_CLOEXEC);
-		fcntl(opts->resume->init_fd, F_SETFD, FD_CLOEXEC);
-		fs->init_fd = opts->resume->init_fd;
+		snprintf(dev_fd, sizeof(dev_fd), "/dev/fd/%d", resume->fuse_fd);
+		fcntl(resume->fuse_fd, F_SETFD, FD_CLOEXEC);
+		fcntl(resume->init_fd, F_SETFD, FD_CLOEXEC);
+		fs->init_fd = resume->init_fd;
 		if (fuse_session_mount(fs->se, dev_fd) != 0) {
 			rc = -EBADF;
 			plugfs_seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
-			       opts->resume->fuse_fd, fs->mountpoint);
+				      resume->fuse_fd, fs->mountpoint);
 			goto fail;
 		}
 		fs->resumed = true;
@@ -556,7 +331,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		goto fail;
 	}
 	fs->mounted = true;
-	if (mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1)
+	if (fs_mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1)
 		fs->conn_minor = (unsigned)((major(dev) << 20) | minor(dev));
 	fs_guard_set_conn(&fs->guard, fs->conn_minor);
 	install_signals(fs);
@@ -592,8 +367,8 @@ static int first_request(struct plugfs_fs *fs)
 	}
 	rc = fs_save_init(fs, &buf);
 	if (rc != 0)
-		log_warn("fs: cannot keep the FUSE_INIT request (%s): SIGUSR2 will not hand the "
-			 "mount over",
+		log_warn("fs: cannot keep the FUSE_INIT request (%s): the mount cannot be "
+			 "handed over",
 			 strerror(-rc));
 	fuse_session_process_buf(fs->se, &buf);
 	free(buf.mem);
@@ -607,11 +382,10 @@ int fs_run(struct plugfs_fs *fs)
 
 	fs->loop_thread = pthread_self();
 	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
+	/* Both set can_handover before the init callback runs. */
 	rc = fs->resumed ? fs_resume_session(fs) : first_request(fs);
 	if (rc != 0)
 		goto out;
-	if (fs->init_fd >= 0)
-		__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {
 		rc = -ENOMEM;
@@ -698,6 +472,11 @@ void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds)
 	pthread_rwlock_wrlock(&fs->lock);
 	fs->cache_timeout = seconds;
 	pthread_rwlock_unlock(&fs->lock);
+}
+
+bool fs_resumed(const struct plugfs_fs *fs)
+{
+	return fs->resumed;
 }
 
 unsigned long long fs_requests_served(struct plugfs_fs *fs)

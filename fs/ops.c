@@ -184,6 +184,7 @@ static void open_track(struct plugfs_fs *fs, struct fs_open *o, bool is_dir)
 {
 	o->is_dir = is_dir;
 	pthread_mutex_lock(&fs->open_mu);
+	o->id = fs->open_id_base + ++fs->open_count;
 	o->next = fs->open_list.next;
 	o->prev = &fs->open_list;
 	o->next->prev = o;
@@ -199,41 +200,71 @@ static void open_untrack(struct plugfs_fs *fs, struct fs_open *o)
 	pthread_mutex_unlock(&fs->open_mu);
 }
 
+/*
+ * The handle of ours that fh names, or NULL.  After a handover the kernel
+ * still holds the handles of the previous process: fh is an id (a random
+ * per-process base plus a count, never a pointer), so those are never
+ * mistaken for one of ours.  The kernel sends no release while a read on the
+ * same file is in flight, so the handle stays valid for the request.
+ */
+static struct fs_open *open_find(struct plugfs_fs *fs, uint64_t fh, bool is_dir)
+{
+	struct fs_open *found = NULL;
+
+	pthread_mutex_lock(&fs->open_mu);
+	for (struct fs_open *o = fs->open_list.next; o != &fs->open_list; o = o->next)
+		if (o->id == fh) {
+			found = o->is_dir == is_dir ? o : NULL;
+			break;
+		}
+	pthread_mutex_unlock(&fs->open_mu);
+	return found;
+}
+
 static void dirhandle_free(struct fs_dirhandle *d);
 
-static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A file handle with a copy of ino's contents; NULL with *err set. */
+static struct fs_handle *handle_new(struct plugfs_fs *fs, fuse_ino_t ino, int flags, int *err)
 {
-	struct plugfs_fs *fs = fs_of(req);
 	struct fs_handle *h = NULL;
 	struct fs_node *n;
-	int err = 0;
 
+	*err = 0;
 	pthread_rwlock_rdlock(&fs->lock);
 	n = fs_view_get(&fs->view, ino);
 	if (!n)
-		err = ENOENT;
+		*err = ENOENT;
 	else if (n->kind == FS_DIR)
-		err = EISDIR;
+		*err = EISDIR;
 	else if (n->kind != FS_FILE)
-		err = ELOOP;
-	else if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_APPEND)))
-		err = EROFS;
+		*err = ELOOP;
+	else if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_APPEND)))
+		*err = EROFS;
 	else if (!(h = malloc(sizeof(*h) + n->size + 1)))
-		err = ENOMEM;
+		*err = ENOMEM;
 	else {
 		h->len = n->size;
 		memcpy(h->data, n->data, n->size + 1);
 	}
 	pthread_rwlock_unlock(&fs->lock);
-	if (err) {
+	return h;
+}
+
+static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	int err;
+	struct fs_handle *h = handle_new(fs, ino, fi->flags, &err);
+
+	if (!h) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	fi->fh = (uintptr_t)h;
 	/* Small and changing: no page cache, reads come here. */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
 	open_track(fs, &h->o, false);
+	fi->fh = h->o.id;
 	if (fuse_reply_open(req, fi) != 0) {
 		open_untrack(fs, &h->o);
 		free(h);
@@ -243,12 +274,23 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
-	const struct fs_handle *h = (const struct fs_handle *)(uintptr_t)fi->fh;
+	struct plugfs_fs *fs = fs_of(req);
+	const struct fs_handle *h = (const struct fs_handle *)open_find(fs, fi->fh, false);
+	struct fs_handle *tmp = NULL;
 	char *buf = NULL;
+	int err;
 
-	fs_of(req);
+	/* A handle of the previous process: read the node as it is now. */
+	if (!h) {
+		if (!(tmp = handle_new(fs, ino, O_RDONLY, &err))) {
+			fuse_reply_err(req, err);
+			return;
+		}
+		h = tmp;
+	}
 	if (off < 0 || (size_t)off >= h->len) {
 		fuse_reply_buf(req, NULL, 0);
+		free(tmp);
 		return;
 	}
 	if (size > h->len - (size_t)off)
@@ -258,19 +300,25 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
+		free(tmp);
 		return;
 	}
 	memcpy(buf, h->data + off, size);
+	free(tmp);
 	fuse_reply_buf(req, buf, size);
 	free(buf);
 }
 
 static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_handle *h = (struct fs_handle *)(uintptr_t)fi->fh;
+	struct plugfs_fs *fs = fs_of(req);
+	struct fs_handle *h = (struct fs_handle *)open_find(fs, fi->fh, false);
 
-	open_untrack(fs_of(req), &h->o);
-	free(h);
+	/* One of the previous process's is nothing of ours to free. */
+	if (h) {
+		open_untrack(fs, &h->o);
+		free(h);
+	}
 	fuse_reply_err(req, 0);
 }
 
@@ -295,52 +343,64 @@ static int dirhandle_add(struct fs_dirhandle *d, const char *name, uint64_t ino,
 	return 0;
 }
 
-static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* A listing of directory ino; NULL with *err set. */
+static struct fs_dirhandle *dirhandle_new(struct plugfs_fs *fs, fuse_ino_t ino, int *err)
 {
-	struct plugfs_fs *fs = fs_of(req);
 	struct fs_dirhandle *d = NULL;
 	struct fs_node *n;
-	int err = 0;
 
+	*err = 0;
 	pthread_rwlock_rdlock(&fs->lock);
 	n = fs_view_get(&fs->view, ino);
 	if (!n) {
-		err = ENOENT;
+		*err = ENOENT;
 		goto unlock;
 	}
 	if (n->kind != FS_DIR) {
-		err = ENOTDIR;
+		*err = ENOTDIR;
 		goto unlock;
 	}
 	d = calloc(1, sizeof(*d) + (n->n_children + 2) * sizeof(d->ents[0]));
 	if (!d) {
-		err = ENOMEM;
+		*err = ENOMEM;
 		goto unlock;
 	}
-	err = dirhandle_add(d, ".", n->ino, S_IFDIR);
-	if (!err)
-		err = dirhandle_add(d, "..", n->parent, S_IFDIR);
-	for (size_t i = 0; !err && i < n->n_children; i++) {
+	*err = dirhandle_add(d, ".", n->ino, S_IFDIR);
+	if (!*err)
+		*err = dirhandle_add(d, "..", n->parent, S_IFDIR);
+	for (size_t i = 0; !*err && i < n->n_children; i++) {
 		const struct fs_node *c = n->children[i];
 
-		err = dirhandle_add(d, c->name, c->ino,
-				    c->kind == FS_DIR	 ? S_IFDIR
-				    : c->kind == FS_LINK ? S_IFLNK
-							 : S_IFREG);
+		*err = dirhandle_add(d, c->name, c->ino,
+				     c->kind == FS_DIR	  ? S_IFDIR
+				     : c->kind == FS_LINK ? S_IFLNK
+							  : S_IFREG);
 	}
 unlock:
 	pthread_rwlock_unlock(&fs->lock);
-	if (err) {
+	if (*err) {
 		dirhandle_free(d);
+		d = NULL;
+	}
+	return d;
+}
+
+static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct plugfs_fs *fs = fs_of(req);
+	int err;
+	struct fs_dirhandle *d = dirhandle_new(fs, ino, &err);
+
+	if (!d) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	fi->fh = (uintptr_t)d;
 	/* No kernel readdir cache (cache_readdir): a READDIR answered just
 	 * before a change can land in that cache after the change's
 	 * invalidation, and a listing after the acknowledgement would miss it.
 	 * Measured: it would save 2 of the 4 requests of a listing. */
 	open_track(fs, &d->o, true);
+	fi->fh = d->o.id;
 	if (fuse_reply_open(req, fi) != 0) {
 		open_untrack(fs, &d->o);
 		dirhandle_free(d);
@@ -350,14 +410,26 @@ unlock:
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
-	const struct fs_dirhandle *d = (const struct fs_dirhandle *)(uintptr_t)fi->fh;
+	struct plugfs_fs *fs = fs_of(req);
+	const struct fs_dirhandle *d = (const struct fs_dirhandle *)open_find(fs, fi->fh, true);
+	struct fs_dirhandle *tmp = NULL;
 	char *buf = NULL;
 	size_t pos = 0;
+	int err;
 
-	fs_of(req);
+	/* A handle of the previous process: list the directory as it is now
+	 * (offsets are positions in the listing). */
+	if (!d) {
+		if (!(tmp = dirhandle_new(fs, ino, &err))) {
+			fuse_reply_err(req, err);
+			return;
+		}
+		d = tmp;
+	}
 	buf = malloc(size);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
+		dirhandle_free(tmp);
 		return;
 	}
 	for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
@@ -371,14 +443,18 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	fuse_reply_buf(req, buf, pos);
 	free(buf);
+	dirhandle_free(tmp);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	struct fs_dirhandle *d = (struct fs_dirhandle *)(uintptr_t)fi->fh;
+	struct plugfs_fs *fs = fs_of(req);
+	struct fs_dirhandle *d = (struct fs_dirhandle *)open_find(fs, fi->fh, true);
 
-	open_untrack(fs_of(req), &d->o);
-	dirhandle_free(d);
+	if (d) {
+		open_untrack(fs, &d->o);
+		dirhandle_free(d);
+	}
 	fuse_reply_err(req, 0);
 }
 

@@ -122,6 +122,7 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf)
 		return -e;
 	}
 	fs->init_fd = fd;
+	__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -185,6 +186,7 @@ int fs_resume_session(struct plugfs_fs *fs)
 	}
 	buf.mem = init;
 	buf.size = (size_t)n;
+	__atomic_store_n(&fs->can_handover, true, __ATOMIC_SEQ_CST);
 	/* Its reply goes to a request the kernel no longer has. */
 	fuse_session_process_buf(fs->se, &buf);
 	if (fuse_session_exited(fs->se)) {
@@ -229,4 +231,10 @@ int fs_handover(struct plugfs_fs *fs, struct fs_handover *h)
 	fs->init_fd = -1;
 	fs->mounted = false;
 	return 0;
+}
+
+void fs_connection_fds(struct plugfs_fs *fs, int *fuse_fd, int *init_fd)
+{
+	*fuse_fd = fs->mounted ? fuse_session_fd(fs->se) : -1;
+	*init_fd = fs->init_fd;
 }

@@ -46,6 +46,9 @@ void control_server_stop(struct control_server *srv);
  * close-on-exec set), so that clients connecting meanwhile wait in its
  * backlog for the next server.  -1 when there is none. */
 int control_server_stop_keep_listener(struct control_server *srv);
+/* The listening socket of a running server (owned by it), e.g. to hand a
+ * copy to systemd's file descriptor store. */
+int control_server_listen_fd(const struct control_server *srv);
 
 /* --- client --- */
 

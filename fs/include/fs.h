@@ -78,9 +78,9 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 
 /*
  * Serves requests until fs_exit() is called or a SIGTERM/SIGINT arrives
- * (handlers installed by fs_mount; SIGHUP is left to the caller).  A SIGUSR2
- * stops it the same way at a request boundary, for a handover.  Returns 0
- * on a clean stop, FS_RUN_HANDOVER after SIGUSR2, -errno on failure.
+ * (handlers installed by fs_mount; SIGHUP is left to the caller).  Returns 0
+ * on a clean stop, FS_RUN_HANDOVER after fs_request_handover, -errno on
+ * failure.
  */
 #define FS_RUN_HANDOVER 1
 int fs_run(struct plugfs_fs *fs);
@@ -93,8 +93,22 @@ int fs_run(struct plugfs_fs *fs);
  */
 int fs_handover(struct plugfs_fs *fs, struct fs_handover *h);
 
+/* The connection's /dev/fuse fd and its FUSE_INIT memfd (owned by fs; -1
+ * when not known yet: the INIT is saved before the init callback runs), e.g.
+ * to hand copies to systemd's file descriptor store. */
+void fs_connection_fds(struct plugfs_fs *fs, int *fuse_fd, int *init_fd);
+
 /* Asks fs_run to return; async-signal-safe. */
 void fs_exit(struct plugfs_fs *fs);
+
+/*
+ * Asks fs_run to return FS_RUN_HANDOVER: the loop stops reading at a request
+ * boundary and finishes what it has read; the rest waits in the kernel for
+ * the next process.  Call it once nothing can queue kernel invalidations any
+ * more (no registry mutation runs), from any thread.  0, or -EAGAIN before
+ * the connection's FUSE_INIT was saved (nothing to hand over yet).
+ */
+int fs_request_handover(struct plugfs_fs *fs);
 
 /* Unmounts (when still mounted), unsubscribes and frees. */
 void fs_destroy(struct plugfs_fs *fs);
@@ -102,7 +116,26 @@ void fs_destroy(struct plugfs_fs *fs);
 /* Updates what can change without a remount (the cache timeout). */
 void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds);
 
+/* Whether fs serves a connection handed over by a previous process (false:
+ * it mounted afresh, also when the handed-over mount was gone). */
+bool fs_resumed(const struct plugfs_fs *fs);
+
 /* Number of FUSE requests served so far (for the benchmark and status). */
 unsigned long long fs_requests_served(struct plugfs_fs *fs);
+
+enum fs_release {
+	FS_RELEASE_IF_DEAD, /* only a mount whose connection is gone (ENOTCONN) */
+	FS_RELEASE,	    /* detach it */
+	FS_RELEASE_ABORT,   /* abort its FUSE connection, then detach it */
+};
+/*
+ * Detaches the plugfs mount at mountpoint, when there is one, after its
+ * daemon stopped (`plugfs stop-post').  The mount is found in
+ * /proc/self/mountinfo; FS_RELEASE_IF_DEAD asks it for statfs from a child
+ * process (bounded), nothing else touches it.  1 when detached, 0 when no
+ * plugfs mount is there (or it is alive and FS_RELEASE_IF_DEAD), -errno with
+ * a message in err.
+ */
+int fs_release_mount(const char *mountpoint, enum fs_release how, char *err, size_t errlen);
 
 #endif

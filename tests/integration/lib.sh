@@ -21,6 +21,7 @@ PLUGFS_SOURCE_DIR=${PLUGFS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.
 PLUGFS_DEMO_PLUGIN=${PLUGFS_DEMO_PLUGIN:-$PLUGFS_BUILD_DIR/tools/plugfs-demo-plugin}
 FS_HARNESS=${FS_HARNESS:-$PLUGFS_BUILD_DIR/tests/integration/fs-harness}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PLUGFS_SOURCE_DIR/tests/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
 T=$(mktemp -d /tmp/plugfs-test.XXXXXX)

@@ -150,11 +150,14 @@ MANPATH=$T/man systemd-analyze verify "$T/plugfs.service" >"$T/verify" 2>&1
 check_eq "systemd-analyze verify plugfs.service (man pages included) exits 0" 0 $?
 check_eq "systemd-analyze verify prints nothing" "" "$(grep -v '^$' "$T/verify")"
 check_eq "unit: Type=notify" "notify" "$(unit_setting Type)"
-check_eq "unit: ExecStart runs plugfs mount" "/usr/bin/plugfs mount" "$(unit_setting ExecStart)"
+check_eq "unit: ExecStart runs plugfs mount, leaving the mount to the next start" \
+	"/usr/bin/plugfs mount --keep-mount" "$(unit_setting ExecStart)"
 check_eq "unit: Restart=on-failure" "on-failure" "$(unit_setting Restart)"
 check_eq "unit: DeviceAllow /dev/fuse" "/dev/fuse rw" "$(unit_setting DeviceAllow)"
 check "unit: CAP_SYS_ADMIN kept for mount(2)" grep -q '^CapabilityBoundingSet=.*CAP_SYS_ADMIN' "$U"
-check "unit: stale mount detached after stop" grep -q '^ExecStopPost=-/bin/fusermount3 -u -z /run/plugfs$' "$U"
+check_eq "unit: stop-post decides what becomes of the mount" \
+	"-/usr/bin/plugfs stop-post --unit %n" "$(unit_setting ExecStopPost)"
+check_eq "unit: the file descriptor store keeps the connection" 4 "$(unit_setting FileDescriptorStoreMax)"
 check "unit: ordered before consumers" grep -q '^Before=.*nomad.service.*docker.service' "$U"
 # A setting that gives the service its own mount namespace hides the mount
 # from the host (systemd.exec(5), MountFlags=): none may be set.

@@ -33,7 +33,7 @@ has() { # DESCRIPTION WORD COMPLETIONS
 }
 
 check_eq "plugfs reg<TAB>" "register" "$(comp plugfs reg)"
-check_eq "plugfs st<TAB>" "state status" "$(comp plugfs st)"
+check_eq "plugfs st<TAB>" "state status stop-post" "$(comp plugfs st)"
 check_eq "plugfs -c FILE li<TAB>" "list" "$(comp plugfs -c "$CFG" li)"
 check_eq "plugfs register --kind <TAB>" "controller monolith node" "$(comp plugfs register --kind '')"
 check_eq "plugfs state <TAB>" "check dump import" "$(comp plugfs state '')"

@@ -76,6 +76,46 @@ check_eq "one guard process is left" 1 "$(pgrep -x plugfs-guard -P "$pid" | wc -
 check "the control socket answers" bash -c "\"$PLUGFS_BIN\" -c \"$CFG\" status >/dev/null"
 check "the tree lists the new allocation" test -L "$MNT/plugins/csi-node/rx/allocs/a1"
 check "no error in the daemon log" bash -c "! grep -Eiq 'error|cannot' '$DAEMON_LOG'"
+
+# Re-execs while a client switches the active allocation back and forth
+# (kernel invalidations in flight) and a reader loops through the mount.
+E=$MNT/plugins/csi-node/rx
+(
+	n=0
+	while [ ! -e "$T/stop2" ]; do
+		a=a$((n % 2))
+		if ! plugfs register --type csi-node --name rx --alloc "$a" --socket "$T/run/$a/csi.sock" \
+			>/dev/null 2>>"$T/switch.err"; then
+			echo "register $n failed" >>"$T/switch.err"
+		fi
+		n=$((n + 1))
+	done
+	echo "$n" >"$T/switch.out"
+) &
+spid=$!
+_PIDS+=("$spid")
+(
+	bad=0
+	while [ ! -e "$T/stop2" ]; do
+		readlink "$E/csi.sock" >/dev/null && ls "$E/allocs" >/dev/null && cat "$E/info" >/dev/null ||
+			bad=$((bad + 1))
+	done
+	echo "$bad" >"$T/reader.out"
+) 2>>"$T/reader.err" &
+rpid=$!
+_PIDS+=("$rpid")
+n0=$(resumed)
+for i in 1 2 3 4 5; do
+	kill -USR2 "$pid"
+	wait_until --pid "$pid" 30 "re-exec $i under switches resumed the mount" resumed_ge $((n0 + i)) || exit 1
+	sleep 0.2
+done
+touch "$T/stop2"
+wait "$spid" "$rpid"
+echo "# re-execs under switches: 5, registrations: $(cat "$T/switch.out"), failed: $(grep -c failed "$T/switch.err" 2>/dev/null)"
+check_eq "no registration failed during re-execs" 0 "$(grep -c failed "$T/switch.err" 2>/dev/null)"
+check_eq "no read through the mount failed during re-execs" 0 "$(cat "$T/reader.out")"
+check "the daemon kept its PID under switches" kill -0 "$pid"
 stop_daemon
 
 # A SIGKILL after a re-exec: the guard of the new program is in place, the

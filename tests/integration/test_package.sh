@@ -80,7 +80,7 @@ dpkg -x "$DEB" "$ROOT" || die "dpkg -x failed"
 IB=$ROOT/usr/bin/plugfs
 check "installed binaries are stripped" bash -c "file '$IB' '$ROOT/usr/bin/plugfs-demo-plugin' | grep -c ', stripped' | grep -qx 2"
 check_eq "installed plugfs version" "plugfs $ver" "$("$IB" version)"
-check_eq "installed unit starts /usr/bin/plugfs mount" "ExecStart=/usr/bin/plugfs mount" \
+check_eq "installed unit starts /usr/bin/plugfs mount" "ExecStart=/usr/bin/plugfs mount --keep-mount" \
 	"$(grep '^ExecStart=' "$ROOT/usr/lib/systemd/system/plugfs.service")"
 LC_ALL=C man --warnings -l "$ROOT/usr/share/man/man8/plugfs.8.gz" >"$T/man8" 2>"$T/man8.warn"
 check "installed plugfs(8) renders without warnings" bash -c "[ -s '$T/man8' ] && [ ! -s '$T/man8.warn' ]"

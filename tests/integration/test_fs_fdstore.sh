@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The mount outlives a crash through systemd's file descriptor store, here
+# played by fake_fdstore.py (the protocol of sd_pid_notify_with_fds and
+# $LISTEN_FDS; the real systemd is another test's): a fresh mount hands the
+# FUSE connection, its FUSE_INIT and the control socket to the store; after
+# each of three SIGKILLs the restarted daemon resumes them.  A consumer
+# loops connect() through a bind mount of a plugin directory meanwhile, and
+# a registration is made during one outage: 0 failed connects, the
+# registration waits and is served after.  Then five SIGKILLs under a reader
+# and a client switching allocations: 0 failed reads.  A SIGTERM then
+# empties the store (FDSTOREREMOVE=1) and unmounts.  Prints the figures.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+command -v python3 >/dev/null || die "python3 is not installed"
+
+KILLS=3
+write_config
+start_demo_plugin "$T/run/a0/csi.sock" a0
+start_demo_plugin "$T/run/a1/csi.sock" a1
+mkdir -p "$T/sd"
+python3 "$PLUGFS_SOURCE_DIR/tests/integration/fake_fdstore.py" "$T/sd" \
+	"$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
+SD_PID=$!
+_PIDS+=("$SD_PID")
+store_is() { [ "$(sort "$T/sd/store" 2>/dev/null | tr '\n' ' ')" = "$1" ]; }
+wait_until --pid "$SD_PID" 60 "the daemon serves $MNT" mount_answers "$MNT" || exit 1
+wait_until --pid "$SD_PID" 10 "the store holds fuse, init and control" \
+	store_is "control fuse init " || exit 1
+pid=$(cat "$T/sd/pid")
+plugfs register --type csi-node --name rx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
+	die "first registration"
+mkdir -p "$T/consumer"
+mount --bind "$MNT/plugins/csi-node/rx" "$T/consumer" || die "bind mount"
+on_cleanup umount -l "$T/consumer"
+
+consumer() { # as in test_fs_reexec.sh
+	local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out
+	while [ ! -e "$T/stop" ]; do
+		tried=$((tried + 1))
+		if out=$(demo_connect "$T/consumer/csi.sock" 2>&1) && { [ "$out" = a0 ] || [ "$out" = a1 ]; }; then
+			now=$EPOCHREALTIME
+			gap=$(((${now/./} - ${last/./}) / 1000))
+			[ "$gap" -gt "$longest" ] && longest=$gap
+			last=$now
+		else
+			failed=$((failed + 1))
+			echo "connect $tried: $out" >>"$T/consumer.log"
+		fi
+	done
+	echo "$tried $failed $longest" >"$T/consumer.out"
+}
+consumer &
+cpid=$!
+_PIDS+=("$cpid")
+sleep 0.3
+
+resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
+resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
+reg_rc=
+for i in $(seq 1 "$KILLS"); do
+	kill -KILL "$pid"
+	if [ "$i" -eq 2 ]; then
+		plugfs register --type csi-node --name rx --alloc a1 --socket "$T/run/a1/csi.sock" \
+			>"$T/register.out" 2>&1
+		reg_rc=$?
+	fi
+	wait_until --pid "$SD_PID" 30 "restart $i resumed the mount" resumed_ge "$i" || exit 1
+	pid=$(cat "$T/sd/pid")
+	sleep 0.3
+done
+touch "$T/stop"
+wait "$cpid"
+read -r tried failed longest <"$T/consumer.out"
+echo "# SIGKILLs: $KILLS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
+[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
+check "the consumer connected many times" test "$tried" -ge 20
+check_eq "no connect through the bind mount failed" 0 "$failed"
+check_eq "the registration during an outage succeeds" 0 "$reg_rc"
+check_eq "the new allocation is served through the bind mount" a1 \
+	"$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+check_eq "every restart resumed" "$KILLS" "$(resumed)"
+check "the store still holds the three" store_is "control fuse init "
+check "no mount was made afresh after the first" \
+	test "$(grep -c 'fs: mounted plugfs' "$DAEMON_LOG")" -eq 1
+
+# SIGKILLs while a client switches the active allocation back and forth and
+# a reader loops through the mount: every read is answered (requests the
+# killed process had read are resent, its open handles are served from the
+# nodes).  A registration the killed process had accepted but not answered
+# fails with it; one made while no daemon runs waits and succeeds.
+E=$MNT/plugins/csi-node/rx
+(
+	n=0 bad=0
+	while [ ! -e "$T/stop2" ]; do
+		a=a$((n % 2))
+		plugfs register --type csi-node --name rx --alloc "$a" --socket "$T/run/$a/csi.sock" \
+			>/dev/null 2>&1 || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	echo "$n $bad" >"$T/switch.out"
+) &
+spid=$!
+_PIDS+=("$spid")
+(
+	bad=0
+	while [ ! -e "$T/stop2" ]; do
+		readlink "$E/csi.sock" >/dev/null && ls "$E/allocs" >/dev/null && cat "$E/info" >/dev/null ||
+			bad=$((bad + 1))
+	done
+	echo "$bad" >"$T/reader.out"
+) 2>>"$T/reader.err" &
+rpid=$!
+_PIDS+=("$rpid")
+n0=$(resumed)
+for i in 1 2 3 4 5; do
+	sleep "0.$(printf '%03d' $((100 + RANDOM % 200)))"
+	kill -KILL "$pid"
+	wait_until --pid "$SD_PID" 30 "restart $i under switches resumed the mount" \
+		resumed_ge $((n0 + i)) || exit 1
+	pid=$(cat "$T/sd/pid")
+done
+sleep 0.2
+touch "$T/stop2"
+wait "$spid" "$rpid"
+read -r regs regfail <"$T/switch.out"
+echo "# SIGKILLs under switches: 5, reads failed: $(cat "$T/reader.out"), registrations: $regs, failed: $regfail"
+head -n 3 "$T/reader.err" 2>/dev/null | sed 's/^/#   /'
+check_eq "no read through the mount failed across the kills" 0 "$(cat "$T/reader.out")"
+check "registrations went on after the kills" test "$regs" -gt "$regfail"
+
+# A clean stop lets go of the store and unmounts.
+kill -TERM "$pid"
+wait "$SD_PID"
+check_eq "the service exits 0 on SIGTERM" 0 $?
+check "the store is empty after SIGTERM" store_is ""
+check "the mount is gone after SIGTERM" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+finish

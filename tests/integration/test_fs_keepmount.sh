@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# plugfs mount --keep-mount and plugfs stop-post, the unit's stop rule, with
+# fake_fdstore.py playing systemd's file descriptor store.  Three SIGTERMs
+# each followed by a start (systemctl restart) while a consumer loops
+# connect() through a bind mount of a plugin directory, a registration made
+# during one outage: 0 failed connects, every start resumed, the store kept.
+# Then what stop-post does with the mount left after a SIGTERM: kept after a
+# crash (SERVICE_RESULT=signal), detached after a stop (success); a dead
+# mount is detached whatever the result; a hung daemon's mount is aborted
+# and detached after a watchdog.  Prints the figures.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+command -v python3 >/dev/null || die "python3 is not installed"
+
+RESTARTS=3
+write_config
+start_demo_plugin "$T/run/a0/csi.sock" a0
+start_demo_plugin "$T/run/a1/csi.sock" a1
+mkdir -p "$T/sd"
+touch "$T/sd/restart-on-exit" "$T/sd/hold"
+on_cleanup rm -f "$T/sd/hold"
+python3 "$PLUGFS_SOURCE_DIR/tests/integration/fake_fdstore.py" "$T/sd" \
+	"$PLUGFS_BIN" -c "$CFG" mount --keep-mount >>"$DAEMON_LOG" 2>&1 &
+SD_PID=$!
+_PIDS+=("$SD_PID")
+store_is() { [ "$(sort "$T/sd/store" 2>/dev/null | tr '\n' ' ')" = "$1" ]; }
+wait_until --pid "$SD_PID" 60 "the daemon serves $MNT" mount_answers "$MNT" || exit 1
+wait_until --pid "$SD_PID" 10 "the store holds fuse, init and control" \
+	store_is "control fuse init " || exit 1
+pid=$(cat "$T/sd/pid")
+plugfs register --type csi-node --name kx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
+	die "first registration"
+mkdir -p "$T/consumer"
+mount --bind "$MNT/plugins/csi-node/kx" "$T/consumer" || die "bind mount"
+on_cleanup umount -l "$T/consumer"
+
+consumer() {
+	local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out
+	while [ ! -e "$T/stop" ]; do
+		tried=$((tried + 1))
+		if out=$(demo_connect "$T/consumer/csi.sock" 2>&1) && { [ "$out" = a0 ] || [ "$out" = a1 ]; }; then
+			now=$EPOCHREALTIME
+			gap=$(((${now/./} - ${last/./}) / 1000))
+			[ "$gap" -gt "$longest" ] && longest=$gap
+			last=$now
+		else
+			failed=$((failed + 1))
+			echo "connect $tried: $out" >>"$T/consumer.log"
+		fi
+	done
+	echo "$tried $failed $longest" >"$T/consumer.out"
+}
+consumer &
+cpid=$!
+_PIDS+=("$cpid")
+sleep 0.3
+
+started() { grep -c "ready: serving" "$DAEMON_LOG"; }
+started_ge() { [ "$(started)" -ge "$1" ]; }
+reg_rc=
+for i in $(seq 1 "$RESTARTS"); do
+	n=$(started)
+	kill -TERM "$pid"
+	if [ "$i" -eq 2 ]; then
+		plugfs register --type csi-node --name kx --alloc a1 --socket "$T/run/a1/csi.sock" \
+			>"$T/register.out" 2>&1
+		reg_rc=$?
+	fi
+	wait_until --pid "$SD_PID" 30 "restart $i is served" started_ge $((n + 1)) || exit 1
+	pid=$(cat "$T/sd/pid")
+	sleep 0.3
+done
+touch "$T/stop"
+wait "$cpid"
+read -r tried failed longest <"$T/consumer.out"
+echo "# restarts (SIGTERM, start): $RESTARTS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
+[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
+check "the consumer connected many times" test "$tried" -ge 20
+check_eq "no connect through the bind mount failed across the restarts" 0 "$failed"
+check_eq "the registration during an outage succeeds" 0 "$reg_rc"
+check_eq "the new allocation is served through the bind mount" a1 \
+	"$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+check_eq "each SIGTERM left the mount (stopped; the mount waits)" "$RESTARTS" \
+	"$(grep -c 'the mount waits for the next start' "$DAEMON_LOG")"
+check_eq "every start resumed" "$RESTARTS" "$(grep -c 'resumed the FUSE connection' "$DAEMON_LOG")"
+check "no mount was made afresh after the first" \
+	test "$(grep -c 'fs: mounted plugfs' "$DAEMON_LOG")" -eq 1
+check "the store still holds the three" store_is "control fuse init "
+
+# --- stop-post on the mount a SIGTERM left (the store still holds it) ---
+rm -f "$T/sd/restart-on-exit"
+kill -TERM "$pid"
+wait_until 30 "the daemon exited" bash -c "! kill -0 $pid 2>/dev/null" || exit 1
+check "after SIGTERM the mount is still there" is_mounted "$MNT"
+out=$(SERVICE_RESULT=signal plugfs stop-post 2>&1)
+check_eq "stop-post after a crash exits 0" 0 $?
+check "after a crash it keeps a mount the store holds" is_mounted "$MNT"
+echo "# $out"
+out=$(SERVICE_RESULT=success plugfs stop-post 2>&1)
+check_eq "stop-post after a clean stop exits 0" 0 $?
+check "after a clean stop it detaches the mount" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+echo "# $out"
+rm -f "$T/sd/hold"
+wait "$SD_PID"
+check_eq "the service exits 0" 0 $?
+out=$(SERVICE_RESULT=success plugfs stop-post 2>&1)
+check_eq "stop-post with nothing mounted exits 0" 0 $?
+
+# --- a dead mount is detached whatever the result ---
+"$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
+DAEMON_PID=$!
+_PIDS+=("$DAEMON_PID")
+wait_until --pid "$DAEMON_PID" 30 "a plain daemon serves $MNT" mount_answers "$MNT" || exit 1
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+out=$(SERVICE_RESULT=signal plugfs stop-post 2>&1)
+check "after a crash without a store it detaches the dead mount" \
+	bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+echo "# $out"
+
+# --- a hung daemon after a watchdog: its connection aborted, then detached ---
+"$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
+DAEMON_PID=$!
+wait_until --pid "$DAEMON_PID" 30 "a plain daemon serves $MNT" mount_answers "$MNT" || exit 1
+kill -STOP "$DAEMON_PID"
+out=$(SERVICE_RESULT=watchdog plugfs stop-post 2>&1)
+check_eq "stop-post after a watchdog exits 0" 0 $?
+check "after a watchdog the hung daemon's mount is detached" \
+	bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+echo "# $out"
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null
+finish
