@@ -7,8 +7,12 @@
  *   success (or unset)    yes                  keeps it: the next start resumes it
  *   success (or unset)    no                   a stop: detaches it
  *   exit-code, signal,    -                    keeps it: Restart= follows and
- *   core-dump                                  resumes it (a crash is a stall)
- *   watchdog, timeout     -                    a hung daemon: aborts its FUSE
+ *   core-dump, watchdog                        resumes it (a crash is a stall;
+ *                                              a hung daemon killed by the
+ *                                              watchdog is replaced, and the
+ *                                              requests it held are resent)
+ *   timeout               -                    a daemon that could not be
+ *                                              stopped: aborts its FUSE
  *                                              connection, detaches the mount;
  *                                              the next start mounts afresh
  *
@@ -87,9 +91,11 @@ static const struct cli_verb stoppost_verb = {
 	     "Run by systemd after the daemon stopped and left its mount (the unit's\n"
 	     "ExecStopPost=).  Reads $SERVICE_RESULT: after a clean stop it detaches the\n"
 	     "mount unless a restart job of unit NAME runs (then the next start resumes\n"
-	     "it); after a crash (exit-code, signal, core-dump) it keeps the mount for\n"
-	     "the restart; after a watchdog or timeout it aborts the mount's FUSE\n"
-	     "connection and detaches it, so that the next start mounts afresh.\n"
+	     "it); after a crash or a watchdog kill (exit-code, signal, core-dump,\n"
+	     "watchdog) it keeps the mount for the restart, which resumes it; after a\n"
+	     "timeout (a daemon that could not be stopped) it aborts the mount's FUSE\n"
+	     "connection and detaches it, so that the next start mounts afresh.  A\n"
+	     "mount whose connection is gone is detached in every case.\n"
 	     "\n"
 	     "  --unit NAME   the service's unit name (%n), to see a restart job\n"
 	     "  -c FILE       config file (for [mount] mountpoint)\n"
@@ -121,7 +127,7 @@ int stoppost_main(int argc, char *argv[])
 			       cfg.mountpoint);
 			how = FS_RELEASE_IF_DEAD;
 		}
-	} else if (strcmp(result, "watchdog") == 0 || strcmp(result, "timeout") == 0) {
+	} else if (strcmp(result, "timeout") == 0) {
 		how = FS_RELEASE_ABORT;
 	} else {
 		printf("plugfs stop-post: the daemon failed (%s): %s stays for the restart\n",

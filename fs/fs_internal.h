@@ -128,6 +128,7 @@ struct plugfs_fs {
 	pthread_t loop_thread;
 	bool loop_running;
 	unsigned conn_minor; /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
+	unsigned long long progress_served; /* fs_loop_progress's last count */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
 	struct fs_guard guard;

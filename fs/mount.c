@@ -318,7 +318,8 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		fs->init_fd = resume->init_fd;
 		if (fuse_session_mount(fs->se, dev_fd) != 0) {
 			rc = -EBADF;
-			plugfs_seterr(err, errlen, "cannot resume the FUSE connection (fd %d) of `%s'",
+			plugfs_seterr(err, errlen,
+				      "cannot resume the FUSE connection (fd %d) of `%s'",
 				      resume->fuse_fd, fs->mountpoint);
 			goto fail;
 		}
@@ -477,6 +478,33 @@ void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds)
 bool fs_resumed(const struct plugfs_fs *fs)
 {
 	return fs->resumed;
+}
+
+bool fs_loop_progress(struct plugfs_fs *fs)
+{
+	unsigned long long served = fs_requests_served(fs);
+	char path[80], buf[32];
+	ssize_t n;
+	int fd;
+
+	if (served != fs->progress_served) {
+		fs->progress_served = served;
+		return true;
+	}
+	if (!__atomic_load_n(&fs->loop_running, __ATOMIC_SEQ_CST) || fs->conn_minor == 0)
+		return true; /* nothing to judge by */
+	/* fusectl's count of requests the kernel holds for us: read from
+	 * /sys, never through the mount. */
+	snprintf(path, sizeof(path), "/sys/fs/fuse/connections/%u/waiting", fs->conn_minor);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	return strtoul(buf, NULL, 10) == 0;
 }
 
 unsigned long long fs_requests_served(struct plugfs_fs *fs)

@@ -120,6 +120,14 @@ void fs_set_cache_timeout(struct plugfs_fs *fs, double seconds);
  * it mounted afresh, also when the handed-over mount was gone). */
 bool fs_resumed(const struct plugfs_fs *fs);
 
+/*
+ * For the watchdog: true when requests were served since the last call, or
+ * none waits in the kernel (an idle loop is a healthy one); false when
+ * requests wait and none was served: the loop is hung.  Reads fusectl's
+ * `waiting' count, never the mount.  Call from one thread.
+ */
+bool fs_loop_progress(struct plugfs_fs *fs);
+
 /* Number of FUSE requests served so far (for the benchmark and status). */
 unsigned long long fs_requests_served(struct plugfs_fs *fs);
 

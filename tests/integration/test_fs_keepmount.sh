@@ -7,7 +7,7 @@
 # Then what stop-post does with the mount left after a SIGTERM: kept after a
 # crash (SERVICE_RESULT=signal), detached after a stop (success); a dead
 # mount is detached whatever the result; a hung daemon's mount is aborted
-# and detached after a watchdog.  Prints the figures.
+# and detached after a stop timeout.  Prints the figures.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 command -v python3 >/dev/null || die "python3 is not installed"
@@ -96,6 +96,9 @@ out=$(SERVICE_RESULT=signal plugfs stop-post 2>&1)
 check_eq "stop-post after a crash exits 0" 0 $?
 check "after a crash it keeps a mount the store holds" is_mounted "$MNT"
 echo "# $out"
+out=$(SERVICE_RESULT=watchdog plugfs stop-post 2>&1)
+check "after a watchdog kill it keeps the mount for the restart" is_mounted "$MNT"
+echo "# $out"
 out=$(SERVICE_RESULT=success plugfs stop-post 2>&1)
 check_eq "stop-post after a clean stop exits 0" 0 $?
 check "after a clean stop it detaches the mount" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
@@ -118,14 +121,15 @@ check "after a crash without a store it detaches the dead mount" \
 	bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
 echo "# $out"
 
-# --- a hung daemon after a watchdog: its connection aborted, then detached ---
+# --- a daemon that could not be stopped (timeout): its connection aborted,
+# then detached ---
 "$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
 DAEMON_PID=$!
 wait_until --pid "$DAEMON_PID" 30 "a plain daemon serves $MNT" mount_answers "$MNT" || exit 1
 kill -STOP "$DAEMON_PID"
-out=$(SERVICE_RESULT=watchdog plugfs stop-post 2>&1)
-check_eq "stop-post after a watchdog exits 0" 0 $?
-check "after a watchdog the hung daemon's mount is detached" \
+out=$(SERVICE_RESULT=timeout plugfs stop-post 2>&1)
+check_eq "stop-post after a stop timeout exits 0" 0 $?
+check "after a stop timeout the hung daemon's mount is detached" \
 	bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
 echo "# $out"
 kill -KILL "$DAEMON_PID"

@@ -11,6 +11,9 @@
 #   trial_kill9    x$KILLS     kill -9 of the main PID (Restart= restarts it)
 #   trial_reexec   x$REEXECS   reinstall the .deb, SIGUSR2 (re-exec); only
 #                              when `plugfs mount --help' mentions SIGUSR2
+#   trial_watchdog x$WATCHDOGS SIGSTOP of the main PID: the watchdog
+#                              (WatchdogSec=3s here) kills it, Restart=
+#                              resumes the mount
 # each with a registration of a new allocation during the outage, and
 # finally systemctl stop plugfs.
 #
@@ -34,6 +37,8 @@ NAME=demo
 RESTARTS=${PLUGFS_SYSTEM_RESTARTS:-10}
 KILLS=${PLUGFS_SYSTEM_KILLS:-10}
 REEXECS=${PLUGFS_SYSTEM_REEXECS:-3}
+WATCHDOGS=${PLUGFS_SYSTEM_WATCHDOGS:-2}
+WATCHDOG_SEC=3
 # Kernel cache lifetime of the daemon's answers: short, so that the consumer
 # asks the daemon (not the kernel's cache) in every trial.
 CACHE_TIMEOUT=${PLUGFS_SYSTEM_CACHE_TIMEOUT:-1}
@@ -251,6 +256,36 @@ trial_kill9() {
 	after_outage kill9 "$n" "$rc_reg"
 }
 
+# A hung daemon (SIGSTOP: no request is answered, no ping sent): systemd's
+# watchdog stops it, stop-post keeps the mount, Restart= resumes it, and the
+# requests the hung process held are sent again to the new one.
+trial_watchdog() {
+	local n=$1 old nr rc_reg=none t0 t1
+	bump T_RUN watchdog
+	start_alloc "$n" || abort_infra "watchdog: demo plugin a$n did not start"
+	old=$(main_pid)
+	nr=$(prop NRestarts)
+	: >"$SYNC/armed"
+	t0=$EPOCHREALTIME
+	kill -STOP "$old"
+	outage_register "$n" || echo "# $TL: no outage seen (the hook did not run within 30 s)"
+	if [ -n "$REG_PID" ]; then
+		wait "$REG_PID"
+		rc_reg=$?
+	fi
+	if wait_for 60 bash -c "[ \"\$(systemctl show -P NRestarts plugfs)\" -gt $nr ]" &&
+		wait_for 30 daemon_back "$old"; then
+		bump T_BACK watchdog
+		t1=$EPOCHREALTIME
+		echo "# $TL: hung at SIGSTOP, replaced $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s later (WatchdogSec=${WATCHDOG_SEC}s, RestartSec=1s); result $(journalctl -u plugfs --no-pager -o cat 2>/dev/null | grep -c 'Watchdog timeout') watchdog timeouts so far"
+	else
+		kill -CONT "$old" 2>/dev/null
+		trial "$TL: the watchdog replaced the hung daemon" false
+		recover watchdog "$old"
+	fi
+	after_outage watchdog "$n" "$rc_reg"
+}
+
 # The re-exec (live upgrade keeping the PID): the package is installed
 # again (a new inode for /usr/bin/plugfs), SIGUSR2 makes the daemon exec
 # it.  Run only once the daemon documents SIGUSR2 (reexec_supported).
@@ -300,6 +335,9 @@ cat >/etc/systemd/system/plugfs.service.d/plugfs-test.conf <<'EOF'
 # The restart test's hook: see /usr/local/sbin/plugfs-test-outage-hook.
 [Service]
 ExecStopPost=-/usr/local/sbin/plugfs-test-outage-hook
+# A short watchdog for the watchdog trials; no core of the SIGABRT.
+WatchdogSec=3s
+LimitCORE=0
 EOF
 systemctl daemon-reload
 timeout 90 systemctl start plugfs.service
@@ -323,7 +361,7 @@ sleep 1
 infra "the consumer runs" systemctl -q is-active plugfs-consumer.service
 
 # ===================== trials =====================
-for k in restart kill9 reexec; do kind_init "$k"; done
+for k in restart kill9 reexec watchdog; do kind_init "$k"; done
 # run_trials KIND COUNT: COUNT trials of KIND, each with a new allocation,
 # one every $PERIOD s at most: systemd's default start limit (5 starts in
 # 10 s) fails a unit started more often, and that stop would empty its file
@@ -350,6 +388,7 @@ if reexec_supported || [ "${PLUGFS_SYSTEM_FORCE_REEXEC:-}" = 1 ]; then
 else
 	echo "# reexec: not run: \`plugfs mount --help' does not mention SIGUSR2 (re-exec not implemented yet)"
 fi
+run_trials watchdog "$WATCHDOGS"
 set_phase end
 wait_for 30 bash -c '! systemctl -q is-active plugfs-consumer.service' || {
 	echo "# the consumer did not end within 30 s: killed"
@@ -361,6 +400,7 @@ infra "baseline: every connect reached a1 ($(grep '^phase=baseline ' "$SYNC/figu
 	all_zero "$(consumer_figure baseline failed)" "$(consumer_figure baseline wrong)"
 kinds=(restart kill9)
 [ "$REEXEC_RUN" = 1 ] && kinds+=(reexec)
+kinds+=(watchdog)
 for k in "${kinds[@]}"; do
 	trial "$k: 0 failed connects through the bind mount ($(consumer_figure "$k" failed) of $(consumer_figure "$k" tried))" \
 		[ "$(consumer_figure "$k" failed)" = 0 ]
