@@ -2,7 +2,8 @@
 # SIGKILL never leaves an unkillable daemon.  Trial 1: starts killed at a
 # random moment in their first 300 ms, and as many killed the moment their
 # mount shows in /proc/mounts (where a readiness check through the mount
-# used to hang the process).  Trial 2: kills while readers loop
+# used to hang the process).  Trial 2b: kills in the first 60 ms after a
+# SIGTERM, while the daemon stops under a reader.  Trial 2: kills while readers loop
 # through the mount and a client switches the active allocation (so kernel
 # invalidations are in flight).  Every process must be gone within 1 s of
 # the kill (the guard process included); a process that is not is counted
@@ -128,6 +129,29 @@ echo "# loaded kills: $LOADED, hung: $hung, slower than 1 s: $slow, longest: ${w
 check_eq "trial 2: no daemon killed under readers and switches hangs" 0 "$hung"
 check_eq "trial 2: every one is gone within 1 s" 0 "$slow"
 check "trial 2: the mount was served before each kill" test "$reads" -ge $((LOADED * 9 / 10))
+
+# --- trial 2b: kills while stopping -------------------------------------
+hung=0
+slow=0
+worst=0
+STOPS=${PLUGFS_KILL_STOPS:-20}
+for i in $(seq 1 "$STOPS"); do
+	start_daemon
+	disown "$DAEMON_PID"
+	plugfs register --type csi-node --name kp --alloc "a$i" --socket "/run/kp/a$i/csi.sock" \
+		>/dev/null 2>&1
+	reader &
+	r1=$!
+	kill -TERM "$DAEMON_PID"
+	sleep "0.0$(printf '%02d' $((RANDOM % 60)))"
+	kill_and_time "$DAEMON_PID"
+	kill -KILL "$r1" 2>/dev/null
+	wait "$r1" 2>/dev/null
+	_PIDS=()
+done
+echo "# kills while stopping: $STOPS, hung: $hung, slower than 1 s: $slow, longest: ${worst} ms"
+check_eq "trial 2b: no daemon killed while it stops hangs" 0 "$hung"
+check_eq "trial 2b: every one is gone within 1 s" 0 "$slow"
 
 # --- trial 3: a thread of the daemon inside the kernel ---------------------
 # A lookup in csi-node/ that the daemon never answers (test fault) holds the
