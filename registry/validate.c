@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 static const char *const kind_names[] = {
     [REG_KIND_CONTROLLER] = "controller",
@@ -82,36 +83,6 @@ int reg_validate_name(const char *field, const char *s, char *err, size_t errlen
 	return 0;
 }
 
-/* Length of the UTF-8 sequence at s and its code point, or 0 when invalid
- * (overlong forms, surrogates and values above U+10FFFF are invalid). */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	size_t len;
-	uint32_t c = s[0], min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		len = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4, c &= 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 const char *reg_quote(char *buf, size_t len, const char *s)
 {
 	const size_t shown = 80; /* input bytes shown before "..." */
@@ -125,7 +96,7 @@ const char *reg_quote(char *buf, size_t len, const char *s)
 	for (size_t i = 0; s && s[i];) {
 		const unsigned char *u = (const unsigned char *)s + i;
 		uint32_t cp = 0;
-		size_t n = utf8_decode(u, &cp);
+		size_t n = plugfs_utf8_decode((const char *)u, &cp);
 		bool ok =
 		    n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) && cp != '\\';
 
@@ -167,7 +138,7 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 				   reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
-		size_t n = utf8_decode((const unsigned char *)s + i, &cp);
+		size_t n = plugfs_utf8_decode(s + i, &cp);
 
 		if (n == 0)
 			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
