@@ -155,7 +155,7 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 static const char normal_rule[] =
     "must be normalised (no `.', `..' or empty components, no trailing `/')";
 
-int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
+int reg_validate_path(const char *field, const char *s, bool root_ok, char *err, size_t errlen)
 {
 	char q[128];
 	size_t len;
@@ -182,6 +182,8 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 					   "%s `%s': must not contain control characters", field,
 					   reg_quote(q, sizeof(q), s));
 	}
+	if (root_ok && strcmp(s, "/") == 0)
+		return 0;
 	/* Every component, between a '/' and the next '/' or the end, must be
 	 * non-empty and neither "." nor "..".  This also rejects "/" itself
 	 * and a trailing slash (an empty last component). */
@@ -197,6 +199,11 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 		c = end + 1;
 	}
 	return 0;
+}
+
+int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
+{
+	return reg_validate_path(field, s, false, err, errlen);
 }
 
 int reg_find_type(const char *type, const char *const *types, size_t n_types, size_t *idx,
@@ -227,8 +234,7 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 			   reg_quote(q, sizeof(q), type), list);
 }
 
-/* True when path is strictly below root, component-wise. */
-static bool path_under(const char *path, const char *root)
+bool reg_path_under(const char *path, const char *root)
 {
 	size_t n = strlen(root);
 
@@ -249,7 +255,7 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 	if (rc < 0 || n_roots == 0)
 		return rc;
 	for (size_t i = 0; i < n_roots; i++)
-		if (path_under(s, roots[i]))
+		if (reg_path_under(s, roots[i]))
 			return 0;
 	list[0] = '\0';
 	for (size_t i = 0; i < n_roots && o < sizeof(list); i++) {
