@@ -35,6 +35,7 @@
 
 #include "err.h"
 #include "registry.h"
+#include "strutil.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
  * newline and the NUL, and treats a full buffer as an overlong line. */
@@ -399,17 +400,13 @@ static bool section_known(const char *s)
 
 static void list_keys(const char *section, char *buf, size_t len)
 {
-	size_t used = 0;
+	const char *names[N_KEYS];
+	size_t n = 0;
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < N_KEYS && used < len; i++) {
-		if (strcmp(keys[i].section, section) != 0)
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", keys[i].key);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].section, section) == 0)
+			names[n++] = keys[i].key;
+	plugfs_join(buf, len, names, n, ", ");
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strutil.h"
 #include "utf8.h"
 
 static const char *const kind_names[] = {
@@ -210,7 +211,6 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 		  char *err, size_t errlen)
 {
 	char q[128], list[256];
-	size_t o = 0;
 
 	for (size_t i = 0; type && i < n_types; i++) {
 		if (strcmp(types[i], type) == 0) {
@@ -219,14 +219,7 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 			return 0;
 		}
 	}
-	list[0] = '\0';
-	for (size_t i = 0; i < n_types && o < sizeof(list); i++) {
-		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", types[i]);
-
-		if (w < 0)
-			break;
-		o += (size_t)w;
-	}
+	plugfs_join(list, sizeof(list), types, n_types, ", ");
 	if (!type)
 		return plugfs_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
 	return plugfs_errf(err, errlen, -EINVAL,
@@ -249,7 +242,6 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 			char *err, size_t errlen)
 {
 	char q[128], list[256];
-	size_t o = 0;
 	int rc = reg_validate_socket_path(field, s, err, errlen);
 
 	if (rc < 0 || n_roots == 0)
@@ -257,14 +249,7 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 	for (size_t i = 0; i < n_roots; i++)
 		if (reg_path_under(s, roots[i]))
 			return 0;
-	list[0] = '\0';
-	for (size_t i = 0; i < n_roots && o < sizeof(list); i++) {
-		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", roots[i]);
-
-		if (w < 0)
-			break;
-		o += (size_t)w;
-	}
+	plugfs_join(list, sizeof(list), roots, n_roots, ", ");
 	return plugfs_errf(err, errlen, -EINVAL,
 			   "%s `%s': must be under one of the socket roots (%s)", field,
 			   reg_quote(q, sizeof(q), s), list);
