@@ -35,6 +35,7 @@
 
 #include "err.h"
 #include "registry.h"
+#include "strutil.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
  * newline and the NUL, and treats a full buffer as an overlong line. */
@@ -154,44 +155,19 @@ static const char *quote(const char *v, char *buf, size_t len)
 	return reg_quote(buf, len, cut);
 }
 
-static bool has_control_char(const char *s)
+/* The registry's path rule (reg_validate_path): absolute, normalised, no
+ * control characters, shorter than PATH_MAX; `/' itself when root_ok.  The
+ * caller writes the message. */
+static bool path_ok(const char *s, bool root_ok)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || *s == 0x7f)
-			return true;
-	return false;
+	return reg_validate_path(NULL, s, root_ok, NULL, 0) == 0;
 }
 
-/* Absolute, no empty, `.' or `..' components, no trailing slash (except
- * "/" itself), no control characters, shorter than PATH_MAX. */
-static bool path_ok(const char *s)
+/* A path at or below dir: dir itself, or under it by the registry's rule
+ * (reg_path_under, the one socket_roots use). */
+static bool path_inside(const char *path, const char *dir)
 {
-	const char *p = s;
-
-	if (s[0] != '/' || strlen(s) >= PATH_MAX || has_control_char(s))
-		return false;
-	if (s[1] == '\0')
-		return true;
-	while (*p == '/') {
-		const char *comp = p + 1;
-		size_t n = strcspn(comp, "/");
-
-		if (n == 0 || (n == 1 && comp[0] == '.') ||
-		    (n == 2 && comp[0] == '.' && comp[1] == '.'))
-			return false;
-		p = comp + n;
-	}
-	return true;
-}
-
-/* A path at or below dir. */
-static bool path_under(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return true;
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+	return strcmp(path, dir) == 0 || reg_path_under(path, dir);
 }
 
 static bool group_ok(const char *s)
@@ -271,7 +247,7 @@ static void set_list(struct parse_ctx *c, const struct key_def *def, const char 
 				fail(c, c->lineno, -EINVAL, "%s", msg);
 				goto out;
 			}
-		} else if (!path_ok(tok)) {
+		} else if (!path_ok(tok, true)) {
 			fail(c, c->lineno, -EINVAL,
 			     "[%s] %s: `%s': expected absolute, normalised paths (no empty, `.' or "
 			     "`..' components, no trailing `/') separated by spaces",
@@ -330,7 +306,7 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 
 	switch (def->kind) {
 	case K_PATH:
-		if (!path_ok(value)) {
+		if (!path_ok(value, true)) {
 			BAD("expected an absolute, normalised path (no empty, `.' or `..' "
 			    "components, no trailing `/')");
 			return;
@@ -338,7 +314,7 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 		set_string(c, def, value);
 		return;
 	case K_SUN_PATH:
-		if (!path_ok(value) || strlen(value) >= SUN_PATH_BYTES) {
+		if (!path_ok(value, false) || strlen(value) >= SUN_PATH_BYTES) {
 			BAD("expected an absolute, normalised path of at most %d bytes (a Unix "
 			    "socket address)",
 			    SUN_PATH_BYTES - 1);
@@ -424,17 +400,13 @@ static bool section_known(const char *s)
 
 static void list_keys(const char *section, char *buf, size_t len)
 {
-	size_t used = 0;
+	const char *names[N_KEYS];
+	size_t n = 0;
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < N_KEYS && used < len; i++) {
-		if (strcmp(keys[i].section, section) != 0)
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? ", " : "", keys[i].key);
-		if (n < 0)
-			break;
-		used += (size_t)n;
-	}
+	for (size_t i = 0; i < N_KEYS; i++)
+		if (strcmp(keys[i].section, section) == 0)
+			names[n++] = keys[i].key;
+	plugfs_join(buf, len, names, n, ", ");
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -627,13 +599,13 @@ static void check_whole(struct parse_ctx *c)
 		fail(c, l_types, -EINVAL,
 		     "[registry] types is empty; expected at least one plugin type, e.g. "
 		     "`csi-controller csi-node'");
-	else if (path_under(cfg->control_socket, cfg->mountpoint))
+	else if (path_inside(cfg->control_socket, cfg->mountpoint))
 		fail(c, l_sock > l_mnt ? l_sock : l_mnt, -EINVAL,
 		     "[control] socket `%s' is inside [mount] mountpoint `%s'; expected a path "
 		     "outside the mount",
 		     quote(cfg->control_socket, q1, sizeof(q1)),
 		     quote(cfg->mountpoint, q2, sizeof(q2)));
-	else if (path_under(cfg->state_path, cfg->mountpoint))
+	else if (path_inside(cfg->state_path, cfg->mountpoint))
 		fail(c, l_state > l_mnt ? l_state : l_mnt, -EINVAL,
 		     "[state] path `%s' is inside [mount] mountpoint `%s'; expected a path "
 		     "outside the mount",

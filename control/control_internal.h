@@ -20,6 +20,17 @@
 /* CLOCK_MONOTONIC in milliseconds: deadlines and idle times. */
 int64_t ctl_now_ms(void);
 
+/*
+ * A JSON string of s (json.c), for text the daemon did not make: names,
+ * values and messages quoting them.  JSON strings are UTF-8 and
+ * json_string() refuses anything else, so text that is not valid UTF-8
+ * goes out as plugfs_utf8_sanitize() makes it (each invalid byte a `?',
+ * every valid character kept) and one bad value never fails a document or
+ * an error response.  A new reference; NULL for a NULL s or when memory
+ * ran out.
+ */
+json_t *ctl_json_text(const char *s);
+
 /* --- line framing --- */
 
 /*

@@ -11,7 +11,9 @@
 #include <time.h>
 
 #include "control.h"
+#include "control_internal.h"
 #include "timefmt.h"
+#include "utf8.h"
 
 /* Sets key to value (a new reference, stolen even on failure); false when
  * value is NULL or the set failed. */
@@ -20,38 +22,23 @@ static bool set(json_t *obj, const char *key, json_t *value)
 	return value && json_object_set_new(obj, key, value) == 0;
 }
 
-/*
- * A JSON string of s.  JSON strings are UTF-8 and json_string() refuses any
- * other text.  The policy here: text that is valid UTF-8 goes out unchanged;
- * for text that is not, every byte above 0x7f becomes `?', the bytes of its
- * valid multi-byte characters included ("caf\xc3\xa9 \xff" gives "caf?? ?"),
- * so that one bad value never fails the whole document.  This is one of
- * several policies in the tree: the error messages of the protocol
- * (message_string in request.c) replace only the bytes that are not UTF-8,
- * and the CLI refuses such arguments outright.
- */
-static json_t *string(const char *s)
+json_t *ctl_json_text(const char *s)
 {
-	json_t *j = json_string(s);
-	char *copy = NULL;
+	char *clean = NULL;
+	json_t *j;
 
-	if (j || !s)
-		return j;
-	copy = strdup(s);
-	if (!copy)
-		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p > 0x7f)
-			*p = '?';
-	j = json_string(copy);
-	free(copy);
+	if (!s || plugfs_utf8_valid(s))
+		return json_string(s);
+	clean = plugfs_utf8_sanitize(s);
+	j = clean ? json_string(clean) : NULL;
+	free(clean);
 	return j;
 }
 
 /* A string or, for NULL, JSON null. */
 static json_t *string_or_null(const char *s)
 {
-	return s ? string(s) : json_null();
+	return s ? ctl_json_text(s) : json_null();
 }
 
 /* Appends item (a new reference, stolen even on failure) to arr; arr, or
@@ -70,7 +57,7 @@ static json_t *options_object(const struct registration *r)
 	json_t *opts = json_object();
 
 	for (size_t i = 0; opts && i < r->n_options; i++) {
-		if (!set(opts, r->options[i].key, string(r->options[i].value))) {
+		if (!set(opts, r->options[i].key, ctl_json_text(r->options[i].value))) {
 			json_decref(opts);
 			opts = NULL;
 		}
@@ -86,9 +73,9 @@ json_t *control_json_registration(const struct registration *r)
 	plugfs_format_time(r->registered_at, -1, reg_at, sizeof(reg_at));
 	plugfs_format_time(r->updated_at, -1, upd_at, sizeof(upd_at));
 	/* Each value is made only once the sets before it succeeded. */
-	if (!obj || !set(obj, "alloc", string(r->alloc)) ||
-	    !set(obj, "socket", string(r->socket)) ||
-	    !set(obj, "version", string(r->version ? r->version : "")) ||
+	if (!obj || !set(obj, "alloc", ctl_json_text(r->alloc)) ||
+	    !set(obj, "socket", ctl_json_text(r->socket)) ||
+	    !set(obj, "version", ctl_json_text(r->version ? r->version : "")) ||
 	    !set(obj, "kind", string_or_null(reg_kind_name(r->kind))) ||
 	    !set(obj, "options", options_object(r)) || !set(obj, "seq", json_integer(r->seq)) ||
 	    !set(obj, "registered_at", json_string(reg_at)) ||
@@ -104,7 +91,8 @@ json_t *control_json_plugin(const struct reg_plugin *p)
 	const struct registration *act = reg_plugin_active(p);
 	json_t *obj = json_object(), *regs = NULL;
 
-	if (!obj || !set(obj, "type", string(p->type)) || !set(obj, "name", string(p->name)) ||
+	if (!obj || !set(obj, "type", ctl_json_text(p->type)) ||
+	    !set(obj, "name", ctl_json_text(p->name)) ||
 	    !set(obj, "active", string_or_null(act ? act->alloc : NULL)))
 		goto fail;
 	regs = json_array();

@@ -12,6 +12,7 @@
 
 #include "control_server_internal.h"
 #include "log.h"
+#include "strutil.h"
 #include "timefmt.h"
 
 /* --- checks shared by the operations --- */
@@ -35,14 +36,11 @@ static int check_type(struct control_server *srv, struct client *c, struct ctl_r
 	const char *const *names = NULL;
 	const int64_t *ids = NULL;
 	size_t n = registry_types(srv->reg, &names, &ids);
-	char list[512] = "";
-	size_t len = 0;
+	char list[512];
 
 	if (type_known(srv, type))
 		return 0;
-	for (size_t i = 0; i < n && len < sizeof(list); i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "",
-					names[i]);
+	plugfs_join(list, sizeof(list), names, n, ", ");
 	ctl_conn_send_error(
 	    c, req->id, CTL_E_INVALID_ARGUMENT,
 	    "%s: field `%s': unknown type `%.128s'; configured types (registry.types): %s",

@@ -373,61 +373,10 @@ void ctl_request_free(struct ctl_request *req)
 	memset(req, 0, sizeof(*req));
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0. */
-static size_t utf8_seq(const unsigned char *s)
-{
-	size_t n;
-	unsigned c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* A JSON string of msg with bytes that are not UTF-8 (e.g. a quoted value
- * cut short) replaced by '?'. */
-static json_t *message_string(const char *msg)
-{
-	size_t n = strlen(msg);
-	char *copy = NULL;
-	json_t *s;
-
-	if ((s = json_string(msg)) != NULL)
-		return s;
-	copy = malloc(n + 1);
-	if (!copy)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		size_t k = utf8_seq((const unsigned char *)msg + i);
-
-		if (k == 0) {
-			copy[i++] = '?';
-			continue;
-		}
-		memcpy(copy + i, msg + i, k);
-		i += k;
-	}
-	copy[n] = '\0';
-	s = json_string(copy);
-	free(copy);
-	return s;
-}
-
 json_t *ctl_error_response(json_t *id, enum ctl_code code, const char *message)
 {
 	json_t *o = json_pack("{s:b, s:{s:s, s:o}}", "ok", 0, "error", "code", ctl_code_name(code),
-			      "message", message_string(message));
+			      "message", ctl_json_text(message));
 
 	if (o && id)
 		json_object_set(o, "id", id);

@@ -200,6 +200,20 @@ static void open_untrack(struct plugfs_fs *fs, struct fs_open *o)
 	pthread_mutex_unlock(&fs->open_mu);
 }
 
+/* Tracks o (fi->fh becomes its id) and replies to the open; false, with o
+ * untracked again, when the reply failed: the caller then frees its handle
+ * (no release will come for it). */
+static bool reply_open(fuse_req_t req, struct plugfs_fs *fs, struct fuse_file_info *fi,
+		       struct fs_open *o, bool is_dir)
+{
+	open_track(fs, o, is_dir);
+	fi->fh = o->id;
+	if (fuse_reply_open(req, fi) == 0)
+		return true;
+	open_untrack(fs, o);
+	return false;
+}
+
 /*
  * The handle of ours that fh names, or NULL.  After a handover the kernel
  * still holds the handles of the previous process: fh is an id (a random
@@ -263,12 +277,8 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	/* Small and changing: no page cache, reads come here. */
 	fi->direct_io = 1;
 	fi->keep_cache = 0;
-	open_track(fs, &h->o, false);
-	fi->fh = h->o.id;
-	if (fuse_reply_open(req, fi) != 0) {
-		open_untrack(fs, &h->o);
+	if (!reply_open(req, fs, fi, &h->o, false))
 		free(h);
-	}
 }
 
 static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -399,12 +409,8 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	 * before a change can land in that cache after the change's
 	 * invalidation, and a listing after the acknowledgement would miss it.
 	 * Measured: it would save 2 of the 4 requests of a listing. */
-	open_track(fs, &d->o, true);
-	fi->fh = d->o.id;
-	if (fuse_reply_open(req, fi) != 0) {
-		open_untrack(fs, &d->o);
+	if (!reply_open(req, fs, fi, &d->o, true))
 		dirhandle_free(d);
-	}
 }
 
 static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

@@ -398,13 +398,9 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 						   reg_quote(q, sizeof(q), o->types[i]));
 	}
 	for (size_t i = 0; i < o->n_socket_roots; i++) {
-		const char *root = o->socket_roots[i];
-
-		/* `/' is a root too (any socket): the config accepts it. */
-		if (root && strcmp(root, "/") == 0)
-			continue;
-		if ((rc = reg_validate_socket_path("registry.socket_roots entry", root, err,
-						   errlen)) < 0)
+		/* `/' is a root too: it covers every socket (reg_path_under). */
+		if ((rc = reg_validate_path("registry.socket_roots entry", o->socket_roots[i], true,
+					    err, errlen)) < 0)
 			return rc;
 	}
 	if (o->tombstone_ttl < 0)

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "strutil.h"
+#include "utf8.h"
 
 static const char *const kind_names[] = {
     [REG_KIND_CONTROLLER] = "controller",
@@ -82,36 +84,6 @@ int reg_validate_name(const char *field, const char *s, char *err, size_t errlen
 	return 0;
 }
 
-/* Length of the UTF-8 sequence at s and its code point, or 0 when invalid
- * (overlong forms, surrogates and values above U+10FFFF are invalid). */
-static size_t utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	size_t len;
-	uint32_t c = s[0], min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	} else if ((c & 0xe0) == 0xc0) {
-		len = 2, c &= 0x1f, min = 0x80;
-	} else if ((c & 0xf0) == 0xe0) {
-		len = 3, c &= 0x0f, min = 0x800;
-	} else if ((c & 0xf8) == 0xf0) {
-		len = 4, c &= 0x07, min = 0x10000;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return len;
-}
-
 const char *reg_quote(char *buf, size_t len, const char *s)
 {
 	const size_t shown = 80; /* input bytes shown before "..." */
@@ -125,7 +97,7 @@ const char *reg_quote(char *buf, size_t len, const char *s)
 	for (size_t i = 0; s && s[i];) {
 		const unsigned char *u = (const unsigned char *)s + i;
 		uint32_t cp = 0;
-		size_t n = utf8_decode(u, &cp);
+		size_t n = plugfs_utf8_decode((const char *)u, &cp);
 		bool ok =
 		    n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) && cp != '\\';
 
@@ -167,7 +139,7 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 				   reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
-		size_t n = utf8_decode((const unsigned char *)s + i, &cp);
+		size_t n = plugfs_utf8_decode(s + i, &cp);
 
 		if (n == 0)
 			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
@@ -184,7 +156,7 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 static const char normal_rule[] =
     "must be normalised (no `.', `..' or empty components, no trailing `/')";
 
-int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
+int reg_validate_path(const char *field, const char *s, bool root_ok, char *err, size_t errlen)
 {
 	char q[128];
 	size_t len;
@@ -211,6 +183,8 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 					   "%s `%s': must not contain control characters", field,
 					   reg_quote(q, sizeof(q), s));
 	}
+	if (root_ok && strcmp(s, "/") == 0)
+		return 0;
 	/* Every component, between a '/' and the next '/' or the end, must be
 	 * non-empty and neither "." nor "..".  This also rejects "/" itself
 	 * and a trailing slash (an empty last component). */
@@ -228,11 +202,15 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 	return 0;
 }
 
+int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
+{
+	return reg_validate_path(field, s, false, err, errlen);
+}
+
 int reg_find_type(const char *type, const char *const *types, size_t n_types, size_t *idx,
 		  char *err, size_t errlen)
 {
 	char q[128], list[256];
-	size_t o = 0;
 
 	for (size_t i = 0; type && i < n_types; i++) {
 		if (strcmp(types[i], type) == 0) {
@@ -241,14 +219,7 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 			return 0;
 		}
 	}
-	list[0] = '\0';
-	for (size_t i = 0; i < n_types && o < sizeof(list); i++) {
-		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", types[i]);
-
-		if (w < 0)
-			break;
-		o += (size_t)w;
-	}
+	plugfs_join(list, sizeof(list), types, n_types, ", ");
 	if (!type)
 		return plugfs_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
 	return plugfs_errf(err, errlen, -EINVAL,
@@ -256,8 +227,7 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 			   reg_quote(q, sizeof(q), type), list);
 }
 
-/* True when path is strictly below root, component-wise. */
-static bool path_under(const char *path, const char *root)
+bool reg_path_under(const char *path, const char *root)
 {
 	size_t n = strlen(root);
 
@@ -272,22 +242,14 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 			char *err, size_t errlen)
 {
 	char q[128], list[256];
-	size_t o = 0;
 	int rc = reg_validate_socket_path(field, s, err, errlen);
 
 	if (rc < 0 || n_roots == 0)
 		return rc;
 	for (size_t i = 0; i < n_roots; i++)
-		if (path_under(s, roots[i]))
+		if (reg_path_under(s, roots[i]))
 			return 0;
-	list[0] = '\0';
-	for (size_t i = 0; i < n_roots && o < sizeof(list); i++) {
-		int w = snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", roots[i]);
-
-		if (w < 0)
-			break;
-		o += (size_t)w;
-	}
+	plugfs_join(list, sizeof(list), roots, n_roots, ", ");
 	return plugfs_errf(err, errlen, -EINVAL,
 			   "%s `%s': must be under one of the socket roots (%s)", field,
 			   reg_quote(q, sizeof(q), s), list);

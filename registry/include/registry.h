@@ -320,7 +320,23 @@ void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *ar
  * message naming `field` and the rule. */
 int reg_validate_name(const char *field, const char *s, char *err, size_t errlen);
 int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen);
+/*
+ * The path rules, the same for sockets, socket roots and the config's
+ * paths: absolute, normalised (no empty, `.' or `..' component, no
+ * trailing `/'), no control characters (C0, DEL, C1), shorter than
+ * PATH_MAX.  `/' itself is accepted only when root_ok (a socket root, a
+ * directory); reg_validate_socket_path is reg_validate_path(..., false).
+ */
+int reg_validate_path(const char *field, const char *s, bool root_ok, char *err, size_t errlen);
 int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen);
+/*
+ * The one "under a root" rule: true when path is strictly below root,
+ * component by component ("/run/a.sock" is under "/run"; "/run" itself and
+ * "/runx/a.sock" are not).  A trailing `/' on root is ignored, and a root
+ * of `/' covers every absolute path but `/' itself.  Pure string work: no
+ * symlink is followed (both sides passed reg_validate_path).
+ */
+bool reg_path_under(const char *path, const char *root);
 /* Writes s into buf (len bytes, always NUL-terminated) for a message:
  * valid, printable UTF-8 as it is; control characters, stray bytes and `\'
  * as \xNN; cut with "..." after 80 bytes of s.  A buffer of 4 * 80 + 4

@@ -401,6 +401,42 @@ static void test_cross_checks(void **state)
 					     &cfg, err, sizeof(err)),
 			 0);
 	config_free(&cfg);
+	/* The mountpoint itself is inside too (at or below). */
+	expect_error("[mount]\nmountpoint = /run/p\n[control]\nsocket = /run/p\n", 4,
+		     "[control] socket `/run/p' is inside [mount] mountpoint `/run/p'");
+	expect_error("[mount]\nmountpoint = /run/p\n[state]\npath = /run/p\n", 4,
+		     "[state] path `/run/p' is inside [mount] mountpoint `/run/p'");
+	assert_int_equal(config_parse_string("[mount]\nmountpoint = /run\n[control]\nsocket = "
+					     "/runx/a.sock\n[state]\npath = /runx/s.db\n",
+					     "ok.ini", &cfg, err, sizeof(err)),
+			 0);
+	config_free(&cfg);
+}
+
+/* Socket roots follow the registry's path rule: absolute and normalised
+ * (so no trailing `/'), `/' itself allowed (it covers every socket). */
+static void test_socket_roots_rule(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	expect_error("[registry]\nsocket_roots = /run/\n", 2,
+		     "[registry] socket_roots: `/run/': expected absolute, normalised paths");
+	expect_error("[registry]\nsocket_roots = /run/./a\n", 2,
+		     "[registry] socket_roots: `/run/./a': expected absolute, normalised paths");
+	expect_error("[registry]\nsocket_roots = //run\n", 2,
+		     "[registry] socket_roots: `//run': expected absolute, normalised paths");
+	expect_error("[registry]\nsocket_roots = /run/\xc2\x9b\n", 2,
+		     "[registry] socket_roots: `/run/\\xc2\\x9b': expected absolute");
+	assert_int_equal(config_parse_string("[registry]\nsocket_roots = / /run\n", "ok.ini", &cfg,
+					     err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.n_socket_roots, 2);
+	assert_string_equal(cfg.socket_roots[0], "/");
+	config_free(&cfg);
+	/* A control socket is a file: `/' is no socket address. */
+	expect_error("[control]\nsocket = /\n", 2, "[control] socket = `/': expected an absolute");
 }
 
 /* --- files --- */
@@ -557,6 +593,7 @@ int main(void)
 	    cmocka_unit_test(test_unknown_names),
 	    cmocka_unit_test(test_syntax_errors),
 	    cmocka_unit_test(test_cross_checks),
+	    cmocka_unit_test(test_socket_roots_rule),
 	    cmocka_unit_test_setup_teardown(test_load_file, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_load_missing, setup_tmp, teardown_tmp),
 	    cmocka_unit_test_setup_teardown(test_resolve_order, setup_tmp, teardown_tmp),

@@ -302,6 +302,27 @@ static void test_error_message_not_utf8(void **state)
 	json_decref(resp);
 }
 
+/* Bytes that look like UTF-8 but that jansson refuses (a surrogate, an
+ * overlong form) are replaced too: the client gets the real error, not
+ * "internal: out of memory". */
+static void test_error_message_surrogate(void **state)
+{
+	json_t *resp = ctl_error_response(NULL, CTL_E_INVALID_ARGUMENT, "x \xed\xa0\x80 y");
+
+	(void)state;
+	assert_non_null(resp);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(resp, "error"), "message")),
+	    "x ??? y");
+	json_decref(resp);
+	resp = ctl_error_response(NULL, CTL_E_INVALID_ARGUMENT, "x \xc0\xaf y");
+	assert_non_null(resp);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(resp, "error"), "message")),
+	    "x ?? y");
+	json_decref(resp);
+}
+
 static void test_codes(void **state)
 {
 	assert_string_equal(ctl_code_name(ctl_code_from_errno(-EINVAL)), "invalid_argument");
@@ -324,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_others),
 	    cmocka_unit_test(test_error_echoes_id),
 	    cmocka_unit_test(test_error_message_not_utf8),
+	    cmocka_unit_test(test_error_message_surrogate),
 	    cmocka_unit_test(test_codes),
 	};
 

@@ -314,6 +314,29 @@ static void test_deregister_inputs(void **state)
 	assert_string_equal(order(f, "csi-node", "p"), "a0");
 }
 
+/* The one "under a root" rule: strictly below, component-wise; `/' covers
+ * every absolute path. */
+static void test_path_under(void **state)
+{
+	(void)state;
+	assert_true(reg_path_under("/run/a.sock", "/run"));
+	assert_true(reg_path_under("/run/x/a.sock", "/run"));
+	assert_false(reg_path_under("/run", "/run"));	      /* the root itself */
+	assert_false(reg_path_under("/runx/a.sock", "/run")); /* a sibling prefix */
+	assert_false(reg_path_under("/ru", "/run"));
+	assert_false(reg_path_under("/var/a.sock", "/run"));
+	/* A trailing `/' on the root is ignored. */
+	assert_true(reg_path_under("/run/a.sock", "/run/"));
+	assert_false(reg_path_under("/run", "/run/"));
+	assert_false(reg_path_under("/run/", "/run/"));
+	assert_false(reg_path_under("/runx/a.sock", "/run/"));
+	/* `/' covers every absolute path, but not `/' itself. */
+	assert_true(reg_path_under("/a.sock", "/"));
+	assert_true(reg_path_under("/run/x/a.sock", "/"));
+	assert_false(reg_path_under("/", "/"));
+	assert_false(reg_path_under("a.sock", "/"));
+}
+
 static void test_public_helpers(void **state)
 {
 	char err[REG_ERR_MAX] = "";
@@ -337,6 +360,16 @@ static void test_public_helpers(void **state)
 	assert_int_equal(reg_validate_socket_path("s", "/a/b.c/..d/.e", err, sizeof(err)), 0);
 	assert_int_equal(reg_validate_socket_path("s", "/a/b/.", err, sizeof(err)), -EINVAL);
 	assert_string_equal(err, "s `/a/b/.': " NORMAL_RULE);
+	/* `/' is a path only where a root is allowed. */
+	assert_int_equal(reg_validate_socket_path("s", "/", err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "s `/': " NORMAL_RULE);
+	assert_int_equal(reg_validate_path("r", "/", true, err, sizeof(err)), 0);
+	assert_int_equal(reg_validate_path("r", "/run", true, err, sizeof(err)), 0);
+	assert_int_equal(reg_validate_path("r", "/run/", true, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r `/run/': " NORMAL_RULE);
+	assert_int_equal(reg_validate_path("r", "run", true, err, sizeof(err)), -EINVAL);
+	assert_string_equal(err, "r `run': must be an absolute path");
+	assert_int_equal(reg_validate_path("r", "//", true, err, sizeof(err)), -EINVAL);
 	/* A tiny buffer is NUL-terminated; errlen 0 is allowed. */
 	assert_int_equal(reg_validate_name("field", "", err, 6), -EINVAL);
 	assert_string_equal(err, "field");
@@ -370,6 +403,7 @@ int main(void)
 					    fixture_teardown),
 	    T(test_root_slash_allows_any_socket),
 	    T(test_deregister_inputs),
+	    cmocka_unit_test(test_path_under),
 	    cmocka_unit_test(test_public_helpers),
 	};
 
