@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "array.h"
 #include "log.h"
 
 int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
@@ -126,16 +127,9 @@ static uint64_t enqueue_locked(struct fs_notifier *nt, struct fs_inval_batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		struct fs_inval_batch *q = &nt->queue;
 
-		if (q->n == q->cap) {
-			size_t cap = q->cap ? q->cap * 2 : 16;
-			struct fs_inval *a = realloc(q->items, cap * sizeof(*a));
-
-			if (!a) {
-				free(b->items[i].name);
-				continue;
-			}
-			q->items = a;
-			q->cap = cap;
+		if (PLUGFS_GROW(q->items, q->cap, q->n, 16) != 0) {
+			free(b->items[i].name);
+			continue;
 		}
 		q->items[q->n++] = b->items[i];
 	}

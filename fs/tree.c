@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "fs_internal.h"
+#include "array.h"
 #include "registry.h"
 #include "timefmt.h"
 
@@ -57,15 +58,8 @@ struct fs_node *fs_view_child(struct fs_node *dir, const char *name)
 
 static int child_add(struct fs_node *dir, struct fs_node *c)
 {
-	if (dir->n_children == dir->cap_children) {
-		size_t cap = dir->cap_children ? dir->cap_children * 2 : 4;
-		struct fs_node **a = realloc(dir->children, cap * sizeof(*a));
-
-		if (!a)
-			return -ENOMEM;
-		dir->children = a;
-		dir->cap_children = cap;
-	}
+	if (PLUGFS_GROW(dir->children, dir->cap_children, dir->n_children, 4) != 0)
+		return -ENOMEM;
 	dir->children[dir->n_children++] = c;
 	if (c->kind == FS_DIR)
 		dir->n_subdirs++;
@@ -232,15 +226,8 @@ static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_
 
 	if (!b)
 		return 0;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 8;
-		struct fs_inval *a = realloc(b->items, cap * sizeof(*a));
-
-		if (!a)
-			goto oom;
-		b->items = a;
-		b->cap = cap;
-	}
+	if (PLUGFS_GROW(b->items, b->cap, b->n, 8) != 0)
+		goto oom;
 	it = &b->items[b->n];
 	it->kind = kind;
 	it->ino = ino;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "array.h"
 
 void registry_emit(struct registry *r, const struct reg_event *ev, size_t n)
 {
@@ -38,15 +39,8 @@ int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg)
 	if (!cb)
 		return -EINVAL;
 	lock(r);
-	if (r->n_subs == r->cap_subs) {
-		size_t cap = r->cap_subs ? r->cap_subs * 2 : 4;
-		struct subscriber *v = realloc(r->subs, cap * sizeof(*v));
-
-		if (!v)
-			goto out;
-		r->subs = v;
-		r->cap_subs = cap;
-	}
+	if (PLUGFS_GROW(r->subs, r->cap_subs, r->n_subs, 4) != 0)
+		goto out;
 	id = ++r->next_sub_id;
 	r->subs[r->n_subs++] = (struct subscriber){.id = id, .cb = cb, .arg = arg};
 out:

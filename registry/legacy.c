@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "hash.h"
+#include "array.h"
 #include "internal.h"
 
 /* The entries of every type object, in document order. */
@@ -97,15 +98,8 @@ static int read_options(sqlite3 *db, sqlite3_stmt *ost, const char *info, struct
 		if (!col_is(ost, 1, "text"))
 			return shape_error(err, errlen, e->type, e->name, "Options",
 					   "every value must be a string");
-		if (e->n_options == cap) {
-			size_t ncap = cap ? cap * 2 : 4;
-
-			o = realloc(e->options, ncap * sizeof(*o));
-			if (!o)
-				return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-			e->options = o;
-			cap = ncap;
-		}
+		if (PLUGFS_GROW(e->options, cap, e->n_options, 4) != 0)
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		o = &e->options[e->n_options];
 		memset(o, 0, sizeof(*o));
 		e->n_options++;
@@ -236,16 +230,9 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 	}
 	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct legacy_entry *nv = realloc(v, ncap * sizeof(*nv));
-
-			if (!nv) {
-				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
+		if (PLUGFS_GROW(v, cap, n, 8) != 0) {
+			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+			goto out;
 		}
 		memset(&v[n], 0, sizeof(v[n]));
 		n++;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "array.h"
 #include "store.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -195,15 +196,8 @@ static int load_options(struct store *s, sqlite3_stmt *st, struct registration *
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct reg_option *o;
 
-		if (r->n_options == cap) {
-			size_t ncap = cap ? cap * 2 : 4;
-
-			o = realloc(r->options, ncap * sizeof(*o));
-			if (!o)
-				return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-			r->options = o;
-			cap = ncap;
-		}
+		if (PLUGFS_GROW(r->options, cap, r->n_options, 4) != 0)
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		o = &r->options[r->n_options];
 		o->key = col_strdup(st, 0);
 		o->value = col_strdup(st, 1);

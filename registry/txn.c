@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "array.h"
 
 void batch_free(struct batch *b)
 {
@@ -30,15 +31,8 @@ void batch_free(struct batch *b)
 
 static struct change *batch_add(struct batch *b)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
-		struct change *v = realloc(b->c, cap * sizeof(*v));
-
-		if (!v)
-			return NULL;
-		b->c = v;
-		b->cap = cap;
-	}
+	if (PLUGFS_GROW(b->c, b->cap, b->n, 4) != 0)
+		return NULL;
 	memset(&b->c[b->n], 0, sizeof(b->c[0]));
 	return &b->c[b->n++];
 }
