@@ -150,13 +150,24 @@ struct fs_node *fs_view_child(struct fs_node *dir, const char *name);
 int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 		     const struct timespec *mtime);
 /*
- * Makes <type>/<name> match p (NULL or empty: removes it), recording the
+ * Makes <type>/<name> match p (NULL or empty: removes it; a directory the
+ * kernel holds stays, empty, see fs_view_add_empty_plugin), recording the
  * kernel invalidations the change needs in b (may be NULL at start).  now is
  * the mtime of what changes.  0 or -ENOMEM (the view is then still usable).
  */
 int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, int64_t plugin_id,
 			const struct reg_plugin *p, const struct timespec *now,
 			struct fs_inval_batch *b);
+/*
+ * Enters the directory of a plugin whose list is empty (registered once,
+ * none now) out of the tree: listed nowhere, but a nodeid the kernel still
+ * holds from a previous process (a resumed connection) answers as an empty
+ * directory, and the plugin takes it back when it registers again.  Freed
+ * on forget like any node out of the tree.  0 (also when the type is not
+ * configured or the node exists) or -ENOMEM.
+ */
+int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *name,
+			     int64_t plugin_id, const struct timespec *mtime);
 /* Drops n kernel references; frees nodes out of the tree that reach 0.
  * Needs the write lock. */
 void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);

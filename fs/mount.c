@@ -68,6 +68,19 @@ struct load_ctx {
 	size_t errlen;
 };
 
+struct empty_ctx {
+	struct plugfs_fs *fs;
+	const struct timespec *now;
+};
+
+/* A plugin whose list emptied: its directory, for a kernel that holds it. */
+static int add_empty(void *arg, const char *type, const char *name, int64_t plugin_id)
+{
+	struct empty_ctx *e = arg;
+
+	return fs_view_add_empty_plugin(&e->fs->view, type, name, plugin_id, e->now);
+}
+
 /* With the registry mutex held: no event is missed or seen twice. */
 static void load_locked(struct registry *r, void *arg)
 {
@@ -93,6 +106,11 @@ static void load_locked(struct registry *r, void *arg)
 		const struct reg_plugin *p = &snap.plugins[i];
 
 		rc = fs_view_sync_plugin(&fs->view, p->type, p->name, p->id, p, &now, NULL);
+	}
+	if (rc == 0) {
+		struct empty_ctx e = {.fs = fs, .now = &now};
+
+		rc = registry_each_empty_plugin(r, add_empty, &e);
 	}
 	if (rc != 0) {
 		plugfs_seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));

@@ -7,6 +7,8 @@
  * Nodes live in a hash table keyed by inode number.  A node removed from the
  * tree stays in the table while the kernel holds references to it (its
  * lookup count), so getattr, readlink and read keep answering until forget.
+ * A plugin whose list emptied keeps its id (registry.h), so its directory
+ * stays such a node, empty, and is taken back when the plugin returns.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -288,6 +290,49 @@ static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval
 	batch_push(b, FS_INVAL_INODE, n->ino, NULL);
 }
 
+/*
+ * Takes a plugin directory out of tdir.  One the kernel still holds (the
+ * root of a bind mount of it) stays as an empty directory until forgotten,
+ * so that it answers getattr and an empty readdir, and comes back under its
+ * inode number when the plugin registers again (its id is kept): the kernel
+ * is told to drop the entries it cached in it and its attributes.
+ */
+static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs_node *pdir,
+			      const struct timespec *now, struct fs_inval_batch *b)
+{
+	if (__atomic_load_n(&pdir->nlookup, __ATOMIC_RELAXED) > 0) {
+		for (size_t i = 0; i < pdir->n_children; i++)
+			batch_push(b, FS_INVAL_ENTRY, pdir->ino, pdir->children[i]->name);
+		touch(pdir, now, b);
+	}
+	node_remove(v, tdir, pdir);
+}
+
+int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *name,
+			     int64_t plugin_id, const struct timespec *mtime)
+{
+	struct fs_node *tdir = find_type_dir(v, type);
+	uint64_t ino = FS_INO(plugin_id, FS_TAG_PLUGIN);
+	struct fs_node *n;
+
+	if (!tdir || fs_view_get(v, ino))
+		return 0; /* not a configured type, or known already */
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->name = strdup(name))) {
+		free(n);
+		return -ENOMEM;
+	}
+	n->ino = ino;
+	n->kind = FS_DIR;
+	n->parent = tdir->ino;
+	n->mtime = *mtime;
+	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
+		node_free(n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int64_t newest_update(const struct reg_plugin *p)
 {
 	int64_t t = 0;
@@ -325,7 +370,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		return 0; /* not a configured type */
 	pdir = fs_view_child(tdir, name);
 	if (pdir && (!act || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
-		node_remove(v, tdir, pdir);
+		plugin_dir_remove(v, tdir, pdir, now, b);
 		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
 		touch(tdir, now, b);
 		pdir = NULL;
@@ -341,6 +386,15 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (!text)
 		return -ENOMEM;
 	if (!pdir) {
+		const struct fs_node *kept = fs_view_get(v, FS_INO(plugin_id, FS_TAG_PLUGIN));
+
+		/* A directory the kernel still holds (a bind mount of it) is
+		 * taken back: drop what it cached as missing in it. */
+		if (kept && !kept->in_tree) {
+			batch_push(b, FS_INVAL_ENTRY, kept->ino, v->socket_name);
+			batch_push(b, FS_INVAL_ENTRY, kept->ino, "allocs");
+			batch_push(b, FS_INVAL_ENTRY, kept->ino, "info");
+		}
 		pdir =
 		    node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
 		if (!pdir) {

@@ -90,15 +90,8 @@ static int check_current(struct store *s, char *err, size_t errlen)
 		return plugfs_errf(err, errlen, -EIO,
 				   "state file `%s': %lld rows point at rows that do not exist",
 				   s->path, (long long)n);
-	if ((rc = store_query_int(s,
-				  "SELECT count(*) FROM plugins p WHERE NOT EXISTS"
-				  " (SELECT 1 FROM registrations r WHERE r.plugin_id = p.id)",
-				  &n, "checking plugins", err, errlen)) < 0)
-		return rc;
-	if (n)
-		return plugfs_errf(err, errlen, -EIO,
-				   "state file `%s': %lld plugins without registrations", s->path,
-				   (long long)n);
+	/* A plugins row without registrations is a plugin whose list
+	 * emptied: kept for its id (store.h). */
 	if ((rc = store_query_int(s,
 				  "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta"
 				  " WHERE key = 'seq'), 0)",

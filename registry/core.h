@@ -90,8 +90,6 @@ struct batch {
 	size_t n_ev;
 	struct registration *dead_regs; /* removed entries, alive until emitted */
 	size_t n_dead_regs;
-	struct plugin_node **dead_plugins;
-	size_t n_dead_plugins;
 };
 
 void batch_free(struct batch *b);

@@ -194,6 +194,25 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	return 0;
 }
 
+int index_load_empty(struct reg_index *ix, size_t type_idx, int64_t plugin_id, const char *type,
+		     const char *name, char *err, size_t errlen)
+{
+	struct plugin_node *p;
+
+	if (index_find_plugin(ix, type, name))
+		return 0; /* cannot happen: UNIQUE(type_id, name) */
+	p = plugin_node_new(type, name, type_idx);
+	if (!p)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	p->pub.id = plugin_id;
+	if (index_add_plugin(ix, p) < 0) {
+		plugin_node_free(p);
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	ix->n_empty++;
+	return 0;
+}
+
 void index_free(struct reg_index *ix)
 {
 	struct hash_entry *e = NULL;
@@ -212,4 +231,5 @@ void index_free(struct reg_index *ix)
 	}
 	hash_free(&ix->allocs);
 	ix->n_regs = 0;
+	ix->n_empty = 0;
 }

@@ -16,7 +16,9 @@
 #include "hash.h"
 #include "registry.h"
 
-/* One plugin: the public value (its list and active index) plus room. */
+/* One plugin: the public value (its list and active index) plus room.  A
+ * plugin whose list emptied stays in the index with n_regs 0 (counted in
+ * n_empty), so that it keeps its persisted id; getters pass over it. */
 struct plugin_node {
 	struct reg_plugin pub; /* regs ordered by seq, highest first */
 	size_t cap;	       /* slots allocated in pub.regs */
@@ -34,6 +36,7 @@ struct reg_index {
 	struct hash plugins; /* "type/name" -> struct plugin_node */
 	struct hash allocs;  /* alloc -> struct alloc_set */
 	size_t n_regs;	     /* registrations over all plugins */
+	size_t n_empty;	     /* plugins whose list emptied (kept for their id) */
 };
 
 /* A zeroed index is empty.  index_free frees every node and set. */
@@ -78,5 +81,10 @@ void plugin_elect_active(struct plugin_node *p);
  * has g->alloc; messages in err. */
 int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
 	       char *err, size_t errlen);
+/* Enters the plugin (type, name) with plugin_id and an empty list, as
+ * loading the store does for a plugins row without registrations.  0 or
+ * -ENOMEM. */
+int index_load_empty(struct reg_index *ix, size_t type_idx, int64_t plugin_id, const char *type,
+		     const char *name, char *err, size_t errlen);
 
 #endif

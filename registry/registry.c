@@ -286,7 +286,7 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 	while ((e = hash_next(&r->ix.plugins, &pos, e))) {
 		const struct plugin_node *p = e->value;
 
-		if (type && strcmp(type, p->pub.type) != 0)
+		if (p->pub.n_regs == 0 || (type && strcmp(type, p->pub.type) != 0))
 			continue;
 		if ((rc = reg_plugin_copy(&p->pub, &out->plugins[out->n_plugins])) < 0)
 			goto out;
@@ -312,7 +312,24 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 		return -ENOENT;
 	lock(r);
 	p = index_find_plugin(&r->ix, type, name);
-	rc = p ? reg_plugin_copy(&p->pub, out) : -ENOENT;
+	rc = p && p->pub.n_regs > 0 ? reg_plugin_copy(&p->pub, out) : -ENOENT;
+	unlock(r);
+	return rc;
+}
+
+int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg)
+{
+	struct hash_entry *e = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	lock(r);
+	while (rc == 0 && (e = hash_next(&r->ix.plugins, &pos, e))) {
+		const struct plugin_node *p = e->value;
+
+		if (p->pub.n_regs == 0)
+			rc = fn(arg, p->pub.type, p->pub.name, p->pub.id);
+	}
 	unlock(r);
 	return rc;
 }
@@ -330,7 +347,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = hash_count(&r->ix.plugins);
+		*n_plugins = hash_count(&r->ix.plugins) - r->ix.n_empty;
 	if (n_registrations)
 		*n_registrations = r->ix.n_regs;
 	unlock(r);
@@ -355,6 +372,12 @@ static int load_one(void *arg, size_t type_idx, int64_t plugin_id, struct regist
 		    char *err, size_t errlen)
 {
 	return index_load(arg, type_idx, plugin_id, g, err, errlen);
+}
+
+static int load_empty(void *arg, size_t type_idx, int64_t plugin_id, const char *type,
+		      const char *name, char *err, size_t errlen)
+{
+	return index_load_empty(arg, type_idx, plugin_id, type, name, err, errlen);
 }
 
 static char **copy_strv(const char *const *v, size_t n)
@@ -456,6 +479,8 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
 	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, &r->ix,
 			     err, errlen)) < 0 ||
+	    (rc = store_load_empty(&r->st, (const char *const *)r->types, r->n_types, load_empty,
+				   &r->ix, err, errlen)) < 0 ||
 	    (!r->read_only &&
 	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
 		goto fail;

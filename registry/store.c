@@ -11,7 +11,6 @@
 
 static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_PLUGIN] = "INSERT INTO plugins(type_id, name) VALUES(?1, ?2)",
-    [ST_DELETE_PLUGIN] = "DELETE FROM plugins WHERE id = ?1",
     [ST_GET_TOMBSTONE] =
 	"SELECT seq, deleted_at FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
     [ST_DELETE_TOMBSTONE] = "DELETE FROM tombstones WHERE type = ?1 AND name = ?2 AND alloc = ?3",
@@ -293,15 +292,37 @@ int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int6
 	return 0;
 }
 
-int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen)
+int store_load_empty(struct store *s, const char *const *types, size_t n_types,
+		     store_load_empty_fn fn, void *arg, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = stmt(s, ST_DELETE_PLUGIN, &st, err, errlen);
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT t.name, p.id, p.name FROM plugins p"
+				    " JOIN types t ON t.id = p.type_id WHERE NOT EXISTS"
+				    " (SELECT 1 FROM registrations r WHERE r.plugin_id = p.id)"
+				    " ORDER BY p.id",
+				    -1, &st, NULL);
 
-	if (rc < 0)
-		return rc;
-	sqlite3_bind_int64(st, 1, id);
-	return run(s, st, "deleting a plugin", err, errlen);
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "loading plugins", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(st, 0);
+		const char *name = (const char *)sqlite3_column_text(st, 2);
+		size_t ti;
+
+		for (ti = 0; ti < n_types; ti++)
+			if (type && strcmp(type, types[ti]) == 0)
+				break;
+		if (ti == n_types || !name)
+			continue; /* a type no longer configured: kept, not served */
+		if ((rc = fn(arg, ti, sqlite3_column_int64(st, 1), types[ti], name, err, errlen)) <
+		    0)
+			goto out;
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "loading plugins", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
 }
 
 static void bind_tomb_key(sqlite3_stmt *st, const char *type, const char *name, const char *alloc)

@@ -14,7 +14,9 @@
  *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
  *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
  * AUTOINCREMENT ids are never reused, so inode numbers derived from them
- * are stable for the life of the file.
+ * are stable for the life of the file.  A plugins row is never deleted: when
+ * its list empties it stays (one row per (type, name) ever registered), so
+ * a (type, name) that registers again keeps its id.
  */
 #ifndef PLUGFS_REGISTRY_STORE_H
 #define PLUGFS_REGISTRY_STORE_H
@@ -29,7 +31,6 @@
 
 enum store_stmt {
 	ST_INSERT_PLUGIN,
-	ST_DELETE_PLUGIN,
 	ST_GET_TOMBSTONE,
 	ST_DELETE_TOMBSTONE,
 	ST_PUT_TOMBSTONE,
@@ -103,7 +104,13 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 
 int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id, char *err,
 			size_t errlen);
-int store_delete_plugin(struct store *s, int64_t id, char *err, size_t errlen);
+/* Called for each plugins row of a configured type without registrations
+ * (its list emptied), by id; type is the configured type's string.  A
+ * negative return stops the load. */
+typedef int (*store_load_empty_fn)(void *arg, size_t type_idx, int64_t plugin_id, const char *type,
+				   const char *name, char *err, size_t errlen);
+int store_load_empty(struct store *s, const char *const *types, size_t n_types,
+		     store_load_empty_fn fn, void *arg, char *err, size_t errlen);
 /* Looks up and deletes the tombstone of (type, name, alloc).  *seq receives
  * its seq when it exists and deleted_at > cutoff, else 0. */
 int store_take_tombstone(struct store *s, const char *type, const char *name, const char *alloc,

@@ -23,9 +23,6 @@ void batch_free(struct batch *b)
 	for (size_t i = 0; i < b->n_dead_regs; i++)
 		registration_free_contents(&b->dead_regs[i]);
 	free(b->dead_regs);
-	for (size_t i = 0; i < b->n_dead_plugins; i++)
-		plugin_node_free(b->dead_plugins[i]);
-	free(b->dead_plugins);
 	memset(b, 0, sizeof(*b));
 }
 
@@ -76,8 +73,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 	for (size_t i = 0; i < b->n; i++)
 		n_removes += b->c[i].op == CH_REMOVE;
 	b->dead_regs = calloc(n_removes ? n_removes : 1, sizeof(*b->dead_regs));
-	b->dead_plugins = calloc(n_removes ? n_removes : 1, sizeof(*b->dead_plugins));
-	if (!b->ev || !b->dead_regs || !b->dead_plugins)
+	if (!b->ev || !b->dead_regs)
 		goto nomem;
 	for (size_t i = 0; i < b->n; i++) {
 		struct change *c = &b->c[i];
@@ -146,10 +142,9 @@ static int persist(struct registry *r, struct batch *b, int64_t t, int64_t *last
 				goto fail;
 			break;
 		case CH_REMOVE:
+			/* The plugins row stays when the list empties: its id
+			 * (an inode source) is the (type, name)'s for good. */
 			if ((rc = store_delete_reg(&r->st, old, t, err, errlen)) < 0)
-				goto fail;
-			if (c->p->pub.n_regs == 1 &&
-			    (rc = store_delete_plugin(&r->st, c->p->pub.id, err, errlen)) < 0)
 				goto fail;
 			break;
 		}
@@ -210,6 +205,8 @@ static void apply_insert(struct registry *r, struct batch *b, struct change *c)
 	const char *old_active = active_alloc(p);
 	size_t pos = 0;
 
+	if (p->pub.n_regs == 0 && !c->new_plugin)
+		r->ix.n_empty--; /* an emptied plugin registers again, same id */
 	while (pos < p->pub.n_regs && v[pos].seq > c->nr.seq)
 		pos++;
 	memmove(&v[pos + 1], &v[pos], (p->pub.n_regs - pos) * sizeof(*v));
@@ -251,10 +248,8 @@ static void apply_remove(struct registry *r, struct batch *b, struct change *c)
 	r->ix.n_regs--;
 	index_alloc_set_remove(&r->ix, dead->alloc, p);
 	emptied = p->pub.n_regs == 0;
-	if (emptied) {
-		index_del_plugin(&r->ix, p);
-		b->dead_plugins[b->n_dead_plugins++] = p;
-	}
+	if (emptied)
+		r->ix.n_empty++; /* stays in the index, unseen, keeping its id */
 	add_event(b, REG_EV_DEREGISTERED, p, emptied, dead, NULL, NULL);
 	reelect(b, p, emptied, old_active);
 }

@@ -88,7 +88,8 @@ struct registration {
 	struct reg_runtime runtime; /* not persisted; kept by an update */
 };
 
-/* One (type, name) with at least one registration. */
+/* One (type, name) with at least one registration (one whose list emptied
+ * is never given out: see registry_each_empty_plugin). */
 struct reg_plugin {
 	int64_t id; /* persisted plugin id, never reused in a state file */
 	char *type;
@@ -233,9 +234,10 @@ void registry_close(struct registry *r);
  * registry_open would).  0 when good, including an empty file and a
  * version-1 file that registry_open would migrate (the migration's own
  * words otherwise); -ENOENT when missing; -ENOTSUP when newer; -EIO with
- * the first problem found (integrity, dangling rows, plugins without
- * registrations, a sequence counter below a stored seq, a field that fails
- * validation). */
+ * the first problem found (integrity, dangling rows, a sequence counter
+ * below a stored seq, a field that fails validation).  A plugin without
+ * registrations is good: its row outlives its list so that its id stays the
+ * same. */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*
@@ -278,6 +280,17 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
 /* Deep copy of one plugin.  -ENOENT when it has no registration. */
 int registry_get_plugin(struct registry *r, const char *type, const char *name,
 			struct reg_plugin *out);
+
+/*
+ * The (type, name) of the configured types that were registered once and
+ * whose list is empty now.  Such a plugin keeps its persisted id (its row
+ * stays in the state file), so registering it again gives back the same id;
+ * meanwhile it is in no snapshot, count or lookup.  Calls fn for each, in no
+ * particular order, with the registry mutex held (the strings are borrowed
+ * for the call); stops at fn's first non-zero return and returns it, else 0.
+ */
+typedef int (*registry_empty_fn)(void *arg, const char *type, const char *name, int64_t plugin_id);
+int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg);
 
 /* Configured types and their persisted ids (stable across restarts).  The
  * arrays belong to the registry and live as long as it. */

@@ -304,6 +304,94 @@ static void test_plugin_removed_and_back(void **state)
 	assert_int_equal(active->nlookup, 1);
 }
 
+/* The last registration goes while the kernel holds the plugin's directory
+ * (a bind mount of it): it stays, empty, with the entries cached in it
+ * dropped, and the plugin's return (same id) fills the same inode again. */
+static void test_emptied_dir_held_comes_back(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000}, later = {.tv_sec = 9100};
+	uint64_t dino = FS_INO(PLUGIN_ID, FS_TAG_PLUGIN);
+	struct fs_node *pdir;
+	struct stat st;
+	char want[256];
+
+	load_two(f);
+	pdir = node(f, dino);
+	pdir->nlookup = 1;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
+			 0);
+	snprintf(want, sizeof(want),
+		 "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\ninode %llu\n"
+		 "entry %d ebs\ninode %d\n",
+		 (unsigned long long)dino, (unsigned long long)dino, (unsigned long long)dino,
+		 (unsigned long long)dino, TYPE_ID * 8, TYPE_ID * 8);
+	assert_string_equal(batch_text(&b), want);
+	fs_inval_batch_free(&b);
+	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+	assert_ptr_equal(node(f, dino), pdir);
+	assert_false(pdir->in_tree);
+	assert_int_equal(pdir->n_children, 0);
+	fs_node_attr(pdir, &st);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_nlink, 2);
+	assert_int_equal(pdir->parent, FS_INO(TYPE_ID, FS_TAG_TYPE));
+
+	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
+	f->p.n_regs = 1;
+	assert_int_equal(
+	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
+	snprintf(want, sizeof(want), "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\n",
+		 (unsigned long long)dino, (unsigned long long)dino, (unsigned long long)dino);
+	assert_non_null(strstr(batch_text(&b), want));
+	snprintf(want, sizeof(want), "inode %llu\n", (unsigned long long)dino);
+	assert_non_null(strstr(batch_text(&b), want));
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, dino), pdir);
+	assert_true(pdir->in_tree);
+	assert_int_equal(pdir->nlookup, 1);
+	assert_string_equal(fs_view_child(pdir, "csi.sock")->data, "/run/a3/csi.sock");
+	assert_non_null(fs_view_child(fs_view_child(pdir, "allocs"), "a3"));
+}
+
+/* A plugin whose list emptied before this process started: its directory is
+ * there for a kernel that still holds it, out of the tree, and is the one
+ * the plugin takes back. */
+static void test_empty_plugin_at_load(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 5000};
+	uint64_t dino = FS_INO(PLUGIN_ID, FS_TAG_PLUGIN);
+	struct fs_node *pdir;
+
+	assert_int_equal(fs_view_add_empty_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &now), 0);
+	assert_int_equal(fs_view_add_empty_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &now), 0);
+	assert_int_equal(fs_view_add_empty_plugin(&f->v, "nope", "ebs", 99, &now), 0);
+	assert_null(node(f, FS_INO(99, FS_TAG_PLUGIN)));
+	pdir = node(f, dino);
+	assert_non_null(pdir);
+	assert_false(pdir->in_tree);
+	assert_int_equal(pdir->kind, FS_DIR);
+	assert_int_equal(pdir->n_children, 0);
+	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+
+	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
+	f->p.n_regs = 1;
+	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+			 0);
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, dino), pdir);
+	assert_true(pdir->in_tree);
+	assert_ptr_equal(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
+
+	/* Not held by the kernel: a forget frees it once out of the tree. */
+	assert_int_equal(fs_view_add_empty_plugin(&f->v, "csi-node", "gone", 42, &now), 0);
+	fs_view_forget(&f->v, FS_INO(42, FS_TAG_PLUGIN), 1);
+	assert_null(node(f, FS_INO(42, FS_TAG_PLUGIN)));
+}
+
 static void test_unknown_type_ignored(void **state)
 {
 	struct fixture *f = *state;
@@ -370,6 +458,8 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_forget_drops_the_kernels_count, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_plugin_removed_and_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_emptied_dir_held_comes_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_plugin_at_load, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_type_ignored, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_plugins_grow_the_table, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_info_times, setup, teardown),

@@ -138,7 +138,9 @@ static void test_scenario4_fall_back_then_gone(void **state)
 	reg_snapshot_free(&s);
 	restart(f);
 	assert_null(active(f, "csi-node", "p"));
-	assert_int_equal(count_rows(f, "plugins"), 0);
+	/* Its row stays, keeping its id (test_plugin_id_outlives_its_list). */
+	assert_int_equal(count_rows(f, "plugins"), 1);
+	assert_int_equal(count_rows(f, "registrations"), 0);
 }
 
 /* Scenario 5: a0, a1; deregister a0; a0 registers again: a1 stays active. */
@@ -347,9 +349,101 @@ static void test_plugin_ids_not_reused(void **state)
 	restart(f);
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
-	assert_true(p.id > pid);
+	/* The (type, name) keeps its id; a registration's is never reused. */
+	assert_int_equal(p.id, pid);
 	assert_true(p.regs[0].id > rid);
 	reg_plugin_free_contents(&p);
+	/* Another plugin never gets one given before. */
+	assert_int_equal(reg(f, "csi-node", "q", "a0"), 0);
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "q", &p), 0);
+	assert_true(p.id > pid);
+	reg_plugin_free_contents(&p);
+}
+
+struct empty_seen {
+	char names[256];
+	int64_t ids[4];
+	size_t n;
+};
+
+static int collect_empty(void *arg, const char *type, const char *name, int64_t id)
+{
+	struct empty_seen *e = arg;
+	size_t len = strlen(e->names);
+
+	snprintf(e->names + len, sizeof(e->names) - len, "%s/%s;", type, name);
+	if (e->n < 4)
+		e->ids[e->n] = id;
+	e->n++;
+	return 0;
+}
+
+/* The id of a (type, name) is the same for the life of the state file: its
+ * list empties, it registers again (also after a close and an open), and
+ * meanwhile no getter shows it. */
+static void test_plugin_id_outlives_its_list(void **state)
+{
+	struct fixture *f = *state;
+	struct empty_seen seen;
+	char err[REG_ERR_MAX] = "";
+	struct reg_snapshot s;
+	struct reg_plugin p;
+	size_t np, nr;
+	int64_t pid;
+
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "other", "a0"), 0);
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
+	pid = p.id;
+	reg_plugin_free_contents(&p);
+	assert_int_equal(registry_each_empty_plugin(f->r, collect_empty, &seen), 0);
+	assert_int_equal(seen.n, 0);
+	events_clear(f);
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	assert_string_equal(
+	    f->events, "deregistered csi-node/p a0 (gone);active csi-node/p a0->(null) (gone);");
+	/* Empty: not listed, not found, not counted; its id is kept. */
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), -ENOENT);
+	registry_counts(f->r, &np, &nr);
+	assert_int_equal(np, 1);
+	assert_int_equal(nr, 1);
+	assert_int_equal(registry_snapshot(f->r, NULL, &s), 0);
+	assert_int_equal(s.n_plugins, 1);
+	assert_string_equal(s.plugins[0].name, "other");
+	reg_snapshot_free(&s);
+	assert_int_equal(registry_each_empty_plugin(f->r, collect_empty, &seen), 0);
+	assert_string_equal(seen.names, "csi-node/p;");
+	assert_int_equal(seen.ids[0], pid);
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0); /* unknown: a no-op */
+	/* Registered again: the same id. */
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
+	assert_int_equal(p.id, pid);
+	reg_plugin_free_contents(&p);
+	registry_counts(f->r, &np, NULL);
+	assert_int_equal(np, 2);
+	/* Emptied, closed and opened: still known, still the same id. */
+	assert_int_equal(dereg(f, "csi-node", "p", "a1"), 0);
+	restart(f);
+	memset(&seen, 0, sizeof(seen));
+	assert_int_equal(registry_each_empty_plugin(f->r, collect_empty, &seen), 0);
+	assert_string_equal(seen.names, "csi-node/p;");
+	assert_int_equal(seen.ids[0], pid);
+	registry_counts(f->r, &np, &nr);
+	assert_int_equal(np, 1);
+	assert_int_equal(nr, 1);
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), -ENOENT);
+	events_clear(f);
+	assert_int_equal(reg(f, "csi-node", "p", "a2"), 0);
+	assert_string_equal(f->events, "registered csi-node/p a2;active csi-node/p (null)->a2;");
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
+	assert_int_equal(p.id, pid);
+	reg_plugin_free_contents(&p);
+	/* One row per name ever registered, none per registration. */
+	assert_int_equal(count_rows(f, "plugins"), 2);
+	assert_int_equal(dereg(f, "csi-node", "p", "a2"), 0);
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 0);
 }
 
 static void test_types_persisted(void **state)
@@ -719,6 +813,7 @@ int main(void)
 	    T(test_deregister_reports_removed),
 	    T(test_seq_is_global_and_persisted),
 	    T(test_plugin_ids_not_reused),
+	    T(test_plugin_id_outlives_its_list),
 	    T(test_types_persisted),
 	    T(test_tombstone_gives_seq_back_until_expiry),
 	    T(test_tombstoned_newest_returns_to_front),
