@@ -109,6 +109,16 @@ check_eq "the service exits 0" 0 $?
 out=$(SERVICE_RESULT=success plugfs stop-post 2>&1)
 check_eq "stop-post with nothing mounted exits 0" 0 $?
 
+# --- outside systemd --keep-mount changes nothing: a stop unmounts ---
+"$PLUGFS_BIN" -c "$CFG" mount --keep-mount >>"$DAEMON_LOG" 2>&1 &
+DAEMON_PID=$!
+_PIDS+=("$DAEMON_PID")
+wait_until --pid "$DAEMON_PID" 30 "a daemon without a store serves $MNT" mount_answers "$MNT" || exit 1
+kill -TERM "$DAEMON_PID"
+wait "$DAEMON_PID"
+check_eq "without a file descriptor store --keep-mount exits 0 on SIGTERM" 0 $?
+check "and unmounts" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+
 # --- a dead mount is detached whatever the result ---
 "$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
 DAEMON_PID=$!
