@@ -8,11 +8,13 @@
 # each notify message to DIR/notify.log.  Exits with CMD's status after a
 # clean exit, unless DIR/restart-on-exit exists (then it starts CMD again,
 # as systemctl restart does); while DIR/hold exists it keeps the store
-# after CMD exited (as systemd does until ExecStopPost= ran).
+# after CMD exited (as systemd does until ExecStopPost= ran).  SIGTERM or
+# SIGINT kills CMD and exits (a test's cleanup never orphans the daemon).
 #
 # usage: fake_fdstore.py DIR CMD...
 import fcntl
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -58,7 +60,17 @@ def save_store():
     write("store", "".join(n + "\n" for n, _ in store))
 
 
+def on_term(signum, frame):
+    # The test stops the service: the daemon goes with it, never orphaned.
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    sys.exit(128 + signum)
+
+
 proc = start()
+signal.signal(signal.SIGTERM, on_term)
+signal.signal(signal.SIGINT, on_term)
 save_store()
 while True:
     try:

@@ -34,4 +34,10 @@ check_eq "and sends no ping meanwhile" "$n" "$(pings)"
 echo "# pings before the hold and after: $n, $(pings)"
 # Free the held lookups: only aborting our own connection fails them.
 abort_fuse_conn "$MNT"
+# The aborted connection ends the daemon's loop; the stand-in for systemd
+# stops with whatever daemon it runs (fake_fdstore.py kills it on SIGTERM).
+kill -TERM "$SD_PID"
+wait "$SD_PID"
+pid=$(cat "$T/sd/pid")
+check "the daemon is gone" bash -c "! kill -0 $pid 2>/dev/null"
 finish
