@@ -36,6 +36,7 @@
 #include "fs.h"
 #include "handover.h"
 #include "log.h"
+#include "probe.h"
 #include "registry.h"
 #include "sdnotify.h"
 
@@ -50,7 +51,9 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	int audit_sub; /* registry subscription of log_change, 0 = none */
+	struct probe_options probe; /* from [probe] */
+	struct prober *prober;	    /* NULL: none running */
+	int audit_sub;		    /* registry subscription of log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
@@ -67,6 +70,58 @@ struct daemon {
 	bool stop_keeping;
 };
 
+static const struct registration *find_alloc(const struct reg_plugin *p, const char *alloc)
+{
+	for (size_t i = 0; p && alloc && i < p->n_regs; i++)
+		if (strcmp(p->regs[i].alloc, alloc) == 0)
+			return &p->regs[i];
+	return NULL;
+}
+
+/* Why the active registration moved, when health moved it:
+ * " (a2: connection refused x3)" or " (a2: alive)". */
+static void active_reason(const struct reg_event *ev, char *buf, size_t len)
+{
+	const struct registration *old = find_alloc(ev->plugin, ev->old_alloc);
+	const struct registration *now = find_alloc(ev->plugin, ev->new_alloc);
+
+	if (old && old->runtime.health == REG_HEALTH_DEAD)
+		snprintf(buf, len, " (%s: %s x%u)", old->alloc,
+			 old->runtime.error[0] ? old->runtime.error : "dead",
+			 old->runtime.failures);
+	else if (old && now && now->seq > old->seq && now->runtime.health == REG_HEALTH_ALIVE)
+		snprintf(buf, len, " (%s: alive)", now->alloc);
+	else if (now && now->runtime.health == REG_HEALTH_DEAD)
+		snprintf(buf, len, " (none alive: the most recent)");
+}
+
+/* One line after the start-up round: how many were probed, which are dead. */
+static void log_probed_at_start(struct registry *r, int n)
+{
+	struct reg_snapshot snap = {0};
+	char dead[256] = "";
+	size_t len = 0, n_dead = 0;
+
+	if (registry_snapshot(r, NULL, &snap) == 0) {
+		for (size_t i = 0; i < snap.n_plugins; i++) {
+			const struct reg_plugin *p = &snap.plugins[i];
+
+			for (size_t j = 0; j < p->n_regs; j++) {
+				if (p->regs[j].runtime.health != REG_HEALTH_DEAD)
+					continue;
+				n_dead++;
+				if (len < sizeof(dead))
+					len += (size_t)snprintf(
+					    dead + len, sizeof(dead) - len, "%s %s/%s/%s (%s)",
+					    n_dead > 1 ? "," : ":", p->type, p->name,
+					    p->regs[j].alloc, p->regs[j].runtime.error);
+			}
+		}
+	}
+	reg_snapshot_free(&snap);
+	log_info("probe: %d registration(s) probed at start, %zu dead%s", n, n_dead, dead);
+}
+
 /* The daemon's log of committed changes, one line each, in commit order: what
  * an operator reads to see which allocation a plugin pointed at, and when. */
 static void log_change(const struct reg_event *ev, void *arg)
@@ -82,13 +137,24 @@ static void log_change(const struct reg_event *ev, void *arg)
 		log_info("deregistered %s/%s alloc %s", ev->plugin_type, ev->plugin_name,
 			 ev->reg->alloc);
 		break;
-	case REG_EV_ACTIVE:
-		log_info("active %s/%s: %s -> %s", ev->plugin_type, ev->plugin_name,
+	case REG_EV_ACTIVE: {
+		char why[160] = "";
+
+		active_reason(ev, why, sizeof(why));
+		log_info("active %s/%s: %s -> %s%s", ev->plugin_type, ev->plugin_name,
 			 ev->old_alloc ? ev->old_alloc : "(none)",
-			 ev->new_alloc ? ev->new_alloc : "(none)");
+			 ev->new_alloc ? ev->new_alloc : "(none)", why);
 		break;
-	case REG_EV_RUNTIME:
-		break; /* not a committed change */
+	}
+	case REG_EV_RUNTIME: /* not a committed change: a probe's verdict */
+		if (ev->old_runtime && ev->old_runtime->health != ev->reg->runtime.health)
+			log_info("health %s/%s alloc %s: %s -> %s%s%s%s", ev->plugin_type,
+				 ev->plugin_name, ev->reg->alloc,
+				 reg_health_name(ev->old_runtime->health),
+				 reg_health_name(ev->reg->runtime.health),
+				 ev->reg->runtime.error[0] ? " (" : "", ev->reg->runtime.error,
+				 ev->reg->runtime.error[0] ? ")" : "");
+		break;
 	}
 }
 
@@ -437,7 +503,7 @@ int mount_main(int argc, char *argv[])
 	bool handover = false, kept = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
-	int rc;
+	int rc, n_probed;
 
 	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
 	if (rc != CLI_RUN)
@@ -495,6 +561,17 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
+	/* Every registration probed once before the tree is built (so no
+	 * invalidation can wait on a loop that does not run yet) and before
+	 * the audit log subscribes (a start that fails says one line): none
+	 * that is dead is served after readiness. */
+	d.probe = (struct probe_options){
+	    .enabled = d.cfg.probe_mode != PLUGFS_PROBE_NONE,
+	    .interval_ms = d.cfg.probe_interval_ms,
+	    .timeout_ms = d.cfg.probe_timeout_ms,
+	    .failures = d.cfg.probe_failures,
+	};
+	n_probed = d.probe.enabled ? probe_round(d.reg, &d.probe) : 0;
 	d.audit_sub = registry_subscribe(d.reg, log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
@@ -530,6 +607,15 @@ int mount_main(int argc, char *argv[])
 	    .listen_fd = resuming ? resume.control_fd : -1,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
+		cli_error(CMD, "%s", err);
+		goto out;
+	}
+
+	if (n_probed < 0)
+		log_warn("probe: the first round failed: %s", strerror(-n_probed));
+	else if (d.probe.enabled)
+		log_probed_at_start(d.reg, n_probed);
+	if (prober_start(d.reg, &d.probe, &d.prober, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
 		goto out;
 	}
@@ -584,7 +670,9 @@ out:
 	if (!handover)
 		sd_notify_send("STOPPING=1");
 	house_stop(&d);
-	/* No more mutations, then the filesystem goes. */
+	/* No more probes and mutations, then the filesystem goes. */
+	prober_stop(d.prober);
+	d.prober = NULL;
 	if (d.ctl)
 		control_server_stop(d.ctl);
 	fs_destroy(d.fs);
