@@ -78,21 +78,33 @@ static const struct registration *find_alloc(const struct reg_plugin *p, const c
 	return NULL;
 }
 
-/* Why the active registration moved, when health moved it:
- * " (a2: connection refused x3)" or " (a2: alive)". */
+/* The alloc of the RUNTIME event just logged, "" after any other event:
+ * an ACTIVE event right after it was caused by that health change.  Only
+ * log_change touches it, with the registry mutex held. */
+static char health_moved[REG_NAME_MAX + 1];
+
+/* Why the active registration moved, when a health change moved it:
+ * " (a2: connection refused x3)", " (a2: alive)"; and when every one is
+ * dead, " (a1: no such file x1; none is alive)". */
 static void active_reason(const struct reg_event *ev, char *buf, size_t len)
 {
-	const struct registration *old = find_alloc(ev->plugin, ev->old_alloc);
-	const struct registration *now = find_alloc(ev->plugin, ev->new_alloc);
+	const struct registration *g = find_alloc(ev->plugin, health_moved);
+	bool none_alive = ev->reg && ev->reg->runtime.health == REG_HEALTH_DEAD;
 
-	if (old && old->runtime.health == REG_HEALTH_DEAD)
-		snprintf(buf, len, " (%s: %s x%u)", old->alloc,
-			 old->runtime.error[0] ? old->runtime.error : "dead",
-			 old->runtime.failures);
-	else if (old && now && now->seq > old->seq && now->runtime.health == REG_HEALTH_ALIVE)
-		snprintf(buf, len, " (%s: alive)", now->alloc);
-	else if (now && now->runtime.health == REG_HEALTH_DEAD)
-		snprintf(buf, len, " (none alive: the most recent)");
+	if (!health_moved[0] || !g)
+		return;
+	if (g->runtime.health == REG_HEALTH_DEAD)
+		snprintf(buf, len, " (%s: %s x%u%s)", g->alloc,
+			 g->runtime.error[0] ? g->runtime.error : "dead", g->runtime.failures,
+			 none_alive ? "; none is alive" : "");
+	else
+		snprintf(buf, len, " (%s: %s)", g->alloc, reg_health_name(g->runtime.health));
+}
+
+/* The control server's first probe of a socket being registered. */
+static void register_probe(const char *socket, struct reg_runtime *out, void *arg)
+{
+	probe_first(socket, arg, out);
 }
 
 /* One line after the start-up round: how many were probed, which are dead. */
@@ -127,6 +139,8 @@ static void log_probed_at_start(struct registry *r, int n)
 static void log_change(const struct reg_event *ev, void *arg)
 {
 	(void)arg;
+	if (ev->type != REG_EV_RUNTIME && ev->type != REG_EV_ACTIVE)
+		health_moved[0] = '\0';
 	switch (ev->type) {
 	case REG_EV_REGISTERED:
 	case REG_EV_UPDATED:
@@ -144,9 +158,11 @@ static void log_change(const struct reg_event *ev, void *arg)
 		log_info("active %s/%s: %s -> %s%s", ev->plugin_type, ev->plugin_name,
 			 ev->old_alloc ? ev->old_alloc : "(none)",
 			 ev->new_alloc ? ev->new_alloc : "(none)", why);
+		health_moved[0] = '\0';
 		break;
 	}
 	case REG_EV_RUNTIME: /* not a committed change: a probe's verdict */
+		snprintf(health_moved, sizeof(health_moved), "%s", ev->reg->alloc);
 		if (ev->old_runtime && ev->old_runtime->health != ev->reg->runtime.health)
 			log_info("health %s/%s alloc %s: %s -> %s%s%s%s", ev->plugin_type,
 				 ev->plugin_name, ev->reg->alloc,
@@ -605,6 +621,8 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
+	    .probe = d.probe.enabled ? register_probe : NULL,
+	    .probe_arg = &d.probe,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
