@@ -37,6 +37,23 @@ static int list_request(void *st, const struct cli_args *args, json_t **req, int
 	return EXIT_OK;
 }
 
+/* The registration the plugin's "active" names (NULL when none). */
+static json_t *active_reg(json_t *p)
+{
+	const char *active = json_string_value(json_object_get(p, "active"));
+	json_t *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(p, "registrations"), i, r)
+	{
+		const char *a = json_string_value(json_object_get(r, "alloc"));
+
+		if (active && a && strcmp(active, a) == 0)
+			return r;
+	}
+	return NULL;
+}
+
 static int list_print(void *st, const struct cli_args *args, json_t *resp,
 		      const struct ctlcli_conn *conn)
 {
@@ -62,15 +79,26 @@ static int list_print(void *st, const struct cli_args *args, json_t *resp,
 		if ((n = (int)strlen(str(p, "active"))) > walloc)
 			walloc = n;
 	}
-	printf("%-*s  %-*s  %-*s  %-6s  %s\n", wtype, "TYPE", wname, "NAME", walloc, "ACTIVE",
-	       "ALLOCS", "SOCKET");
+	printf("%-*s  %-*s  %-*s  %-6s  %-7s  %s\n", wtype, "TYPE", wname, "NAME", walloc, "ACTIVE",
+	       "ALLOCS", "HEALTH", "SOCKET");
 	json_array_foreach(plugins, i, p)
 	{
 		json_t *regs = json_object_get(p, "registrations");
+		json_t *act = active_reg(p);
+		json_t *alive = json_object_get(p, "alive");
+		char health[32];
 
-		printf("%-*s  %-*s  %-*s  %-6zu  %s\n", wtype, str(p, "type"), wname,
-		       str(p, "name"), walloc, str(p, "active"), json_array_size(regs),
-		       str(json_array_get(regs, 0), "socket"));
+		/* The active one's health; "none" alive when every one is dead. */
+		if (!alive)
+			snprintf(health, sizeof(health), "-");
+		else if (json_integer_value(alive) == 0)
+			snprintf(health, sizeof(health), "none");
+		else
+			snprintf(health, sizeof(health), "%s",
+				 str(json_object_get(act, "health"), "state"));
+		printf("%-*s  %-*s  %-*s  %-6zu  %-7s  %s\n", wtype, str(p, "type"), wname,
+		       str(p, "name"), walloc, str(p, "active"), json_array_size(regs), health,
+		       str(act, "socket"));
 	}
 	return EXIT_OK;
 }

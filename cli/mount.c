@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "cliutil.h"
 #include "commands.h"
 #include "config.h"
@@ -36,6 +37,7 @@
 #include "fs.h"
 #include "handover.h"
 #include "log.h"
+#include "probe.h"
 #include "registry.h"
 #include "sdnotify.h"
 
@@ -50,7 +52,9 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	int audit_sub; /* registry subscription of log_change, 0 = none */
+	struct probe_options probe; /* from [probe] */
+	struct prober *prober;	    /* NULL: none running */
+	int audit_sub;		    /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
@@ -67,29 +71,10 @@ struct daemon {
 	bool stop_keeping;
 };
 
-/* The daemon's log of committed changes, one line each, in commit order: what
- * an operator reads to see which allocation a plugin pointed at, and when. */
-static void log_change(const struct reg_event *ev, void *arg)
+/* The control server's first probe of a socket being registered. */
+static void register_probe(const char *socket, struct reg_runtime *out, void *arg)
 {
-	(void)arg;
-	switch (ev->type) {
-	case REG_EV_REGISTERED:
-	case REG_EV_UPDATED:
-		log_info("%s %s/%s alloc %s socket %s", reg_event_name(ev->type), ev->plugin_type,
-			 ev->plugin_name, ev->reg->alloc, ev->reg->socket);
-		break;
-	case REG_EV_DEREGISTERED:
-		log_info("deregistered %s/%s alloc %s", ev->plugin_type, ev->plugin_name,
-			 ev->reg->alloc);
-		break;
-	case REG_EV_ACTIVE:
-		log_info("active %s/%s: %s -> %s", ev->plugin_type, ev->plugin_name,
-			 ev->old_alloc ? ev->old_alloc : "(none)",
-			 ev->new_alloc ? ev->new_alloc : "(none)");
-		break;
-	case REG_EV_RUNTIME:
-		break; /* not a committed change */
-	}
+	probe_first(socket, arg, out);
 }
 
 static const char usage[] =
@@ -197,6 +182,10 @@ static void reload(struct daemon *d)
 			       d->cfg.n_socket_roots),
 		      "[registry] socket_roots");
 	NEEDS_RESTART(nc.tombstone_ttl != d->cfg.tombstone_ttl, "[registry] tombstone_ttl");
+	NEEDS_RESTART(nc.probe_mode != d->cfg.probe_mode, "[probe] mode");
+	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
+	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
+	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
 #undef NEEDS_RESTART
 
 	if (nc.log_level != d->cfg.log_level) {
@@ -437,7 +426,7 @@ int mount_main(int argc, char *argv[])
 	bool handover = false, kept = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
-	int rc;
+	int rc, n_probed;
 
 	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
 	if (rc != CLI_RUN)
@@ -495,7 +484,18 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
-	d.audit_sub = registry_subscribe(d.reg, log_change, NULL);
+	/* Every registration probed once before the tree is built (so no
+	 * invalidation can wait on a loop that does not run yet) and before
+	 * the audit log subscribes (a start that fails says one line): none
+	 * that is dead is served after readiness. */
+	d.probe = (struct probe_options){
+	    .enabled = d.cfg.probe_mode != PLUGFS_PROBE_NONE,
+	    .interval_ms = d.cfg.probe_interval_ms,
+	    .timeout_ms = d.cfg.probe_timeout_ms,
+	    .failures = d.cfg.probe_failures,
+	};
+	n_probed = d.probe.enabled ? probe_round(d.reg, &d.probe) : 0;
+	d.audit_sub = registry_subscribe(d.reg, audit_log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
 		d.audit_sub = 0;
@@ -528,8 +528,19 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
+	    .probe = d.probe.enabled ? register_probe : NULL,
+	    .probe_arg = &d.probe,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
+		cli_error(CMD, "%s", err);
+		goto out;
+	}
+
+	if (n_probed < 0)
+		log_warn("probe: the first round failed: %s", strerror(-n_probed));
+	else if (d.probe.enabled)
+		audit_probed_at_start(d.reg, n_probed);
+	if (prober_start(d.reg, &d.probe, &d.prober, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
 		goto out;
 	}
@@ -584,7 +595,9 @@ out:
 	if (!handover)
 		sd_notify_send("STOPPING=1");
 	house_stop(&d);
-	/* No more mutations, then the filesystem goes. */
+	/* No more probes and mutations, then the filesystem goes. */
+	prober_stop(d.prober);
+	d.prober = NULL;
 	if (d.ctl)
 		control_server_stop(d.ctl);
 	fs_destroy(d.fs);

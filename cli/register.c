@@ -104,13 +104,19 @@ static int register_print(void *st, const struct cli_args *args, json_t *resp,
 			  const struct ctlcli_conn *conn)
 {
 	const struct reg *r = st;
-	json_t *p;
+	json_t *p, *h;
 	size_t i;
 
 	json_array_foreach(json_object_get(resp, "plugins"), i, p) printf(
 	    "%s/%s: registered %s, active %s\n", json_string_value(json_object_get(p, "type")),
 	    json_string_value(json_object_get(p, "name")), r->alloc,
 	    json_string_value(json_object_get(p, "active")));
+	h = json_object_get(resp, "health");
+	if (h && strcmp(json_string_value(json_object_get(h, "state")) ?: "", "dead") == 0)
+		fprintf(stderr,
+			"plugfs register: warning: %s is dead (%s): it does not take over until "
+			"its socket accepts connections\n",
+			r->alloc, json_string_value(json_object_get(h, "error")) ?: "probe failed");
 	return EXIT_OK;
 }
 

@@ -38,18 +38,30 @@ static int show_print(void *st, const struct cli_args *args, json_t *resp,
 		ctlcli_print_json(plugin);
 		return EXIT_OK;
 	}
-	printf("%s/%s: active %s\n", str(plugin, "type"), str(plugin, "name"),
-	       str(plugin, "active"));
+	printf("%s/%s: active %s%s\n", str(plugin, "type"), str(plugin, "name"),
+	       str(plugin, "active"),
+	       json_object_get(plugin, "alive") &&
+		       json_integer_value(json_object_get(plugin, "alive")) == 0
+		   ? " (none is alive: the most recent)"
+		   : "");
 	json_array_foreach(json_object_get(plugin, "registrations"), i, r)
 	{
 		const char *key;
-		json_t *v;
+		json_t *v, *h;
 
 		printf("%s %s  seq %lld  %s  kind %s  version %s  registered %s  updated %s\n",
 		       is_active(plugin, r) ? "*" : " ", str(r, "alloc"),
 		       (long long)json_integer_value(json_object_get(r, "seq")), str(r, "socket"),
 		       str(r, "kind"), str(r, "version"), str(r, "registered_at"),
 		       str(r, "updated_at"));
+		if ((h = json_object_get(r, "health")))
+			printf("    health %s  last probe %s  failures %lld%s%s\n", str(h, "state"),
+			       str(h, "last_probe"),
+			       (long long)json_integer_value(json_object_get(h, "failures")),
+			       json_string_value(json_object_get(h, "error")) ? "  error " : "",
+			       json_string_value(json_object_get(h, "error"))
+				   ? json_string_value(json_object_get(h, "error"))
+				   : "");
 		json_object_foreach(json_object_get(r, "options"), key, v)
 		    printf("    option %s=%s\n", key, json_string_value(v));
 	}

@@ -28,6 +28,7 @@ static int status_print(void *st, const struct cli_args *args, json_t *resp,
 			const struct ctlcli_conn *conn)
 {
 	long long up;
+	json_t *h;
 
 	json_object_del(resp, "ok");
 	if (args->json) {
@@ -43,6 +44,12 @@ static int status_print(void *st, const struct cli_args *args, json_t *resp,
 	       up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
 	printf("  plugins:        %lld\n", num(resp, "plugins"));
 	printf("  registrations:  %lld\n", num(resp, "registrations"));
+	if ((h = json_object_get(resp, "health")))
+		printf("  health:         %lld alive, %lld unknown, %lld dead; %lld plugin(s) with "
+		       "none alive\n",
+		       num(h, "alive"), num(h, "unknown"), num(h, "dead"), num(h, "none_alive"));
+	else
+		printf("  health:         not probed ([probe] mode = none)\n");
 	printf("  clients:        %lld (%lld watching)\n", num(resp, "clients"),
 	       num(resp, "watchers"));
 	return EXIT_OK;

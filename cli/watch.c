@@ -29,6 +29,14 @@ static void print_event(json_t *ev, bool json)
 		if (s)
 			printf("%s\n", s);
 		free(s);
+	} else if (strcmp(what, "health") == 0) {
+		printf("%s %-12s %s/%s %s %s -> %s%s%s%s\n", str(ev, "time"), what, str(ev, "type"),
+		       str(ev, "name"), str(ev, "alloc"), str(ev, "old"), str(ev, "new"),
+		       json_string_value(json_object_get(ev, "error")) ? " (" : "",
+		       json_string_value(json_object_get(ev, "error"))
+			   ? json_string_value(json_object_get(ev, "error"))
+			   : "",
+		       json_string_value(json_object_get(ev, "error")) ? ")" : "");
 	} else if (strcmp(what, "active") == 0) {
 		printf("%s %-12s %s/%s %s -> %s %s\n", str(ev, "time"), what, str(ev, "type"),
 		       str(ev, "name"), str(ev, "old_alloc"), str(ev, "new_alloc"),

@@ -54,6 +54,8 @@ enum key_kind {
 	K_INT64,     /* int64_t in [min, max] */
 	K_SYNC,	     /* off | normal | full | extra */
 	K_LOG_LEVEL, /* error | warn | info | debug */
+	K_PROBE,     /* connect | none */
+	K_MSEC,	     /* seconds with up to 3 decimals, stored in ms in [min, max] */
 	K_GROUP,     /* empty or a group name */
 	K_TYPES,     /* list of names, at least one, no duplicates */
 	K_PATHS,     /* list of absolute paths, no duplicates, may be empty */
@@ -85,15 +87,20 @@ static const struct key_def keys[] = {
     {"registry", "types", K_TYPES, F(types), F(n_types), 0, 0, NULL},
     {"registry", "socket_roots", K_PATHS, F(socket_roots), F(n_socket_roots), 0, 0, NULL},
     {"registry", "tombstone_ttl", K_INT64, F(tombstone_ttl), 0, 0, 315360000, " of seconds"},
+    {"probe", "mode", K_PROBE, F(probe_mode), 0, 0, 0, NULL},
+    {"probe", "interval", K_MSEC, F(probe_interval_ms), 0, 50, 3600000, NULL},
+    {"probe", "timeout", K_MSEC, F(probe_timeout_ms), 0, 10, 60000, NULL},
+    {"probe", "failures", K_UINT, F(probe_failures), 0, 1, 100, ""},
     {"log", "level", K_LOG_LEVEL, F(log_level), 0, 0, 0, NULL},
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
-static const char *const sections[] = {"mount", "state", "control", "registry", "log"};
+static const char *const sections[] = {"mount", "state", "control", "registry", "probe", "log"};
 #define N_SECTIONS (sizeof(sections) / sizeof(sections[0]))
 
 static const char *const sync_modes[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
+static const char *const probe_modes[] = {"connect", "none", NULL};
 
 struct parse_ctx {
 	struct plugfs_config *cfg;
@@ -199,6 +206,37 @@ static bool parse_number(const char *s, uint64_t max, uint64_t *out)
 			return false;
 	}
 	*out = v;
+	return true;
+}
+
+/* Seconds with up to three decimals ("5", "0.2", "1.250") in ms, <= max_ms. */
+static bool parse_msec(const char *s, uint64_t max_ms, uint64_t *out)
+{
+	char whole[16];
+	const char *dot = strchr(s, '.');
+	size_t n = dot ? (size_t)(dot - s) : strlen(s);
+	uint64_t sec, ms = 0, scale = 100;
+
+	if (n == 0 || n >= sizeof(whole))
+		return false;
+	memcpy(whole, s, n);
+	whole[n] = '\0';
+	if (!parse_number(whole, max_ms / 1000, &sec))
+		return false;
+	if (dot) {
+		const char *f = dot + 1;
+
+		if (!*f || strlen(f) > 3)
+			return false;
+		for (; *f; f++, scale /= 10) {
+			if (*f < '0' || *f > '9')
+				return false;
+			ms += (uint64_t)(*f - '0') * scale;
+		}
+	}
+	if (sec * 1000 + ms > max_ms)
+		return false;
+	*out = sec * 1000 + ms;
 	return true;
 }
 
@@ -373,6 +411,22 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 		}
 		*(enum plugfs_log_level *)field(c->cfg, def->off) = (enum plugfs_log_level)i;
 		return;
+	case K_PROBE:
+		i = lookup_word(value, probe_modes);
+		if (i < 0) {
+			BAD("expected connect or none");
+			return;
+		}
+		*(enum plugfs_probe_mode *)field(c->cfg, def->off) = (enum plugfs_probe_mode)i;
+		return;
+	case K_MSEC:
+		if (!parse_msec(value, (uint64_t)def->max, &n) || n < (uint64_t)def->min) {
+			BAD("expected a number of seconds %g-%g, at most 3 decimals (e.g. 0.5)",
+			    (double)def->min / 1000, (double)def->max / 1000);
+			return;
+		}
+		*(unsigned *)field(c->cfg, def->off) = (unsigned)n;
+		return;
 	case K_GROUP:
 		if (!group_ok(value)) {
 			BAD("expected empty (mutations by root only) or a group name: 1-%d of "
@@ -439,7 +493,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!*section) {
 		fail(c, c->lineno, -EINVAL,
 		     "key `%s' is outside of any section; expected it under [mount], [state], "
-		     "[control], [registry] or [log]",
+		     "[control], [registry], [probe] or [log]",
 		     quote(name, qbuf, sizeof(qbuf)));
 		return 0;
 	}
@@ -504,8 +558,8 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		 len > 64 ? "..." : "");
 	if (len > 64 || !section_known(name))
 		fail(c, c->lineno, -EINVAL,
-		     "unknown section [%s]; expected [mount], [state], [control], [registry] or "
-		     "[log]",
+		     "unknown section [%s]; expected [mount], [state], [control], [registry], "
+		     "[probe] or [log]",
 		     reg_quote(qbuf, sizeof(qbuf), name));
 }
 
@@ -770,6 +824,10 @@ int config_defaults(struct plugfs_config *cfg)
 			cfg->types[i] = strdup(types[i]);
 	}
 	cfg->tombstone_ttl = 86400;
+	cfg->probe_mode = PLUGFS_PROBE_CONNECT;
+	cfg->probe_interval_ms = 5000;
+	cfg->probe_timeout_ms = 1000;
+	cfg->probe_failures = 3;
 	cfg->log_level = PLOG_INFO;
 	cfg->source = strdup("");
 	if (!cfg->mountpoint || !cfg->socket_name || !cfg->state_path || !cfg->synchronous ||
@@ -801,5 +859,12 @@ const char *log_level_name(enum plugfs_log_level l)
 {
 	if ((unsigned)l < sizeof(level_names) / sizeof(level_names[0]) - 1)
 		return level_names[l];
+	return "unknown";
+}
+
+const char *probe_mode_name(enum plugfs_probe_mode m)
+{
+	if ((unsigned)m < sizeof(probe_modes) / sizeof(probe_modes[0]) - 1)
+		return probe_modes[m];
 	return "unknown";
 }

@@ -96,6 +96,9 @@ struct control_server {
 	bool have_group;
 	gid_t gid;
 	unsigned max_clients, idle_timeout;
+	/* control_options.probe and its argument. */
+	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
+	void *probe_arg;
 	int listen_fd, wake_fd;
 	dev_t sock_dev;
 	ino_t sock_ino;

@@ -49,11 +49,27 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 		goto out;
 	it->type = strdup(ev->plugin_type);
 	it->name = strdup(ev->plugin_name);
-	it->event = json_pack("{s:s, s:s, s:s, s:s}", "event", reg_event_name(ev->type), "type",
-			      ev->plugin_type, "name", ev->plugin_name, "time", when);
+	/* RUNTIME is a probe's verdict: watchers see it as `health'. */
+	it->event = json_pack("{s:s, s:s, s:s, s:s}", "event",
+			      ev->type == REG_EV_RUNTIME ? "health" : reg_event_name(ev->type),
+			      "type", ev->plugin_type, "name", ev->plugin_name, "time", when);
 	if (!it->type || !it->name || !it->event)
 		goto out;
-	if (ev->type == REG_EV_ACTIVE) {
+	if (ev->type == REG_EV_RUNTIME) {
+		const struct reg_runtime *now = &ev->reg->runtime;
+
+		if (json_object_set_new(it->event, "alloc", json_string(ev->reg->alloc)) ||
+		    json_object_set_new(
+			it->event, "old",
+			json_string(reg_health_name(ev->old_runtime ? ev->old_runtime->health
+								    : REG_HEALTH_UNKNOWN))) ||
+		    json_object_set_new(it->event, "new",
+					json_string(reg_health_name(now->health))) ||
+		    json_object_set_new(it->event, "error",
+					now->error[0] ? json_string(now->error) : json_null()) ||
+		    json_object_set_new(it->event, "failures", json_integer(now->failures)))
+			goto out;
+	} else if (ev->type == REG_EV_ACTIVE) {
 		if (json_object_set_new(it->event, "old_alloc", nullable_string(ev->old_alloc)) ||
 		    json_object_set_new(it->event, "new_alloc", nullable_string(ev->new_alloc)) ||
 		    json_object_set_new(it->event, "socket",
@@ -67,7 +83,8 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 	}
 	if (ev->type != REG_EV_DEREGISTERED && ev->plugin && ev->plugin->n_regs > 0) {
 		it->plugin = control_json_plugin(ev->plugin);
-		if (!it->plugin)
+		if (!it->plugin ||
+		    (srv->probe && control_json_add_health(it->plugin, ev->plugin) < 0))
 			goto out;
 	}
 	rc = 0;

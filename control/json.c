@@ -4,6 +4,7 @@
  * control protocol (list, show, watch) and the offline `state dump --json`.
  * Every function returns a new reference, or NULL when memory ran out.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,4 +121,57 @@ json_t *control_json_snapshot(const struct reg_snapshot *s)
 		return NULL;
 	}
 	return obj;
+}
+
+static json_t *time_or_null(int64_t t)
+{
+	char buf[32];
+
+	if (t == 0)
+		return json_null();
+	plugfs_format_time(t, -1, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+json_t *control_json_health(const struct reg_runtime *rt)
+{
+	json_t *obj = json_object();
+
+	if (!obj || !set(obj, "state", json_string(reg_health_name(rt->health))) ||
+	    !set(obj, "since", time_or_null(rt->since)) ||
+	    !set(obj, "last_probe", time_or_null(rt->probed_at)) ||
+	    !set(obj, "error", rt->error[0] ? string(rt->error) : json_null()) ||
+	    !set(obj, "failures", json_integer(rt->failures))) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+int control_json_add_health(json_t *plugin, const struct reg_plugin *p)
+{
+	json_t *regs = json_object_get(plugin, "registrations");
+	size_t alive = 0;
+
+	if (!plugin || json_array_size(regs) != p->n_regs)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_regs; i++) {
+		if (!set(json_array_get(regs, i), "health",
+			 control_json_health(&p->regs[i].runtime)))
+			return -ENOMEM;
+		alive += p->regs[i].runtime.health != REG_HEALTH_DEAD;
+	}
+	return set(plugin, "alive", json_integer((json_int_t)alive)) ? 0 : -ENOMEM;
+}
+
+int control_json_snapshot_add_health(json_t *snap, const struct reg_snapshot *s)
+{
+	json_t *plugins = json_object_get(snap, "plugins");
+
+	if (!snap || json_array_size(plugins) != s->n_plugins)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n_plugins; i++)
+		if (control_json_add_health(json_array_get(plugins, i), &s->plugins[i]) < 0)
+			return -ENOMEM;
+	return 0;
 }

@@ -73,6 +73,18 @@ static void send_registry_error(struct client *c, struct ctl_request *req, int r
 			    err[0] ? err : strerror(-rc));
 }
 
+/* The JSON of p, with its health when the daemon probes. */
+static json_t *plugin_json(struct control_server *srv, const struct reg_plugin *p)
+{
+	json_t *j = control_json_plugin(p);
+
+	if (j && srv->probe && control_json_add_health(j, p) < 0) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
 /* --- the operations --- */
 
 static void op_register(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -87,7 +99,9 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	    .options = req->options,
 	    .n_options = req->n_options,
 	};
-	json_t *plugins = NULL;
+	json_t *plugins = NULL, *o = NULL;
+	struct reg_runtime first = {0}, mine = {0};
+	bool have_mine = false;
 	int rc;
 
 	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
@@ -97,23 +111,48 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 				    req->kind);
 		return;
 	}
+	/* Probed before it is stored (no lock held): a new registration whose
+	 * socket is dead is stored dead and never takes over. */
+	if (srv->probe) {
+		srv->probe(req->socket, &first, srv->probe_arg);
+		spec.runtime = &first;
+	}
 	rc = registry_register(srv->reg, req->types, req->n_types, &spec, err, sizeof(err));
 	if (rc) {
 		send_registry_error(c, req, rc, err);
 		return;
 	}
-	/* Committed and applied: answer with the plugins as they are now. */
+	/* Committed and applied: answer with the plugins as they are now, and
+	 * the health of the registration (that of its first type). */
 	plugins = json_array();
 	for (size_t i = 0; plugins && i < req->n_types; i++) {
 		struct reg_plugin p;
 
 		memset(&p, 0, sizeof(p));
-		if (registry_get_plugin(srv->reg, req->types[i], req->name, &p) == 0) {
-			json_array_append_new(plugins, control_json_plugin(&p));
-			reg_plugin_free_contents(&p);
+		if (registry_get_plugin(srv->reg, req->types[i], req->name, &p) != 0)
+			continue;
+		for (size_t j = 0; i == 0 && j < p.n_regs; j++) {
+			if (strcmp(p.regs[j].alloc, req->alloc) == 0) {
+				mine = p.regs[j].runtime;
+				have_mine = true;
+			}
 		}
+		if (json_array_append_new(plugins, plugin_json(srv, &p))) {
+			json_decref(plugins);
+			plugins = NULL;
+		}
+		reg_plugin_free_contents(&p);
 	}
-	ctl_conn_send_ok(c, req->id, "plugins", plugins);
+	o = ctl_ok_response(req->id);
+	if (o && (json_object_set_new(o, "plugins", plugins) ||
+		  (srv->probe && have_mine &&
+		   json_object_set_new(o, "health", control_json_health(&mine))))) {
+		json_decref(o);
+		o = NULL;
+	} else if (!o) {
+		json_decref(plugins);
+	}
+	ctl_conn_send(c, o);
 }
 
 static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -155,6 +194,10 @@ static void op_list(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	}
 	o = control_json_snapshot(&snap);
+	if (o && srv->probe && control_json_snapshot_add_health(o, &snap) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	reg_snapshot_free(&snap);
 	if (o && (json_object_set_new(o, "ok", json_true()) ||
 		  (req->id && json_object_set(o, "id", req->id)))) {
@@ -182,7 +225,7 @@ static void op_show(struct control_server *srv, struct client *c, struct ctl_req
 		send_registry_error(c, req, rc, "");
 		return;
 	}
-	ctl_conn_send_ok(c, req->id, "plugin", control_json_plugin(&p));
+	ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 	reg_plugin_free_contents(&p);
 }
 
@@ -199,7 +242,7 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
 	if (rc == 0) {
-		ctl_conn_send_ok(c, req->id, "plugin", control_json_plugin(&p));
+		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
 	}
@@ -247,6 +290,37 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 	ctl_conn_send_ok(c, req->id, "types", types);
 }
 
+/* status: "health": {"alive","unknown","dead" registrations, "none_alive"
+ * plugins whose every registration is dead}. */
+static int add_health_counts(struct control_server *srv, json_t *o)
+{
+	struct reg_snapshot snap = {0};
+	json_int_t n[3] = {0}, none_alive = 0;
+	int rc = registry_snapshot(srv->reg, NULL, &snap);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < snap.n_plugins; i++) {
+		const struct reg_plugin *p = &snap.plugins[i];
+		size_t dead = 0;
+
+		for (size_t j = 0; j < p->n_regs; j++) {
+			unsigned h = (unsigned)p->regs[j].runtime.health;
+
+			n[h < 3 ? h : 0]++;
+			dead += h == REG_HEALTH_DEAD;
+		}
+		none_alive += p->n_regs > 0 && dead == p->n_regs;
+	}
+	reg_snapshot_free(&snap);
+	return json_object_set_new(o, "health",
+				   json_pack("{s:I, s:I, s:I, s:I}", "alive", n[REG_HEALTH_ALIVE],
+					     "unknown", n[REG_HEALTH_UNKNOWN], "dead",
+					     n[REG_HEALTH_DEAD], "none_alive", none_alive))
+		   ? -ENOMEM
+		   : 0;
+}
+
 static void op_status(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	size_t n_plugins = 0, n_regs = 0, n_watchers = 0;
@@ -264,6 +338,10 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
 		      (json_int_t)getpid());
+	if (o && srv->probe && add_health_counts(srv, o) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o && req->id)
 		json_object_set(o, "id", req->id);
 	ctl_conn_send(c, o);

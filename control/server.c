@@ -214,7 +214,8 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 	socklen_t len = sizeof(on);
 
 	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) != 0 || !on) {
-		plugfs_seterr(err, errlen, "control: inherited fd %d is not a listening socket", fd);
+		plugfs_seterr(err, errlen, "control: inherited fd %d is not a listening socket",
+			      fd);
 		return -ENOTSOCK;
 	}
 	fl = fcntl(fd, F_GETFL);
@@ -257,6 +258,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	pthread_mutex_init(&srv->q_lock, NULL);
 	srv->max_clients = opts->max_clients;
 	srv->idle_timeout = opts->idle_timeout;
+	srv->probe = opts->probe;
+	srv->probe_arg = opts->probe_arg;
 	srv->socket_path = strdup(opts->socket_path);
 	srv->mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
 	srv->state_path = strdup(opts->state_path ? opts->state_path : "");

@@ -127,7 +127,7 @@ struct plugfs_fs {
 	bool debug;
 	pthread_t loop_thread;
 	bool loop_running;
-	unsigned conn_minor; /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
+	unsigned conn_minor;		    /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
 	unsigned long long progress_served; /* fs_loop_progress's last count */
 	void (*on_ready)(void *arg);
 	void *on_ready_arg;
@@ -172,7 +172,9 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
  * Needs the write lock. */
 void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);
 void fs_node_attr(const struct fs_node *n, struct stat *st);
-/* The info text of a plugin: one line per registration, active first. */
+/* The info text of a plugin: one line per registration, the active one
+ * first, then list order: "alloc socket version kind registered_at health"
+ * (health: unknown, alive or dead). */
 char *fs_render_info(const struct reg_plugin *p);
 
 void fs_inval_batch_free(struct fs_inval_batch *b);

@@ -259,14 +259,20 @@ char *fs_render_info(const struct reg_plugin *p)
 
 	if (!f)
 		return NULL;
-	for (size_t i = 0; i < p->n_regs; i++) {
-		const struct registration *r = &p->regs[i];
+	const struct registration *act = reg_plugin_active(p);
+
+	/* The active one first, then the others in list order. */
+	for (size_t k = 0; k < p->n_regs + (act != NULL); k++) {
+		const struct registration *r = k == 0 && act ? act : &p->regs[k - (act != NULL)];
 		const char *kind = reg_kind_name(r->kind);
 		char when[PLUGFS_TIME_LEN];
 
+		if (k > 0 && r == act)
+			continue;
 		plugfs_format_time(r->registered_at, -1, when, sizeof(when));
-		fprintf(f, "%s %s %s %s %s\n", r->alloc, r->socket,
-			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when);
+		fprintf(f, "%s %s %s %s %s %s\n", r->alloc, r->socket,
+			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when,
+			reg_health_name(r->runtime.health));
 	}
 	if (fclose(f) != 0) {
 		free(text);

@@ -56,6 +56,13 @@ ssize_t plugin_find_alloc(const struct plugin_node *p, const char *alloc)
 
 void plugin_elect_active(struct plugin_node *p)
 {
+	/* The most recent that is not dead; the most recent when all are. */
+	for (size_t i = 0; i < p->pub.n_regs; i++) {
+		if (p->pub.regs[i].runtime.health != REG_HEALTH_DEAD) {
+			p->pub.active = i;
+			return;
+		}
+	}
 	p->pub.active = 0;
 }
 

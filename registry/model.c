@@ -139,3 +139,22 @@ const struct registration *reg_plugin_active(const struct reg_plugin *p)
 {
 	return p && p->active < p->n_regs ? &p->regs[p->active] : NULL;
 }
+
+const char *reg_health_name(enum reg_health h)
+{
+	switch (h) {
+	case REG_HEALTH_UNKNOWN:
+		return "unknown";
+	case REG_HEALTH_ALIVE:
+		return "alive";
+	case REG_HEALTH_DEAD:
+		return "dead";
+	}
+	return "?";
+}
+
+bool reg_runtime_differs(const struct reg_runtime *a, const struct reg_runtime *b)
+{
+	return a->health != b->health || a->since != b->since ||
+	       strncmp(a->error, b->error, sizeof(a->error)) != 0;
+}

@@ -251,8 +251,10 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 		goto out;
 	}
 	g = &p->pub.regs[idx];
-	if (g->runtime.state == rt->state && g->runtime.since == rt->since)
-		goto out; /* identical: no event */
+	if (!reg_runtime_differs(&g->runtime, rt)) {
+		p->pub.regs[idx].runtime = *rt; /* counters only: no event */
+		goto out;
+	}
 	txn_set_runtime(r, p, (size_t)idx, rt);
 	if (changed)
 		*changed = true;

@@ -318,6 +318,8 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 		nr.seq = old->seq;
 		nr.registered_at = old->registered_at;
 		nr.runtime = old->runtime;
+	} else if (spec->runtime) {
+		nr.runtime = *spec->runtime;
 	}
 	c = batch_add(b);
 	if (!c)
@@ -367,9 +369,11 @@ void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
 	struct reg_event ev[2];
 	struct batch b = {.ev = ev};
 	const char *old_active = active_alloc(p);
+	struct reg_runtime old = p->pub.regs[idx].runtime;
 
 	p->pub.regs[idx].runtime = *rt;
 	add_event(&b, REG_EV_RUNTIME, p, false, &p->pub.regs[idx], NULL, NULL);
+	b.ev[b.n_ev - 1].old_runtime = &old;
 	reelect(&b, p, false, old_active);
 	registry_emit(r, b.ev, b.n_ev);
 }

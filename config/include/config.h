@@ -17,30 +17,41 @@
 #define CONFIG_DEFAULT_PATH "/etc/plugfs/plugfs.ini"
 #define CONFIG_ERR_MAX 512
 
+/* [probe] mode: how the daemon tells a live allocation from a dead one. */
+enum plugfs_probe_mode {
+	PLUGFS_PROBE_CONNECT = 0, /* the socket accepts a connection */
+	PLUGFS_PROBE_NONE,	  /* no probing: every registration counts as alive */
+};
+
 struct plugfs_config {
 	/* [mount] */
-	char *mountpoint;        /* /run/plugfs */
-	char *socket_name;       /* csi.sock */
-	bool allow_other;        /* true */
-	unsigned cache_timeout;  /* 60 (seconds) */
+	char *mountpoint;	/* /run/plugfs */
+	char *socket_name;	/* csi.sock */
+	bool allow_other;	/* true */
+	unsigned cache_timeout; /* 60 (seconds) */
 	/* [state] */
-	char *state_path;        /* /var/lib/plugfs/state.db */
-	char *synchronous;       /* full: off | normal | full | extra */
+	char *state_path;  /* /var/lib/plugfs/state.db */
+	char *synchronous; /* full: off | normal | full | extra */
 	/* [control] */
-	char *control_socket;    /* /run/plugfs.sock */
-	char *control_group;     /* "" = root only */
-	unsigned max_clients;    /* 64 */
-	unsigned idle_timeout;   /* 300 (seconds; 0 = none) */
+	char *control_socket;  /* /run/plugfs.sock */
+	char *control_group;   /* "" = root only */
+	unsigned max_clients;  /* 64 */
+	unsigned idle_timeout; /* 300 (seconds; 0 = none) */
 	/* [registry] */
-	char **types;            /* csi-controller csi-node */
+	char **types; /* csi-controller csi-node */
 	size_t n_types;
-	char **socket_roots;     /* empty = any */
+	char **socket_roots; /* empty = any */
 	size_t n_socket_roots;
-	int64_t tombstone_ttl;   /* 86400 (seconds) */
+	int64_t tombstone_ttl; /* 86400 (seconds) */
+	/* [probe] */
+	enum plugfs_probe_mode probe_mode; /* connect */
+	unsigned probe_interval_ms;	   /* 5000 (written in seconds, e.g. 0.2) */
+	unsigned probe_timeout_ms;	   /* 1000 */
+	unsigned probe_failures;	   /* 3: an alive registration turns dead after */
 	/* [log] */
 	enum plugfs_log_level log_level; /* info */
 
-	char *source;            /* file the values came from, "" for defaults */
+	char *source; /* file the values came from, "" for defaults */
 };
 
 /* Fills cfg with the built-in defaults.  0 or -ENOMEM. */
@@ -50,8 +61,8 @@ int config_defaults(struct plugfs_config *cfg);
 int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t errlen);
 
 /* Defaults, then text; `name` is used in messages ("name:line: ..."). */
-int config_parse_string(const char *text, const char *name, struct plugfs_config *cfg,
-			char *err, size_t errlen);
+int config_parse_string(const char *text, const char *name, struct plugfs_config *cfg, char *err,
+			size_t errlen);
 
 /*
  * The config a subcommand uses: -c path when given (must exist), else
@@ -63,5 +74,7 @@ int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, s
 void config_free(struct plugfs_config *cfg);
 
 const char *log_level_name(enum plugfs_log_level l);
+/* "connect", "none". */
+const char *probe_mode_name(enum plugfs_probe_mode m);
 
 #endif

@@ -32,6 +32,13 @@ struct control_options {
 	 * creating one (the server owns it from then on). */
 	bool inherit_listen_fd;
 	int listen_fd;
+	/* NULL, or the first probe of a socket: `register' calls it before
+	 * storing a registration, on the server thread with no lock held
+	 * (it must be bounded: the daemon's is probe_first), and a new
+	 * registration starts with *out, so a dead socket never takes over.
+	 * The answer then says the registration's health. */
+	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
+	void *probe_arg;
 };
 
 /* Creates the socket (0660, group set, never wider), starts the server
@@ -81,5 +88,14 @@ json_t *control_json_registration(const struct registration *r);
 json_t *control_json_plugin(const struct reg_plugin *p);
 /* {"plugins":[...]} */
 json_t *control_json_snapshot(const struct reg_snapshot *s);
+/* The daemon's answers add what only it knows, the health (not in the
+ * offline dump): {"state":"unknown"|"alive"|"dead","since","last_probe"
+ * (RFC 3339 or null),"error" (null or text),"failures"}. */
+json_t *control_json_health(const struct reg_runtime *rt);
+/* Sets "health" on each registration of plugin (the JSON of p) and
+ * "alive" (how many are not dead) on plugin; 0 or -ENOMEM. */
+int control_json_add_health(json_t *plugin, const struct reg_plugin *p);
+/* control_json_add_health on every plugin of snap (the JSON of s). */
+int control_json_snapshot_add_health(json_t *snap, const struct reg_snapshot *s);
 
 #endif

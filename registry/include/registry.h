@@ -64,12 +64,28 @@ struct reg_option {
 	char *value;
 };
 
+/* The health of a registration, as the prober last judged it. */
+enum reg_health {
+	REG_HEALTH_UNKNOWN = 0, /* not probed yet (counts as alive) */
+	REG_HEALTH_ALIVE,
+	REG_HEALTH_DEAD,
+};
+/* "unknown", "alive", "dead"; "?" for anything else. */
+const char *reg_health_name(enum reg_health h);
+
+#define REG_HEALTH_ERR_MAX 64
+
 /* State of a registration that lives in memory only (never persisted;
- * zero when the registry opens), changed through registry_set_runtime.
- * The registry gives it no meaning: its user does (e.g. health). */
+ * zero, i.e. unknown, when the registry opens), changed through
+ * registry_set_runtime.  The registry reads health only to elect the
+ * active registration; the prober (probe/) sets it. */
 struct reg_runtime {
-	int state;
-	int64_t since; /* unix seconds, UTC, as its user sets it */
+	enum reg_health health;
+	int64_t since;			/* when health last changed: unix seconds, UTC; 0 never */
+	int64_t probed_at;		/* the last probe: unix seconds, UTC; 0 never */
+	unsigned failures;		/* consecutive failed probes */
+	char error[REG_HEALTH_ERR_MAX]; /* the last failure ("connection refused");
+					   "" after a success */
 };
 
 struct registration {
@@ -98,9 +114,10 @@ struct reg_plugin {
 	size_t n_regs;
 	/* The index in regs of the active registration, chosen by the
 	 * registry; n_regs or more when none is active.  Read it through
-	 * reg_plugin_active, never as regs[0]: today the active one is the
-	 * most recent, but the registry may pass over some (e.g. dead ones).
-	 * A zeroed field with n_regs > 0 means regs[0]. */
+	 * reg_plugin_active, never as regs[0]: the active one is the most
+	 * recent registration that is not dead (unknown counts as alive),
+	 * and the most recent one when every one is dead.  A zeroed field
+	 * with n_regs > 0 means regs[0]. */
 	size_t active;
 };
 
@@ -131,6 +148,10 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 		     size_t *n_dst);
 int registration_copy(const struct registration *src, struct registration *dst);
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
+/* Whether registry_set_runtime sees a change from a to b worth an event:
+ * health, since or error differ.  probed_at and failures alone are kept
+ * without an event (a probe round that changed nothing wakes nobody). */
+bool reg_runtime_differs(const struct reg_runtime *a, const struct reg_runtime *b);
 /* Whether a and b register the same thing: socket, version, kind and
  * options (both sorted by key).  Ids, seq and times are not compared. */
 bool registration_same_data(const struct registration *a, const struct registration *b);
@@ -145,6 +166,11 @@ struct reg_spec {
 				csi-node -> node, any other type -> monolith */
 	const struct reg_option *options;
 	size_t n_options;
+	/* NULL, or the runtime state a registration that is new (inserted,
+	 * not updated) starts with, e.g. the result of a probe made before
+	 * registering, so that a dead socket never becomes active even for a
+	 * moment.  An update keeps the entry's runtime state. */
+	const struct reg_runtime *runtime;
 };
 
 struct registry_options {
@@ -198,6 +224,9 @@ struct reg_event {
 	/* ACTIVE only: the previous and new active alloc, either may be NULL. */
 	const char *old_alloc;
 	const char *new_alloc;
+	/* RUNTIME only: the runtime state before the change (the new one is
+	 * reg->runtime). */
+	const struct reg_runtime *old_runtime;
 	/* The plugin's list after the change (NULL when it emptied). */
 	const struct reg_plugin *plugin;
 };
@@ -266,8 +295,9 @@ int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *rem
  * SQLite.  Then the registry elects the active registration again, and
  * events go out through the same delivery as persisted mutations (in
  * order, after memory changed): RUNTIME with the entry, then ACTIVE when
- * the active one changed.  *changed (may be NULL) says whether anything
- * changed; an identical state is a no-op without events.  Works on a
+ * the active one changed.  *changed (may be NULL) says whether an event
+ * went out: a state that reg_runtime_differs finds the same is stored
+ * (probed_at, failures) without an event.  Works on a
  * read-only registry too (nothing is written).  0; -ENOENT when there is no
  * such entry; -EINVAL for a type not configured; -EDEADLK from a callback.
  */

@@ -123,7 +123,7 @@ for k in "${keys[@]}"; do
 			!/^#/ { c = 0 }
 			END { exit !found }' "$SRC/contrib/plugfs.ini"
 done
-for sec in mount state control registry log; do
+for sec in mount state control registry probe log; do
 	check "plugfs.ini.5 has section [$sec]" grep -q "^\[$sec\]$" "$T5"
 done
 for k in "${keys[@]}"; do

@@ -77,11 +77,11 @@ check_eq "... info carries it" "b0 $long - node" "$(cut -d' ' -f1-4 "$B/info")"
 # info: one line per registration, active first.
 re_time='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
 check_eq "info has one line per registration" 2 "$(wc -l <"$E/info")"
-check "info line 1: active a1, socket, version, kind, RFC 3339 time" \
-	grep -Eq "^a1 $S/a1/csi.sock 1\.1\.0 node $re_time\$" <(sed -n 1p "$E/info")
-check "info line 2: a0" grep -Eq "^a0 $S/a0/csi.sock 1\.0\.0 node $re_time\$" <(sed -n 2p "$E/info")
+check "info line 1: active a1, socket, version, kind, RFC 3339 time, health" \
+	grep -Eq "^a1 $S/a1/csi.sock 1\.1\.0 node $re_time alive\$" <(sed -n 1p "$E/info")
+check "info line 2: a0" grep -Eq "^a0 $S/a0/csi.sock 1\.0\.0 node $re_time alive\$" <(sed -n 2p "$E/info")
 check "info of a plugin without version says -" \
-	grep -Eq "^n0 $S/n0/csi.sock - node $re_time\$" "$P/csi-node/nfs/info"
+	grep -Eq "^n0 $S/n0/csi.sock - node $re_time alive\$" "$P/csi-node/nfs/info"
 check "controller info says controller" grep -q "^a1 .* controller " "$P/csi-controller/ebs/info"
 
 # connect() through the mount reaches the right allocation.

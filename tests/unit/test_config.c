@@ -41,6 +41,10 @@ static void assert_defaults(const struct plugfs_config *cfg)
 	assert_string_equal(cfg->types[1], "csi-node");
 	assert_int_equal(cfg->n_socket_roots, 0);
 	assert_int_equal(cfg->tombstone_ttl, 86400);
+	assert_int_equal(cfg->probe_mode, PLUGFS_PROBE_CONNECT);
+	assert_int_equal(cfg->probe_interval_ms, 5000);
+	assert_int_equal(cfg->probe_timeout_ms, 1000);
+	assert_int_equal(cfg->probe_failures, 3);
 	assert_int_equal(cfg->log_level, PLOG_INFO);
 }
 
@@ -280,6 +284,21 @@ static void test_bad_values(void **state)
 	     "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
 	    {"registry", "tombstone_ttl", "315360001",
 	     "expected a whole number of seconds 0-315360000"},
+	    {"probe", "mode", "csi-ish", "[probe] mode = `csi-ish': expected connect or none"},
+	    {"probe", "interval", "0.01",
+	     "[probe] interval = `0.01': expected a number of seconds 0.05-3600, at most 3 "
+	     "decimals (e.g. 0.5)"},
+	    {"probe", "interval", "3601", "expected a number of seconds 0.05-3600"},
+	    {"probe", "interval", "1.2345", "expected a number of seconds 0.05-3600"},
+	    {"probe", "interval", "1.", "expected a number of seconds 0.05-3600"},
+	    {"probe", "interval", ".5", "expected a number of seconds 0.05-3600"},
+	    {"probe", "interval", "5s", "expected a number of seconds 0.05-3600"},
+	    {"probe", "interval", "-1", "expected a number of seconds 0.05-3600"},
+	    {"probe", "timeout", "0",
+	     "[probe] timeout = `0': expected a number of seconds 0.01-60"},
+	    {"probe", "timeout", "60.001", "expected a number of seconds 0.01-60"},
+	    {"probe", "failures", "0", "[probe] failures = `0': expected a whole number 1-100"},
+	    {"probe", "failures", "101", "expected a whole number 1-100"},
 	    {"log", "level", "verbose",
 	     "[log] level = `verbose': expected error, warn, info or debug"},
 	};
@@ -327,8 +346,8 @@ static void test_unknown_names(void **state)
 		     "unknown key `alow_other' in [mount]; known keys: mountpoint, socket_name, "
 		     "allow_other, cache_timeout");
 	expect_error("[mount]\n\n[mout]\nallow_other = true\n", 3,
-		     "unknown section [mout]; expected [mount], [state], [control], [registry] or "
-		     "[log]");
+		     "unknown section [mout]; expected [mount], [state], [control], [registry], "
+		     "[probe] or [log]");
 	/* An unknown section without keys is an error too. */
 	expect_error("[log]\nlevel = info\n[extra]\n", 3, "unknown section [extra]");
 	expect_error("[ mount ]\n", 1, "unknown section [ mount ]");
@@ -579,6 +598,33 @@ static void test_resolve_order(void **state)
 	}
 }
 
+static void test_probe_keys(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+
+	(void)state;
+	assert_int_equal(config_parse_string("[probe]\nmode = none\ninterval = 0.2\n"
+					     "timeout = 0.05\nfailures = 1\n",
+					     "p.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_NONE);
+	assert_int_equal(cfg.probe_interval_ms, 200);
+	assert_int_equal(cfg.probe_timeout_ms, 50);
+	assert_int_equal(cfg.probe_failures, 1);
+	assert_string_equal(probe_mode_name(cfg.probe_mode), "none");
+	config_free(&cfg);
+	assert_int_equal(config_parse_string("[probe]\nmode = CONNECT\ninterval = 3600\n"
+					     "timeout = 1.250\n",
+					     "p.ini", &cfg, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_CONNECT);
+	assert_int_equal(cfg.probe_interval_ms, 3600000);
+	assert_int_equal(cfg.probe_timeout_ms, 1250);
+	assert_string_equal(probe_mode_name(cfg.probe_mode), "connect");
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +634,7 @@ int main(void)
 	    cmocka_unit_test(test_numbers_at_limits),
 	    cmocka_unit_test(test_lists),
 	    cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_probe_keys),
 	    cmocka_unit_test(test_long_value_is_cut_in_message),
 	    cmocka_unit_test(test_messages_escape_file_text),
 	    cmocka_unit_test(test_unknown_names),

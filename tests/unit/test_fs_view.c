@@ -154,8 +154,9 @@ static void test_load_builds_nodes_from_ids(void **state)
 	fs_node_attr(info, &st);
 	assert_int_equal(st.st_mode, S_IFREG | 0444);
 	assert_int_equal(st.st_size, strlen(info->data));
-	assert_string_equal(info->data, "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z\n"
-					"a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z\n");
+	assert_string_equal(info->data,
+			    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
+			    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
 }
 
 static void test_switch_queues_invalidations(void **state)
@@ -442,9 +443,20 @@ static void test_info_times(void **state)
 	f->p.n_regs = 3;
 	text = fs_render_info(&f->p);
 	assert_non_null(text);
-	assert_string_equal(text, "a1 /run/a1.sock 1.0 node 2026-11-30T09:19:05Z\n"
-				  "a2 /run/a2.sock - node invalid\n"
-				  "a3 /run/a3.sock - node invalid\n");
+	assert_string_equal(text, "a1 /run/a1.sock 1.0 node 2026-11-30T09:19:05Z unknown\n"
+				  "a2 /run/a2.sock - node invalid unknown\n"
+				  "a3 /run/a3.sock - node invalid unknown\n");
+	free(text);
+	/* Health: the active one (a3 when a1 and a2 are dead) comes first. */
+	f->regs[0].runtime.health = REG_HEALTH_DEAD;
+	f->regs[1].runtime.health = REG_HEALTH_DEAD;
+	f->regs[2].runtime.health = REG_HEALTH_ALIVE;
+	f->p.active = 2;
+	text = fs_render_info(&f->p);
+	assert_non_null(text);
+	assert_string_equal(text, "a3 /run/a3.sock - node invalid alive\n"
+				  "a1 /run/a1.sock 1.0 node 2026-11-30T09:19:05Z dead\n"
+				  "a2 /run/a2.sock - node invalid dead\n");
 	free(text);
 }
 

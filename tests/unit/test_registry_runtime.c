@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sqlite3.h>
@@ -28,7 +29,7 @@ static int runtime_of(struct registry *r, const char *alloc)
 	assert_int_equal(registry_get_plugin(r, "csi-node", "p", &p), 0);
 	for (size_t i = 0; i < p.n_regs; i++)
 		if (strcmp(p.regs[i].alloc, alloc) == 0)
-			state = p.regs[i].runtime.state;
+			state = (int)p.regs[i].runtime.health;
 	reg_plugin_free_contents(&p);
 	return state;
 }
@@ -42,7 +43,7 @@ static int count_commit(void *arg)
 static void test_runtime_in_memory_only(void **state)
 {
 	struct fixture *f = *state;
-	struct reg_runtime rt = {.state = 3, .since = 1234};
+	struct reg_runtime rt = {.health = REG_HEALTH_DEAD, .since = 1234};
 	char err[REG_ERR_MAX] = "";
 	bool changed = false;
 	int commits = 0;
@@ -55,9 +56,9 @@ static void test_runtime_in_memory_only(void **state)
 	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed, err, sizeof(err)), 0);
 	assert_true(changed);
 	assert_string_equal(f->events, "runtime csi-node/p a0;");
-	assert_int_equal(runtime_of(f->r, "a0"), 3);
+	assert_int_equal(runtime_of(f->r, "a0"), REG_HEALTH_DEAD);
 	assert_int_equal(runtime_of(f->r, "a1"), 0);
-	assert_string_equal(active(f, "csi-node", "p"), "a1"); /* no liveness rule yet */
+	assert_string_equal(active(f, "csi-node", "p"), "a1"); /* a0 is older */
 	/* The same state again: nothing changes, no event. */
 	events_clear(f);
 	assert_int_equal(
@@ -75,7 +76,7 @@ static void test_runtime_in_memory_only(void **state)
 
 		assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
 	}
-	assert_int_equal(runtime_of(f->r, "a0"), 3);
+	assert_int_equal(runtime_of(f->r, "a0"), REG_HEALTH_DEAD);
 	restart(f);
 	assert_int_equal(runtime_of(f->r, "a0"), 0);
 }
@@ -83,7 +84,7 @@ static void test_runtime_in_memory_only(void **state)
 static void test_runtime_refusals(void **state)
 {
 	struct fixture *f = *state;
-	struct reg_runtime rt = {.state = 1};
+	struct reg_runtime rt = {.health = REG_HEALTH_ALIVE};
 	char err[REG_ERR_MAX] = "";
 	bool changed = true;
 
@@ -114,12 +115,13 @@ struct seen {
 static void watch(const struct reg_event *ev, void *arg)
 {
 	struct seen *s = arg;
-	struct reg_runtime rt = {.state = 9};
+	struct reg_runtime rt = {.health = REG_HEALTH_DEAD};
 	char err[REG_ERR_MAX];
 
 	if (ev->type != REG_EV_RUNTIME)
 		return;
-	assert_int_equal(ev->reg->runtime.state, 5);
+	assert_int_equal(ev->reg->runtime.health, REG_HEALTH_ALIVE);
+	assert_int_equal(ev->old_runtime->health, REG_HEALTH_UNKNOWN);
 	s->state_seen = runtime_of(s->f->r, "a0");
 	s->rc_nested =
 	    registry_set_runtime(s->f->r, "csi-node", "p", "a0", &rt, NULL, err, sizeof(err));
@@ -129,7 +131,7 @@ static void test_runtime_delivery(void **state)
 {
 	struct fixture *f = *state;
 	struct seen s = {.f = f, .state_seen = -1};
-	struct reg_runtime rt = {.state = 5};
+	struct reg_runtime rt = {.health = REG_HEALTH_ALIVE};
 	char err[REG_ERR_MAX] = "";
 	int id;
 
@@ -138,18 +140,127 @@ static void test_runtime_delivery(void **state)
 	assert_true(id > 0);
 	assert_int_equal(
 	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, NULL, err, sizeof(err)), 0);
-	assert_int_equal(s.state_seen, 5);	 /* memory changed before delivery */
-	assert_int_equal(s.rc_nested, -EDEADLK); /* no change from a callback */
-	assert_int_equal(runtime_of(f->r, "a0"), 5);
+	assert_int_equal(s.state_seen, REG_HEALTH_ALIVE); /* memory changed before delivery */
+	assert_int_equal(s.rc_nested, -EDEADLK);	  /* no change from a callback */
+	assert_int_equal(runtime_of(f->r, "a0"), REG_HEALTH_ALIVE);
 	registry_unsubscribe(f->r, id);
+}
+
+static int set_health(struct fixture *f, const char *alloc, enum reg_health h, const char *error)
+{
+	struct reg_runtime rt = {.health = h, .since = 1};
+	char err[REG_ERR_MAX] = "";
+
+	snprintf(rt.error, sizeof(rt.error), "%s", error ? error : "");
+	return registry_set_runtime(f->r, "csi-node", "p", alloc, &rt, NULL, err, sizeof(err));
+}
+
+/* The most recent registration that is not dead; unknown counts as alive;
+ * the most recent when every one is dead. */
+static void test_election_skips_dead(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a2"), 0);
+	assert_string_equal(active(f, "csi-node", "p"), "a2"); /* all unknown */
+	events_clear(f);
+	assert_int_equal(set_health(f, "a2", REG_HEALTH_DEAD, "connection refused"), 0);
+	assert_string_equal(f->events, "runtime csi-node/p a2;active csi-node/p a2->a1;");
+	assert_string_equal(active(f, "csi-node", "p"), "a1");
+	assert_int_equal(set_health(f, "a0", REG_HEALTH_ALIVE, NULL), 0);
+	assert_string_equal(active(f, "csi-node", "p"), "a1"); /* unknown a1 is newer */
+	assert_int_equal(set_health(f, "a1", REG_HEALTH_DEAD, "timeout"), 0);
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+	assert_int_equal(set_health(f, "a0", REG_HEALTH_DEAD, "no such file"), 0);
+	assert_string_equal(active(f, "csi-node", "p"), "a2"); /* all dead: most recent */
+	events_clear(f);
+	assert_int_equal(set_health(f, "a1", REG_HEALTH_ALIVE, NULL), 0);
+	assert_string_equal(f->events, "runtime csi-node/p a1;active csi-node/p a2->a1;");
+	/* Deregistering the active one elects the next live one. */
+	assert_int_equal(set_health(f, "a0", REG_HEALTH_ALIVE, NULL), 0);
+	{
+		char err[REG_ERR_MAX] = "";
+		bool removed = false;
+
+		assert_int_equal(
+		    registry_deregister(f->r, "csi-node", "p", "a1", &removed, err, sizeof(err)),
+		    0);
+		assert_true(removed);
+	}
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+}
+
+/* Counters alone (probe time, failures) are stored without an event. */
+static void test_runtime_counters_quiet(void **state)
+{
+	struct fixture *f = *state;
+	struct reg_runtime rt = {.health = REG_HEALTH_ALIVE, .since = 5, .probed_at = 5};
+	char err[REG_ERR_MAX] = "";
+	bool changed = false;
+	struct reg_plugin p;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(
+	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed, err, sizeof(err)), 0);
+	assert_true(changed);
+	events_clear(f);
+	rt.probed_at = 10;
+	rt.failures = 1;
+	assert_int_equal(
+	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed, err, sizeof(err)), 0);
+	assert_false(changed);
+	assert_string_equal(f->events, "");
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
+	assert_int_equal(p.regs[0].runtime.probed_at, 10);
+	assert_int_equal(p.regs[0].runtime.failures, 1);
+	reg_plugin_free_contents(&p);
+	/* A new error text is an event. */
+	snprintf(rt.error, sizeof(rt.error), "timeout");
+	assert_int_equal(
+	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed, err, sizeof(err)), 0);
+	assert_true(changed);
+	assert_string_equal(reg_health_name(REG_HEALTH_UNKNOWN), "unknown");
+	assert_string_equal(reg_health_name(REG_HEALTH_ALIVE), "alive");
+	assert_string_equal(reg_health_name(REG_HEALTH_DEAD), "dead");
+}
+
+/* A registration that starts dead (probed before registering) never
+ * becomes active, not even for a moment: no active event. */
+static void test_register_starts_dead(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_runtime dead = {.health = REG_HEALTH_DEAD, .since = 1, .failures = 1};
+	struct reg_spec spec = {.name = "p", .alloc = "a1", .socket = "/run/csi/a1/csi.sock"};
+	char err[REG_ERR_MAX] = "";
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	events_clear(f);
+	spec.runtime = &dead;
+	assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
+	assert_string_equal(f->events, "registered csi-node/p a1;");
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+	assert_int_equal(runtime_of(f->r, "a1"), REG_HEALTH_DEAD);
+	/* An update keeps the entry's state, whatever the spec says. */
+	{
+		struct reg_runtime alive = {.health = REG_HEALTH_ALIVE};
+
+		spec.socket = "/run/csi/a1/other.sock";
+		spec.runtime = &alive;
+		assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
+	}
+	assert_int_equal(runtime_of(f->r, "a1"), REG_HEALTH_DEAD);
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    T(test_runtime_in_memory_only),
-	    T(test_runtime_refusals),
-	    T(test_runtime_delivery),
+	    T(test_runtime_in_memory_only), T(test_runtime_refusals),
+	    T(test_runtime_delivery),	    T(test_election_skips_dead),
+	    T(test_runtime_counters_quiet), T(test_register_starts_dead),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
