@@ -283,6 +283,51 @@ state_register() { harness register "$@" || die "cannot prepare the state: regis
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
 
+# bind_consumer DIR: bind-mounts the plugin directory DIR at $T/consumer, as
+# a container would (undone on exit).
+bind_consumer() {
+	mkdir -p "$T/consumer"
+	mount --bind "$1" "$T/consumer" || die "bind mount of $1"
+	on_cleanup umount -l "$T/consumer"
+}
+
+# start_consumer ALLOC...: a consumer of a bind mount of a plugin directory
+# at $T/consumer: loops connect() through $T/consumer/csi.sock in the
+# background, a connect failing unless one of ALLOC answers, and times the
+# longest stall between two good ones.  stop_consumer stops it and sets
+# tried, failed and longest (ms), printing the first failures.
+start_consumer() {
+	(
+		local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out a ok
+		while [ ! -e "$T/consumer.stop" ]; do
+			tried=$((tried + 1))
+			ok=
+			if out=$(demo_connect "$T/consumer/csi.sock" 2>&1); then
+				for a in "$@"; do [ "$out" = "$a" ] && ok=1; done
+			fi
+			if [ -n "$ok" ]; then
+				now=$EPOCHREALTIME
+				gap=$(((${now/./} - ${last/./}) / 1000))
+				[ "$gap" -gt "$longest" ] && longest=$gap
+				last=$now
+			else
+				failed=$((failed + 1))
+				echo "connect $tried: $out" >>"$T/consumer.log"
+			fi
+		done
+		echo "$tried $failed $longest" >"$T/consumer.out"
+	) &
+	_CONSUMER_PID=$!
+	_PIDS+=("$_CONSUMER_PID")
+}
+stop_consumer() {
+	touch "$T/consumer.stop"
+	wait "$_CONSUMER_PID"
+	read -r tried failed longest <"$T/consumer.out"
+	[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
+	return 0
+}
+
 finish() {
 	[ -f "$DAEMON_LOG" ] && check_daemon_log
 	echo "$_TEST: $_PASSED passed, $_FAILED failed"

@@ -30,29 +30,9 @@ wait_until --pid "$SD_PID" 10 "the store holds fuse, init and control" \
 pid=$(cat "$T/sd/pid")
 plugfs register --type csi-node --name kx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
 	die "first registration"
-mkdir -p "$T/consumer"
-mount --bind "$MNT/plugins/csi-node/kx" "$T/consumer" || die "bind mount"
-on_cleanup umount -l "$T/consumer"
+bind_consumer "$MNT/plugins/csi-node/kx"
 
-consumer() {
-	local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out
-	while [ ! -e "$T/stop" ]; do
-		tried=$((tried + 1))
-		if out=$(demo_connect "$T/consumer/csi.sock" 2>&1) && { [ "$out" = a0 ] || [ "$out" = a1 ]; }; then
-			now=$EPOCHREALTIME
-			gap=$(((${now/./} - ${last/./}) / 1000))
-			[ "$gap" -gt "$longest" ] && longest=$gap
-			last=$now
-		else
-			failed=$((failed + 1))
-			echo "connect $tried: $out" >>"$T/consumer.log"
-		fi
-	done
-	echo "$tried $failed $longest" >"$T/consumer.out"
-}
-consumer &
-cpid=$!
-_PIDS+=("$cpid")
+start_consumer a0 a1
 sleep 0.3
 
 started() { grep -c "ready: serving" "$DAEMON_LOG"; }
@@ -70,11 +50,8 @@ for i in $(seq 1 "$RESTARTS"); do
 	pid=$(cat "$T/sd/pid")
 	sleep 0.3
 done
-touch "$T/stop"
-wait "$cpid"
-read -r tried failed longest <"$T/consumer.out"
+stop_consumer
 echo "# restarts (SIGTERM, start): $RESTARTS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
-[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
 check "the consumer connected many times" test "$tried" -ge 20
 check_eq "no connect through the bind mount failed across the restarts" 0 "$failed"
 check_eq "the registration during an outage succeeds" 0 "$reg_rc"

@@ -18,32 +18,10 @@ start_daemon
 pid=$DAEMON_PID
 plugfs register --type csi-node --name rx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
 	die "first registration"
-mkdir -p "$T/consumer"
-mount --bind "$MNT/plugins/csi-node/rx" "$T/consumer" || die "bind mount"
-on_cleanup umount -l "$T/consumer"
+bind_consumer "$MNT/plugins/csi-node/rx"
 check_eq "the bind mount reaches a0" a0 "$(demo_connect "$T/consumer/csi.sock" 2>&1)"
 
-# consumer: connect() through the bind mount until $T/stop exists; writes
-# "tried failed longest_stall_ms" to $T/consumer.out and failures to its log.
-consumer() {
-	local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out
-	while [ ! -e "$T/stop" ]; do
-		tried=$((tried + 1))
-		if out=$(demo_connect "$T/consumer/csi.sock" 2>&1) && { [ "$out" = a0 ] || [ "$out" = a1 ]; }; then
-			now=$EPOCHREALTIME
-			gap=$(((${now/./} - ${last/./}) / 1000))
-			[ "$gap" -gt "$longest" ] && longest=$gap
-			last=$now
-		else
-			failed=$((failed + 1))
-			echo "connect $tried: $out" >>"$T/consumer.log"
-		fi
-	done
-	echo "$tried $failed $longest" >"$T/consumer.out"
-}
-consumer &
-cpid=$!
-_PIDS+=("$cpid")
+start_consumer a0 a1
 sleep 0.3
 
 resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
@@ -60,11 +38,8 @@ for i in $(seq 1 "$REEXECS"); do
 	wait_until --pid "$pid" 30 "re-exec $i resumed the mount" resumed_ge "$i" || exit 1
 	sleep 0.3
 done
-touch "$T/stop"
-wait "$cpid"
-read -r tried failed longest <"$T/consumer.out"
+stop_consumer
 echo "# re-execs: $REEXECS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
-[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
 check "the consumer connected many times" test "$tried" -ge 20
 check_eq "no connect through the bind mount failed" 0 "$failed"
 check_eq "the registration during a re-exec succeeds" 0 "$reg_rc"
