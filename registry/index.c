@@ -171,22 +171,33 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 	index_alloc_set_drop_if_empty(ix, alloc, s);
 }
 
+/* A plugin read from the state file, with its persisted id, into the index. */
+static int load_plugin(struct reg_index *ix, size_t type_idx, int64_t plugin_id, const char *type,
+		       const char *name, struct plugin_node **out, char *err, size_t errlen)
+{
+	struct plugin_node *p = plugin_node_new(type, name, type_idx);
+
+	if (!p)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	p->pub.id = plugin_id;
+	if (index_add_plugin(ix, p) < 0) {
+		plugin_node_free(p);
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	*out = p;
+	return 0;
+}
+
 int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
 	       char *err, size_t errlen)
 {
 	struct plugin_node *p = index_find_plugin(ix, g->type, g->name);
 	struct alloc_set *s;
+	int rc;
 
-	if (!p) {
-		p = plugin_node_new(g->type, g->name, type_idx);
-		if (!p)
-			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-		p->pub.id = plugin_id;
-		if (index_add_plugin(ix, p) < 0) {
-			plugin_node_free(p);
-			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-		}
-	}
+	if (!p &&
+	    (rc = load_plugin(ix, type_idx, plugin_id, g->type, g->name, &p, err, errlen)) < 0)
+		return rc;
 	if (plugin_find_alloc(p, g->alloc) >= 0)
 		return plugfs_errf(err, errlen, -EIO, "state file: %s/%s has alloc %s twice",
 				   g->type, g->name, g->alloc);
@@ -205,17 +216,12 @@ int index_load_empty(struct reg_index *ix, size_t type_idx, int64_t plugin_id, c
 		     const char *name, char *err, size_t errlen)
 {
 	struct plugin_node *p;
+	int rc;
 
 	if (index_find_plugin(ix, type, name))
 		return 0; /* cannot happen: UNIQUE(type_id, name) */
-	p = plugin_node_new(type, name, type_idx);
-	if (!p)
-		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	p->pub.id = plugin_id;
-	if (index_add_plugin(ix, p) < 0) {
-		plugin_node_free(p);
-		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	}
+	if ((rc = load_plugin(ix, type_idx, plugin_id, type, name, &p, err, errlen)) < 0)
+		return rc;
 	ix->n_empty++;
 	return 0;
 }

@@ -283,6 +283,23 @@ state_register() { harness register "$@" || die "cannot prepare the state: regis
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
 
+# start_fake_systemd [MOUNT ARGS...]: `plugfs mount' under fake_fdstore.py
+# (systemd's notify socket and file descriptor store, $T/sd), waits until it
+# serves and the store holds its three fds.  Sets SD_PID (the stand-in) and
+# pid (the daemon); store_is "NAMES " compares the stored names.
+store_is() { [ "$(sort "$T/sd/store" 2>/dev/null | tr '\n' ' ')" = "$1" ]; }
+start_fake_systemd() {
+	mkdir -p "$T/sd"
+	python3 "$PLUGFS_SOURCE_DIR/tests/integration/fake_fdstore.py" "$T/sd" \
+		"$PLUGFS_BIN" -c "$CFG" mount "$@" >>"$DAEMON_LOG" 2>&1 &
+	SD_PID=$!
+	_PIDS+=("$SD_PID")
+	wait_until --pid "$SD_PID" 60 "the daemon serves $MNT" mount_answers "$MNT" || exit 1
+	wait_until --pid "$SD_PID" 10 "the store holds fuse, init and control" \
+		store_is "control fuse init " || exit 1
+	pid=$(cat "$T/sd/pid")
+}
+
 # bind_consumer DIR: bind-mounts the plugin directory DIR at $T/consumer, as
 # a container would (undone on exit).
 bind_consumer() {

@@ -17,16 +17,7 @@ KILLS=3
 write_config
 start_demo_plugin "$T/run/a0/csi.sock" a0
 start_demo_plugin "$T/run/a1/csi.sock" a1
-mkdir -p "$T/sd"
-python3 "$PLUGFS_SOURCE_DIR/tests/integration/fake_fdstore.py" "$T/sd" \
-	"$PLUGFS_BIN" -c "$CFG" mount >>"$DAEMON_LOG" 2>&1 &
-SD_PID=$!
-_PIDS+=("$SD_PID")
-store_is() { [ "$(sort "$T/sd/store" 2>/dev/null | tr '\n' ' ')" = "$1" ]; }
-wait_until --pid "$SD_PID" 60 "the daemon serves $MNT" mount_answers "$MNT" || exit 1
-wait_until --pid "$SD_PID" 10 "the store holds fuse, init and control" \
-	store_is "control fuse init " || exit 1
-pid=$(cat "$T/sd/pid")
+start_fake_systemd
 plugfs register --type csi-node --name rx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
 	die "first registration"
 bind_consumer "$MNT/plugins/csi-node/rx"
