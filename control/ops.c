@@ -234,29 +234,45 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	struct reg_plugin p;
 	int rc;
 
+	char err[REG_ERR_MAX];
+	const struct registration *active;
+
 	if (check_plugin(srv, c, req))
 		return;
+	if (req->alloc && reg_validate_name("alloc", req->alloc, err, sizeof(err)) != 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "wait: %s", err);
+		return;
+	}
 	/* Events already committed go out first; anything committed after the
 	 * lookup below is still in the queue and completes the wait. */
 	ctl_events_deliver(srv);
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
-	if (rc == 0) {
+	active = rc == 0 ? reg_plugin_active(&p) : NULL;
+	if (active && (!req->alloc || strcmp(active->alloc, req->alloc) == 0)) {
 		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
 	}
-	if (rc != -ENOENT) {
+	reg_plugin_free_contents(&p);
+	if (rc != 0 && rc != -ENOENT) {
 		send_registry_error(c, req, rc, "");
 		return;
 	}
 	if (req->timeout == 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-				    "wait: plugin %s/%s has no active registration (timeout 0 s)",
-				    req->type, req->name);
+		if (req->alloc)
+			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+					    "wait: alloc %s is not the active registration of "
+					    "plugin %s/%s (timeout 0 s)",
+					    req->alloc, req->type, req->name);
+		else
+			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+					    "wait: plugin %s/%s has no active registration "
+					    "(timeout 0 s)",
+					    req->type, req->name);
 		return;
 	}
-	if (ctl_wait_begin(c, req->type, req->name, req->id, req->timeout) != 0)
+	if (ctl_wait_begin(c, req->type, req->name, req->alloc, req->id, req->timeout) != 0)
 		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "wait: out of memory");
 }
 
