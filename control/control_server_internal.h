@@ -177,7 +177,10 @@ int ctl_watch_begin(struct client *c, const char *const *types, size_t n);
  * after timeout seconds (< 0: never).  0 or -ENOMEM. */
 int ctl_wait_begin(struct client *c, const char *type, const char *name, const char *alloc,
 		   json_t *id, double timeout);
-/* Whether plugin (its JSON) ends a wait for alloc (NULL: any active one). */
+/* Whether plugin (its JSON) ends a wait for alloc: any active registration
+ * when alloc is NULL, else alloc's when it is the active one and not dead
+ * (the most recent of registrations that are all dead is active, but its
+ * socket does not answer). */
 bool ctl_wait_satisfied(const char *alloc, json_t *plugin);
 /* Ends c's wait: answers with plugin (borrowed), or with not_found when
  * plugin is NULL (the timeout), and marks c to resume serving lines. */

@@ -204,8 +204,26 @@ void ctl_wait_done(struct client *c, json_t *plugin)
 bool ctl_wait_satisfied(const char *alloc, json_t *plugin)
 {
 	const char *active = json_string_value(json_object_get(plugin, "active"));
+	json_t *regs = json_object_get(plugin, "registrations"), *r;
+	size_t i;
 
-	return active && (!alloc || strcmp(alloc, active) == 0);
+	if (!active)
+		return false;
+	if (!alloc)
+		return true;
+	if (strcmp(alloc, active) != 0)
+		return false;
+	/* The active one is dead only when every one is: not served yet. */
+	json_array_foreach(regs, i, r)
+	{
+		const char *a = json_string_value(json_object_get(r, "alloc"));
+		const char *h =
+		    json_string_value(json_object_get(json_object_get(r, "health"), "state"));
+
+		if (a && strcmp(a, alloc) == 0)
+			return !h || strcmp(h, "dead") != 0;
+	}
+	return false;
 }
 
 static bool watches(const struct client *c, const char *type)

@@ -249,7 +249,8 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
 	active = rc == 0 ? reg_plugin_active(&p) : NULL;
-	if (active && (!req->alloc || strcmp(active->alloc, req->alloc) == 0)) {
+	if (active && (!req->alloc || (strcmp(active->alloc, req->alloc) == 0 &&
+				       active->runtime.health != REG_HEALTH_DEAD))) {
 		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
