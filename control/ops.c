@@ -111,6 +111,16 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 				    req->kind);
 		return;
 	}
+	/* plugfs serves links there, not sockets, and no thread of the
+	 * daemon may look up a path on its own mount (a probe would). */
+	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
+				    "register: field `socket' must not be under the plugfs "
+				    "mountpoint %s (plugfs serves links there, not sockets), got "
+				    "`%.256s'",
+				    srv->mountpoint, req->socket);
+		return;
+	}
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
 	if (srv->probe) {
