@@ -67,6 +67,7 @@ static const struct op_desc ops[] = {
     {"wait", CTL_OP_WAIT, {"type", "name", "alloc", "timeout", NULL}},
     {"watch", CTL_OP_WATCH, {"types", NULL}},
     {"status", CTL_OP_STATUS, {NULL}},
+    {"metrics", CTL_OP_METRICS, {NULL}},
 };
 
 const char *ctl_op_name(enum ctl_op op)
@@ -303,7 +304,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 	if (!d)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "unknown op `%.64s'; accepted: register, deregister, list, show, "
-			    "wait, watch, status",
+			    "wait, watch, status, metrics",
 			    op);
 	req->op = d->op;
 	rc = check_fields(req->root, d, code, err, errlen);
@@ -364,6 +365,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 			return rc;
 		break;
 	case CTL_OP_STATUS:
+	case CTL_OP_METRICS:
 		break;
 	}
 	return 0;
