@@ -426,6 +426,7 @@ int mount_main(int argc, char *argv[])
 	bool handover = false, kept = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
+	bool curl_ready = false;
 	int rc, n_probed;
 
 	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
@@ -477,6 +478,12 @@ int mount_main(int argc, char *argv[])
 	if (d.debug)
 		plog_set_level(PLOG_DEBUG);
 
+	/* libcurl's global state (the csi probe), before any thread runs. */
+	if (probe_global_init() != 0) {
+		cli_error(CMD, "cannot initialise libcurl");
+		goto out;
+	}
+	curl_ready = true;
 	cli_registry_options(&d.cfg, &ropts);
 	if (cli_make_parents(CMD, d.cfg.state_path) != EXIT_OK)
 		goto out;
@@ -489,12 +496,14 @@ int mount_main(int argc, char *argv[])
 	 * the audit log subscribes (a start that fails says one line): none
 	 * that is dead is served after readiness. */
 	d.probe = (struct probe_options){
-	    .enabled = d.cfg.probe_mode != PLUGFS_PROBE_NONE,
+	    .mode = d.cfg.probe_mode == PLUGFS_PROBE_CSI       ? PROBE_MODE_CSI
+		    : d.cfg.probe_mode == PLUGFS_PROBE_CONNECT ? PROBE_MODE_CONNECT
+							       : PROBE_MODE_NONE,
 	    .interval_ms = d.cfg.probe_interval_ms,
 	    .timeout_ms = d.cfg.probe_timeout_ms,
 	    .failures = d.cfg.probe_failures,
 	};
-	n_probed = d.probe.enabled ? probe_round(d.reg, &d.probe) : 0;
+	n_probed = d.probe.mode != PROBE_MODE_NONE ? probe_round(d.reg, &d.probe) : 0;
 	d.audit_sub = registry_subscribe(d.reg, audit_log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
@@ -528,7 +537,7 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
-	    .probe = d.probe.enabled ? register_probe : NULL,
+	    .probe = d.probe.mode != PROBE_MODE_NONE ? register_probe : NULL,
 	    .probe_arg = &d.probe,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
@@ -538,7 +547,7 @@ int mount_main(int argc, char *argv[])
 
 	if (n_probed < 0)
 		log_warn("probe: the first round failed: %s", strerror(-n_probed));
-	else if (d.probe.enabled)
+	else if (d.probe.mode != PROBE_MODE_NONE)
 		audit_probed_at_start(d.reg, n_probed);
 	if (prober_start(d.reg, &d.probe, &d.prober, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
@@ -609,6 +618,8 @@ out:
 		handover_reexec(d.cfg.mountpoint, &out_h);
 		rc = EXIT_FAILED;
 	}
+	if (curl_ready)
+		probe_global_cleanup();
 	config_free(&d.cfg);
 	return rc;
 }

@@ -115,7 +115,7 @@ static int register_print(void *st, const struct cli_args *args, json_t *resp,
 	if (h && strcmp(json_string_value(json_object_get(h, "state")) ?: "", "dead") == 0)
 		fprintf(stderr,
 			"plugfs register: warning: %s is dead (%s): it does not take over until "
-			"its socket accepts connections\n",
+			"a probe of it succeeds\n",
 			r->alloc, json_string_value(json_object_get(h, "error")) ?: "probe failed");
 	return EXIT_OK;
 }

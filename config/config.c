@@ -54,7 +54,7 @@ enum key_kind {
 	K_INT64,     /* int64_t in [min, max] */
 	K_SYNC,	     /* off | normal | full | extra */
 	K_LOG_LEVEL, /* error | warn | info | debug */
-	K_PROBE,     /* connect | none */
+	K_PROBE,     /* connect | none | csi */
 	K_MSEC,	     /* seconds with up to 3 decimals, stored in ms in [min, max] */
 	K_GROUP,     /* empty or a group name */
 	K_TYPES,     /* list of names, at least one, no duplicates */
@@ -100,7 +100,7 @@ static const char *const sections[] = {"mount", "state", "control", "registry", 
 
 static const char *const sync_modes[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
-static const char *const probe_modes[] = {"connect", "none", NULL};
+static const char *const probe_modes[] = {"connect", "none", "csi", NULL};
 
 struct parse_ctx {
 	struct plugfs_config *cfg;
@@ -414,7 +414,7 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 	case K_PROBE:
 		i = lookup_word(value, probe_modes);
 		if (i < 0) {
-			BAD("expected connect or none");
+			BAD("expected connect, csi or none");
 			return;
 		}
 		*(enum plugfs_probe_mode *)field(c->cfg, def->off) = (enum plugfs_probe_mode)i;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,37 +15,43 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "probe.h"
+#include "probe_internal.h"
 
-static void set_error(struct probe_result *res, int e)
+void probe_set_errno(struct probe_result *res, int e)
 {
-	const char *what;
-
-	res->ok = false;
 	switch (e) {
 	case ECONNREFUSED:
-		what = "connection refused";
+		probe_set_error(res, "connection refused");
 		break;
 	case ENOENT:
-		what = "no such file";
+		probe_set_error(res, "no such file");
 		break;
 	case ETIMEDOUT:
-		what = "timeout";
+		probe_set_error(res, "timeout");
 		break;
 	default:
-		what = strerror(e);
+		probe_set_error(res, "%s", strerror(e));
 		break;
 	}
-	snprintf(res->error, sizeof(res->error), "%s", what);
 }
 
-static void set_ok(struct probe_result *res)
+void probe_set_error(struct probe_result *res, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->ok = false;
+	va_start(ap, fmt);
+	vsnprintf(res->error, sizeof(res->error), fmt, ap);
+	va_end(ap);
+}
+
+void probe_set_ok(struct probe_result *res)
 {
 	res->ok = true;
 	res->error[0] = '\0';
 }
 
-static int64_t now_ms(void)
+int64_t probe_now_ms(void)
 {
 	struct timespec t;
 
@@ -62,24 +69,24 @@ static int start_connect(const char *path, struct probe_result *res)
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		set_error(res, ENAMETOOLONG);
+		probe_set_errno(res, ENAMETOOLONG);
 		return -1;
 	}
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		set_error(res, errno);
+		probe_set_errno(res, errno);
 		return -1;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
 		/* Connected, or a full backlog: a listener is there. */
-		set_ok(res);
+		probe_set_ok(res);
 		close(fd);
 		return -1;
 	}
 	if (errno == EINPROGRESS)
 		return fd;
-	set_error(res, errno);
+	probe_set_errno(res, errno);
 	close(fd);
 	return -1;
 }
@@ -93,9 +100,9 @@ static void finish_connect(int fd, struct probe_result *res)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
 	if (e == 0 || e == EAGAIN)
-		set_ok(res);
+		probe_set_ok(res);
 	else
-		set_error(res, e);
+		probe_set_errno(res, e);
 }
 
 struct slot {
@@ -111,11 +118,14 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 	size_t next = 0, live = 0;
 
 	while (next < n || live > 0) {
-		int64_t t = now_ms(), wait = -1;
+		int64_t t = probe_now_ms(), wait = -1;
 
 		/* Fill the window. */
 		while (next < n && live < PROBE_MAX_INFLIGHT) {
-			int fd = start_connect(paths[next], &out[next]);
+			int fd;
+
+			out[next].took_ms = 0;
+			fd = start_connect(paths[next], &out[next]);
 
 			if (fd >= 0) {
 				pfd[live] = (struct pollfd){.fd = fd, .events = POLLOUT};
@@ -136,14 +146,17 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		}
 		if (poll(pfd, live, (int)wait) < 0 && errno != EINTR)
 			return -errno;
-		t = now_ms();
+		t = probe_now_ms();
 		for (size_t i = 0; i < live;) {
 			bool done = true;
 
+			if (pfd[i].revents || t >= slot[i].deadline)
+				out[slot[i].idx].took_ms =
+				    (unsigned)(t - (slot[i].deadline - timeout_ms));
 			if (pfd[i].revents)
 				finish_connect(pfd[i].fd, &out[slot[i].idx]);
 			else if (t >= slot[i].deadline)
-				set_error(&out[slot[i].idx], ETIMEDOUT);
+				probe_set_errno(&out[slot[i].idx], ETIMEDOUT);
 			else
 				done = false;
 			if (!done) {
@@ -184,12 +197,29 @@ static int64_t probe_now(const struct probe_options *o)
 	return o->now ? o->now(o->now_arg) : (int64_t)time(NULL);
 }
 
+/* The probe of o->mode of n paths. */
+static int probe_many(const struct probe_options *o, const char *const *paths, size_t n,
+		      struct probe_result *out)
+{
+	switch (o->mode) {
+	case PROBE_MODE_CONNECT:
+		return probe_connect_many(paths, n, o->timeout_ms, out);
+	case PROBE_MODE_CSI:
+		return probe_csi_many(paths, NULL, n, o->timeout_ms, out);
+	case PROBE_MODE_NONE:
+		break;
+	}
+	for (size_t i = 0; i < n; i++)
+		probe_set_ok(&out[i]);
+	return 0;
+}
+
 void probe_first(const char *socket, const struct probe_options *o, struct reg_runtime *rt)
 {
 	const struct reg_runtime unknown = {0};
 	struct probe_result res = {0};
 
-	if (probe_connect_many(&socket, 1, o->timeout_ms, &res) < 0) {
+	if (probe_many(o, &socket, 1, &res) < 0) {
 		*rt = unknown; /* could not probe: stays unknown */
 		return;
 	}
@@ -224,7 +254,7 @@ int probe_round(struct registry *r, const struct probe_options *o)
 		}
 	}
 	/* No lock held while probing. */
-	if ((rc = probe_connect_many(paths, n, o->timeout_ms, res)) < 0)
+	if ((rc = probe_many(o, paths, n, res)) < 0)
 		goto out;
 	now = probe_now(o);
 	for (size_t i = 0; i < n; i++) {

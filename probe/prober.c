@@ -61,7 +61,7 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 	int rc;
 
 	*out = NULL;
-	if (!o->enabled)
+	if (o->mode == PROBE_MODE_NONE)
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)

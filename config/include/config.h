@@ -21,6 +21,7 @@
 enum plugfs_probe_mode {
 	PLUGFS_PROBE_CONNECT = 0, /* the socket accepts a connection */
 	PLUGFS_PROBE_NONE,	  /* no probing: every registration counts as alive */
+	PLUGFS_PROBE_CSI,	  /* csi.v1.Identity/Probe over the socket answers ready */
 };
 
 struct plugfs_config {
@@ -74,7 +75,7 @@ int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, s
 void config_free(struct plugfs_config *cfg);
 
 const char *log_level_name(enum plugfs_log_level l);
-/* "connect", "none". */
+/* "connect", "none", "csi". */
 const char *probe_mode_name(enum plugfs_probe_mode m);
 
 #endif

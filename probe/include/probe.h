@@ -20,8 +20,15 @@
 /* Sockets in flight at once in one poll set. */
 #define PROBE_MAX_INFLIGHT 64
 
+/* How a registration is probed ([probe] mode). */
+enum probe_mode {
+	PROBE_MODE_NONE = 0, /* not probed: counts as alive */
+	PROBE_MODE_CONNECT,  /* the socket accepts a connection */
+	PROBE_MODE_CSI,	     /* csi.v1.Identity/Probe answers ready */
+};
+
 struct probe_options {
-	bool enabled;	      /* false: [probe] mode = none, nothing is probed */
+	enum probe_mode mode; /* PROBE_MODE_NONE: nothing is probed */
 	unsigned interval_ms; /* between rounds */
 	unsigned timeout_ms;  /* per probe */
 	unsigned failures;    /* consecutive failures before alive turns dead, >= 1 */
@@ -33,6 +40,7 @@ struct probe_options {
 /* One probe's outcome. */
 struct probe_result {
 	bool ok;
+	unsigned took_ms;		/* from the probe's start to its outcome */
 	char error[REG_HEALTH_ERR_MAX]; /* "" when ok: "connection refused",
 					   "no such file", "timeout", or strerror */
 };
@@ -47,6 +55,29 @@ struct probe_result {
  */
 int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_result *out);
+
+/*
+ * The `csi' probe of n socket paths: a csi.v1.Identity/Probe gRPC call
+ * (HTTP/2 with prior knowledge over the Unix socket, libcurl) to each, and
+ * when names && names[i] a GetPluginInfo whose name must equal names[i].
+ * All run in parallel in one libcurl multi handle on the calling thread,
+ * at most PROBE_MAX_INFLIGHT in flight, each bounded by timeout_ms from its
+ * own start (both calls together), so one that accepts and never answers
+ * delays no other.  Alive: grpc-status 0 and `ready' true or absent (the
+ * CSI spec: absent means ready), and the name when asked.  Dead, with
+ * out[i].error: "not ready", "grpc status N: message", "timeout",
+ * "connection refused", "no such file", "HTTP status N", "plugin name is
+ * X, expected Y", a malformed or truncated answer.  names may be NULL.
+ * Needs probe_global_init first.  Returns 0, -ENOMEM or -EIO (libcurl's
+ * multi interface failed).
+ */
+int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
+		   unsigned timeout_ms, struct probe_result *out);
+
+/* libcurl's global set-up, once per process before any thread probes (the
+ * daemon's start); probe_global_cleanup at its end.  0 or -ENOMEM. */
+int probe_global_init(void);
+void probe_global_cleanup(void);
 
 /*
  * The hysteresis: the runtime state after a probe with result res, from
@@ -76,7 +107,7 @@ void probe_first(const char *socket, const struct probe_options *o, struct reg_r
 struct prober;
 
 /* Starts the prober thread: a round every interval_ms until prober_stop.
- * The options are copied.  Nothing is started when !o->enabled (*out is
+ * The options are copied.  Nothing is started when o->mode is none (*out is
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
 		 size_t errlen);

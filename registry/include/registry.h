@@ -73,7 +73,7 @@ enum reg_health {
 /* "unknown", "alive", "dead"; "?" for anything else. */
 const char *reg_health_name(enum reg_health h);
 
-#define REG_HEALTH_ERR_MAX 64
+#define REG_HEALTH_ERR_MAX 160
 
 /* State of a registration that lives in memory only (never persisted;
  * zero, i.e. unknown, when the registry opens), changed through

@@ -284,7 +284,7 @@ static void test_bad_values(void **state)
 	     "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
 	    {"registry", "tombstone_ttl", "315360001",
 	     "expected a whole number of seconds 0-315360000"},
-	    {"probe", "mode", "csi-ish", "[probe] mode = `csi-ish': expected connect or none"},
+	    {"probe", "mode", "csi-ish", "[probe] mode = `csi-ish': expected connect, csi or none"},
 	    {"probe", "interval", "0.01",
 	     "[probe] interval = `0.01': expected a number of seconds 0.05-3600, at most 3 "
 	     "decimals (e.g. 0.5)"},
@@ -622,6 +622,11 @@ static void test_probe_keys(void **state)
 	assert_int_equal(cfg.probe_interval_ms, 3600000);
 	assert_int_equal(cfg.probe_timeout_ms, 1250);
 	assert_string_equal(probe_mode_name(cfg.probe_mode), "connect");
+	config_free(&cfg);
+	assert_int_equal(
+	    config_parse_string("[probe]\nmode = csi\n", "p.ini", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_CSI);
+	assert_string_equal(probe_mode_name(cfg.probe_mode), "csi");
 	config_free(&cfg);
 }
 

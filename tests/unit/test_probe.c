@@ -180,7 +180,7 @@ static void test_round_moves_active(void **state)
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
-	struct probe_options po = {.enabled = true,
+	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
 				   .interval_ms = 100,
 				   .timeout_ms = 200,
 				   .failures = 2,
@@ -228,7 +228,7 @@ static void test_prober_thread(void **state)
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
 	struct probe_options po = {
-	    .enabled = true, .interval_ms = 50, .timeout_ms = 100, .failures = 1};
+	    .mode = PROBE_MODE_CONNECT, .interval_ms = 50, .timeout_ms = 100, .failures = 1};
 	char a0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;
@@ -248,7 +248,7 @@ static void test_prober_thread(void **state)
 	assert_string_equal(active_of(r), "a0");
 	prober_stop(p);
 	/* Disabled: no thread. */
-	po.enabled = false;
+	po.mode = PROBE_MODE_NONE;
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
 	assert_null(p);
 	prober_stop(NULL);
