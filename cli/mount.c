@@ -52,9 +52,10 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	struct probe_options probe; /* from [probe] */
-	struct prober *prober;	    /* NULL: none running */
-	int audit_sub;		    /* registry subscription of audit_log_change, 0 = none */
+	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
+	struct probe_type_options *probe_types; /* one per [registry] type */
+	struct prober *prober;			/* NULL: none running */
+	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
@@ -71,10 +72,54 @@ struct daemon {
 	bool stop_keeping;
 };
 
-/* The control server's first probe of a socket being registered. */
-static void register_probe(const char *socket, struct reg_runtime *out, void *arg)
+static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
 {
-	probe_first(socket, arg, out);
+	switch (m) {
+	case PLUGFS_PROBE_CONNECT:
+		return PROBE_MODE_CONNECT;
+	case PLUGFS_PROBE_CSI:
+		return PROBE_MODE_CSI;
+	case PLUGFS_PROBE_NONE:
+		break;
+	}
+	return PROBE_MODE_NONE;
+}
+
+/* d->probe from the config: [probe] the default, and every type of
+ * [registry] types with its own settings ([probe.TYPE] over [probe]). */
+static int probe_options_from(struct daemon *d)
+{
+	d->probe_types = calloc(d->cfg.n_types ? d->cfg.n_types : 1, sizeof(*d->probe_types));
+	if (!d->probe_types)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cfg.n_types; i++) {
+		struct plugfs_probe_settings s;
+
+		config_probe_settings(&d->cfg, d->cfg.types[i], &s);
+		d->probe_types[i] = (struct probe_type_options){
+		    .type = d->cfg.types[i],
+		    .s = {.mode = probe_mode_of(s.mode),
+			  .interval_ms = s.interval_ms,
+			  .timeout_ms = s.timeout_ms,
+			  .failures = s.failures},
+		};
+	}
+	d->probe = (struct probe_options){
+	    .mode = probe_mode_of(d->cfg.probe_mode),
+	    .interval_ms = d->cfg.probe_interval_ms,
+	    .timeout_ms = d->cfg.probe_timeout_ms,
+	    .failures = d->cfg.probe_failures,
+	    .types = d->probe_types,
+	    .n_types = d->cfg.n_types,
+	};
+	return 0;
+}
+
+/* The control server's first probe of a registration, by its type. */
+static void register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
+			   void *arg)
+{
+	probe_first(type, spec->socket, arg, out);
 }
 
 static const char usage[] =
@@ -186,6 +231,15 @@ static void reload(struct daemon *d)
 	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
 	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
 	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
+	for (size_t i = 0; i < nc.n_types; i++) {
+		struct plugfs_probe_settings a, b;
+		char what[REG_NAME_MAX + 16];
+
+		config_probe_settings(&nc, nc.types[i], &a);
+		config_probe_settings(&d->cfg, nc.types[i], &b);
+		snprintf(what, sizeof(what), "[probe.%s]", nc.types[i]);
+		NEEDS_RESTART(memcmp(&a, &b, sizeof(a)) != 0, what);
+	}
 #undef NEEDS_RESTART
 
 	if (nc.log_level != d->cfg.log_level) {
@@ -495,15 +549,11 @@ int mount_main(int argc, char *argv[])
 	 * invalidation can wait on a loop that does not run yet) and before
 	 * the audit log subscribes (a start that fails says one line): none
 	 * that is dead is served after readiness. */
-	d.probe = (struct probe_options){
-	    .mode = d.cfg.probe_mode == PLUGFS_PROBE_CSI       ? PROBE_MODE_CSI
-		    : d.cfg.probe_mode == PLUGFS_PROBE_CONNECT ? PROBE_MODE_CONNECT
-							       : PROBE_MODE_NONE,
-	    .interval_ms = d.cfg.probe_interval_ms,
-	    .timeout_ms = d.cfg.probe_timeout_ms,
-	    .failures = d.cfg.probe_failures,
-	};
-	n_probed = d.probe.mode != PROBE_MODE_NONE ? probe_round(d.reg, &d.probe) : 0;
+	if (probe_options_from(&d) != 0) {
+		cli_error(CMD, "out of memory");
+		goto out;
+	}
+	n_probed = probe_enabled(&d.probe) ? probe_round(d.reg, &d.probe) : 0;
 	d.audit_sub = registry_subscribe(d.reg, audit_log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
@@ -537,7 +587,7 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
-	    .probe = d.probe.mode != PROBE_MODE_NONE ? register_probe : NULL,
+	    .probe = probe_enabled(&d.probe) ? register_probe : NULL,
 	    .probe_arg = &d.probe,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
@@ -547,7 +597,7 @@ int mount_main(int argc, char *argv[])
 
 	if (n_probed < 0)
 		log_warn("probe: the first round failed: %s", strerror(-n_probed));
-	else if (d.probe.mode != PROBE_MODE_NONE)
+	else if (probe_enabled(&d.probe))
 		audit_probed_at_start(d.reg, n_probed);
 	if (prober_start(d.reg, &d.probe, &d.prober, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
@@ -620,6 +670,7 @@ out:
 	}
 	if (curl_ready)
 		probe_global_cleanup();
+	free(d.probe_types);
 	config_free(&d.cfg);
 	return rc;
 }

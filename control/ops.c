@@ -114,7 +114,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
 	if (srv->probe) {
-		srv->probe(req->socket, &first, srv->probe_arg);
+		srv->probe(req->types[0], &spec, &first, srv->probe_arg);
 		spec.runtime = &first;
 	}
 	rc = registry_register(srv->reg, req->types, req->n_types, &spec, err, sizeof(err));

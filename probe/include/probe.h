@@ -27,15 +27,44 @@ enum probe_mode {
 	PROBE_MODE_CSI,	     /* csi.v1.Identity/Probe answers ready */
 };
 
-struct probe_options {
-	enum probe_mode mode; /* PROBE_MODE_NONE: nothing is probed */
+/* How the registrations of one type are probed. */
+struct probe_settings {
+	enum probe_mode mode;
 	unsigned interval_ms; /* between rounds */
 	unsigned timeout_ms;  /* per probe */
 	unsigned failures;    /* consecutive failures before alive turns dead, >= 1 */
+};
+
+/* The settings of one type ([probe.TYPE] over [probe]). */
+struct probe_type_options {
+	const char *type;
+	struct probe_settings s;
+};
+
+struct probe_options {
+	/* The default ([probe]): for a type that is not in types. */
+	enum probe_mode mode; /* PROBE_MODE_NONE: not probed */
+	unsigned interval_ms;
+	unsigned timeout_ms;
+	unsigned failures;
+	/* Each type's own settings; the prober runs one thread per type
+	 * here (one for everything when n_types is 0).  prober_start copies
+	 * them. */
+	const struct probe_type_options *types;
+	size_t n_types;
 	/* Clock for probed_at and since; NULL = time(NULL).  Tests inject one. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
 };
+
+/* The settings registrations of type are probed with: its entry in
+ * o->types, else the default. */
+void probe_settings_for(const struct probe_options *o, const char *type,
+			struct probe_settings *out);
+
+/* Whether anything is probed at all: the default or a type's mode is not
+ * none. */
+bool probe_enabled(const struct probe_options *o);
 
 /* One probe's outcome. */
 struct probe_result {
@@ -91,28 +120,37 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 			unsigned failures, int64_t now, struct reg_runtime *out);
 
 /*
- * One round, synchronously on the calling thread: snapshots the registry,
- * probes every registration in parallel (bounded by the timeout) and
+ * One round of every registration, synchronously: snapshots the registry,
+ * probes each registration by the settings of its type (those of one mode
+ * and timeout together, the groups on threads of their own, all in
+ * parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and
  * applies the results with registry_set_runtime (events, and a new active
- * registration, go out then).  Used at start, before the daemon reports
- * ready, and by the prober thread.  Returns the number probed or -errno.
+ * registration, go out then).  A registration whose mode is none is not
+ * probed.  Used at start, before the daemon reports ready.  Returns the
+ * number probed or -errno.
  */
 int probe_round(struct registry *r, const struct probe_options *o);
+/* The same for the registrations of one type only (the prober's threads). */
+int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
-/* The first probe of a registration that is not in the registry yet (a
- * `register'): *rt is what probe_next_runtime makes of an unknown state,
- * alive or dead.  Blocks at most o->timeout_ms. */
-void probe_first(const char *socket, const struct probe_options *o, struct reg_runtime *rt);
+/* The first probe of a registration of type that is not in the registry
+ * yet (a `register'): *rt is what probe_next_runtime makes of an unknown
+ * state, alive or dead; unknown when its mode is none.  Blocks at most the
+ * type's timeout. */
+void probe_first(const char *type, const char *socket, const struct probe_options *o,
+		 struct reg_runtime *rt);
 
 struct prober;
 
-/* Starts the prober thread: a round every interval_ms until prober_stop.
- * The options are copied.  Nothing is started when o->mode is none (*out is
+/* Starts the prober: a thread per type of o->types whose mode is not none,
+ * each a round of its type every interval of its type, until prober_stop
+ * (without types: one thread, every registration, the default interval).
+ * The options are copied.  Nothing is started when !probe_enabled(o) (*out is
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
 		 size_t errlen);
-/* Stops the thread (waits for a round under way: at most one timeout per
- * PROBE_MAX_INFLIGHT registrations) and frees p.  NULL is a no-op. */
+/* Stops the threads (waits for the rounds under way: at most one timeout
+ * per PROBE_MAX_INFLIGHT registrations) and frees p.  NULL is a no-op. */
 void prober_stop(struct prober *p);
 
 #endif

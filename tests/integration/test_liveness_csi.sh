@@ -7,7 +7,9 @@
 # Then: no FUSE request waits on a probe.  100 registrations whose sockets
 # accept and never answer, probed with a 5 s timeout, while every lookup,
 # readlink and statfs through the mount is answered within 1 s, and a
-# `register' of a live plugin is answered meanwhile.
+# `register' of a live plugin is answered meanwhile.  And per type
+# ([probe.TYPE]): the same plugin probed by csi under one type and by
+# connect under another.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 . "$(dirname "$0")/csi_lib.sh"
@@ -111,5 +113,20 @@ check "register answers within 2 s while probes hang (${took} ms)" test "$took" 
 # are two windows of PROBE_MAX_INFLIGHT, two timeouts.
 timeouts() { [ "$(plugfs show csi-controller hung --json | jq '[.registrations[] | select(.health.error == "timeout")] | length')" = 100 ]; }
 wait_until 15 "the 100 hung ones are dead with a timeout" timeouts
+stop_daemon
+
+# Per type: [probe] connect for every type, [probe.csi-controller] csi.  One
+# plugin that accepts but answers ready: false, registered under both types:
+# dead (not ready) as a controller, alive as a node.
+write_config "[probe]" "mode = connect" "interval = 0.2" "timeout = 0.5" \
+	"[probe.csi-controller]" "mode = csi" "failures = 1"
+start_daemon
+csi_plugin "$T/alloc/b1/csi.sock" --ready false
+plugfs register --type csi-controller --type csi-node --name q --alloc b1 \
+	--socket "$T/alloc/b1/csi.sock" >/dev/null 2>&1
+health_in() { plugfs show "$1" q --json | jq -r '.registrations[0].health | "\(.state) \(.error)"'; }
+check_eq "[probe.csi-controller] mode = csi: not ready is dead" "dead not ready" "$(health_in csi-controller)"
+node_alive() { [ "$(health_in csi-node)" = "alive null" ]; }
+wait_until 5 "[probe] mode = connect for csi-node: the same socket is alive" node_alive
 stop_daemon
 finish
