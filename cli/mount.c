@@ -119,7 +119,7 @@ static int probe_options_from(struct daemon *d)
 static void register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
 			   void *arg)
 {
-	probe_first(type, spec->socket, arg, out);
+	probe_first(type, spec->socket, spec->probe, spec->csi_name, arg, out);
 }
 
 static const char usage[] =

@@ -114,8 +114,6 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 		p->n_threads = 1;
 	}
 	for (size_t i = 0; i < o->n_types; i++) {
-		if (p->types[i].s.mode == PROBE_MODE_NONE)
-			continue;
 		p->threads[p->n_threads++] = (struct prober_thread){
 		    .p = p, .type = p->types[i].type, .interval_ms = p->types[i].s.interval_ms};
 	}

@@ -54,6 +54,25 @@ bool probe_enabled(const struct probe_options *o)
 	return false;
 }
 
+enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
+			       enum reg_probe probe)
+{
+	struct probe_settings s;
+
+	switch (probe) {
+	case REG_PROBE_NONE:
+		return PROBE_MODE_NONE;
+	case REG_PROBE_CONNECT:
+		return PROBE_MODE_CONNECT;
+	case REG_PROBE_CSI:
+		return PROBE_MODE_CSI;
+	case REG_PROBE_DEFAULT:
+		break;
+	}
+	probe_settings_for(o, type, &s);
+	return s.mode;
+}
+
 static int64_t probe_now(const struct probe_options *o)
 {
 	return o->now ? o->now(o->now_arg) : (int64_t)time(NULL);
@@ -159,11 +178,16 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 
 			regs[k] = g;
 			probe_settings_for(o, g->type, &set[k]);
+			set[k].mode = probe_mode_for(o, g->type, g->probe);
 			if (set[k].mode != PROBE_MODE_NONE) {
 				b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms);
 				if (!b)
 					goto out;
 				b->paths[b->n] = g->socket;
+				b->names[b->n] =
+				    set[k].mode == PROBE_MODE_CSI && g->csi_name && *g->csi_name
+					? g->csi_name
+					: NULL;
 				b->idx[b->n] = k;
 				b->n++;
 			}
@@ -188,6 +212,15 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			probed++;
 		}
 	}
+	/* Not probed (any more): back to unknown, which counts as alive. */
+	for (size_t i = 0; i < n; i++) {
+		const struct reg_runtime unknown = {0};
+		char err[REG_ERR_MAX];
+
+		if (set[i].mode == PROBE_MODE_NONE && regs[i]->runtime.health != REG_HEALTH_UNKNOWN)
+			(void)registry_set_runtime(r, regs[i]->type, regs[i]->name, regs[i]->alloc,
+						   &unknown, NULL, err, sizeof(err));
+	}
 	rc = (int)probed;
 out:
 	free_batches(batches, nb);
@@ -207,8 +240,8 @@ int probe_round_type(struct registry *r, const struct probe_options *o, const ch
 	return round_of(r, o, type);
 }
 
-void probe_first(const char *type, const char *socket, const struct probe_options *o,
-		 struct reg_runtime *rt)
+void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,
+		 const struct probe_options *o, struct reg_runtime *rt)
 {
 	const struct reg_runtime unknown = {0};
 	struct probe_settings s;
@@ -216,11 +249,18 @@ void probe_first(const char *type, const char *socket, const struct probe_option
 	struct probe_result res = {0};
 
 	probe_settings_for(o, type, &s);
+	s.mode = probe_mode_for(o, type, probe);
 	*rt = unknown; /* not probed, or could not probe: stays unknown */
 	if (s.mode == PROBE_MODE_NONE)
 		return;
-	b = (struct batch){
-	    .mode = s.mode, .timeout_ms = s.timeout_ms, .n = 1, .paths = &socket, .res = &res};
+	if (csi_name && !*csi_name)
+		csi_name = NULL;
+	b = (struct batch){.mode = s.mode,
+			   .timeout_ms = s.timeout_ms,
+			   .n = 1,
+			   .paths = &socket,
+			   .names = s.mode == PROBE_MODE_CSI ? &csi_name : NULL,
+			   .res = &res};
 	if (run_batch(&b) < 0)
 		return;
 	probe_next_runtime(&unknown, &res, s.failures, probe_now(o), rt);

@@ -121,29 +121,35 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 
 /*
  * One round of every registration, synchronously: snapshots the registry,
- * probes each registration by the settings of its type (those of one mode
- * and timeout together, the groups on threads of their own, all in
- * parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and
- * applies the results with registry_set_runtime (events, and a new active
- * registration, go out then).  A registration whose mode is none is not
- * probed.  Used at start, before the daemon reports ready.  Returns the
- * number probed or -errno.
+ * probes each registration by the settings of its type and its own mode
+ * when it has one (those of one mode and timeout together, the groups on threads of their own, all
+ * in parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and applies the results with
+ * registry_set_runtime (events, and a new active registration, go out then).  A registration whose
+ * mode is none is not probed (and goes back to unknown if it was).  Used at start, before the
+ * daemon reports ready.  Returns the number probed or -errno.
  */
 int probe_round(struct registry *r, const struct probe_options *o);
 /* The same for the registrations of one type only (the prober's threads). */
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
+/* The mode a registration of type with override probe (its own, from
+ * `register --probe'; REG_PROBE_DEFAULT: none) is probed with. */
+enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
+			       enum reg_probe probe);
+
 /* The first probe of a registration of type that is not in the registry
- * yet (a `register'): *rt is what probe_next_runtime makes of an unknown
- * state, alive or dead; unknown when its mode is none.  Blocks at most the
- * type's timeout. */
-void probe_first(const char *type, const char *socket, const struct probe_options *o,
-		 struct reg_runtime *rt);
+ * yet (a `register'), by its override probe over its type's mode, csi_name
+ * the plugin name its csi probe expects (NULL or "" = none): *rt is what
+ * probe_next_runtime makes of an unknown state, alive or dead; unknown
+ * when its mode is none.  Blocks at most the type's timeout. */
+void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,
+		 const struct probe_options *o, struct reg_runtime *rt);
 
 struct prober;
 
-/* Starts the prober: a thread per type of o->types whose mode is not none,
- * each a round of its type every interval of its type, until prober_stop
+/* Starts the prober: a thread per type of o->types (also those whose mode
+ * is none: a registration of theirs may have a mode of its own), each a
+ * round of its type every interval of its type, until prober_stop
  * (without types: one thread, every registration, the default interval).
  * The options are copied.  Nothing is started when !probe_enabled(o) (*out is
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */

@@ -211,11 +211,11 @@ static void test_round_moves_active(void **state)
 	assert_int_equal(probe_round(r, &po), 2);
 	assert_string_equal(active_of(r), "a1");
 	/* probe_first of a missing socket: dead at once. */
-	probe_first("csi-node", "/nonexistent/x.sock", &po, &rt);
+	probe_first("csi-node", "/nonexistent/x.sock", REG_PROBE_DEFAULT, NULL, &po, &rt);
 	assert_int_equal(rt.health, REG_HEALTH_DEAD);
 	assert_string_equal(rt.error, "no such file");
 	assert_int_equal(rt.probed_at, 1000);
-	probe_first("csi-node", a0, &po, &rt);
+	probe_first("csi-node", a0, REG_PROBE_DEFAULT, NULL, &po, &rt);
 	assert_int_equal(rt.health, REG_HEALTH_ALIVE);
 	registry_close(r);
 	close(l0);
@@ -328,7 +328,7 @@ static void test_round_per_type(void **state)
 	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_UNKNOWN);
 	/* The first probe of a type whose mode is none: unknown, not probed. */
 	rt.health = REG_HEALTH_DEAD;
-	probe_first("csi-other", "/nonexistent/x.sock", &po, &rt);
+	probe_first("csi-other", "/nonexistent/x.sock", REG_PROBE_DEFAULT, NULL, &po, &rt);
 	assert_int_equal(rt.health, REG_HEALTH_UNKNOWN);
 	assert_int_equal(rt.probed_at, 0);
 	/* The prober: threads for the probed types only; all none: nothing. */
@@ -344,12 +344,66 @@ static void test_round_per_type(void **state)
 	registry_close(r);
 }
 
+/* A registration's own mode over its type's: connect in a type whose mode
+ * is none is probed; none in a probed type is not, and goes back to
+ * unknown. */
+static void test_round_override(void **state)
+{
+	static const char *const types[] = {"csi-node", "csi-other"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 2, .tombstone_ttl = 60, .synchronous = "off"};
+	const struct probe_type_options to[] = {
+	    {"csi-node", {PROBE_MODE_CONNECT, 100, 200, 1}},
+	    {"csi-other", {PROBE_MODE_NONE, 100, 200, 1}},
+	};
+	struct probe_options po = {.mode = PROBE_MODE_NONE,
+				   .interval_ms = 100,
+				   .timeout_ms = 200,
+				   .failures = 1,
+				   .types = to,
+				   .n_types = 2,
+				   .now = fixed_now};
+	char err[REG_ERR_MAX] = "";
+	struct registry *r = NULL;
+	struct reg_spec s0 = {.name = "p",
+			      .alloc = "a0",
+			      .socket = "/nonexistent/o.sock",
+			      .probe = REG_PROBE_CONNECT};
+	struct reg_runtime rt;
+
+	(void)state;
+	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_DEFAULT), PROBE_MODE_NONE);
+	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_CSI), PROBE_MODE_CSI);
+	assert_int_equal(probe_mode_for(&po, "csi-node", REG_PROBE_NONE), PROBE_MODE_NONE);
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	assert_int_equal(registry_register(r, &types[1], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(probe_round(r, &po), 1);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_DEAD);
+	/* Registered again with probe none: not probed, back to unknown. */
+	s0.probe = REG_PROBE_NONE;
+	assert_int_equal(registry_register(r, &types[1], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_DEAD); /* kept by the update */
+	assert_int_equal(probe_round(r, &po), 0);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_UNKNOWN);
+	/* The same in a probed type. */
+	assert_int_equal(registry_register(r, &types[0], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(probe_round_type(r, &po, "csi-node"), 0);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_UNKNOWN);
+	/* probe_first by the override. */
+	probe_first("csi-other", "/nonexistent/x.sock", REG_PROBE_CONNECT, NULL, &po, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_DEAD);
+	probe_first("csi-node", "/nonexistent/x.sock", REG_PROBE_NONE, NULL, &po, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_UNKNOWN);
+	registry_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_connect_outcomes), cmocka_unit_test(test_connect_many),
 	    cmocka_unit_test(test_hysteresis),	     cmocka_unit_test(test_round_moves_active),
 	    cmocka_unit_test(test_prober_thread),    cmocka_unit_test(test_round_per_type),
+	    cmocka_unit_test(test_round_override),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
