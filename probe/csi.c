@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/un.h>
 
 #include "csi_pb.h"
 #include "probe_internal.h"
@@ -313,6 +314,10 @@ static int call_start(CURLM *m, struct call *c, size_t idx, const char *path, co
 	struct curl_slist *h = NULL;
 
 	memset(c, 0, sizeof(*c));
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		probe_set_errno(res, ENAMETOOLONG); /* as the connect probe says it */
+		return -1;
+	}
 	c->idx = idx;
 	c->want = want;
 	c->stage = STAGE_PROBE;

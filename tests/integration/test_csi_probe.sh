@@ -36,6 +36,9 @@ check_eq "GetPluginInfo name mismatch: dead" \
 	"dead plugin name is csi.example.com, expected other.example.com" "$(outcome 4)"
 check_eq "missing socket: no such file" "dead no such file" "$(outcome 5)"
 check_eq "nobody listens: connection refused" "dead connection refused" "$(outcome 6)"
+long=/tmp/$(printf 'x%.0s' $(seq 1 110))/csi.sock
+check_eq "a path too long for sun_path: as the connect probe says" \
+	"dead $(errno_message ENAMETOOLONG)" "$("$PROBE" 1000 "$long" | cut -d' ' -f2,4-)"
 
 # Switched at run time through the control file.
 printf 'false\n' >"$T/switch.ctl"
