@@ -4,8 +4,8 @@
 (python3-grpcio, generic handlers, the protobuf bytes written by hand) on a
 Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
 
-  csi_plugin.py --socket PATH [--ready true|false|absent] [--name NAME]
-                [--control FILE]
+  csi_plugin.py --socket PATH [--socket PATH2]... [--ready true|false|absent]
+                [--name NAME] [--control FILE]
       Probe answers ready true, false, or without the field; GetPluginInfo
       answers NAME (default csi.example.com).  With --control FILE, each
       Probe reads FILE when it exists: `true', `false', `absent', or
@@ -96,12 +96,13 @@ def serve_grpc(args):
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("csi.v1.Identity", handlers),))
-    if os.path.exists(args.socket):
-        os.unlink(args.socket)
-    server.add_insecure_port("unix:" + args.socket)
+    for path in args.socket:
+        if os.path.exists(path):
+            os.unlink(path)
+        server.add_insecure_port("unix:" + path)
     server.start()
     signal.signal(signal.SIGTERM, lambda *a: (server.stop(0), sys.exit(0)))
-    print("listening on %s" % args.socket, flush=True)
+    print("listening on %s" % " ".join(args.socket), flush=True)
     server.wait_for_termination()
 
 
@@ -125,7 +126,7 @@ def serve_hang(paths):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--socket")
+    ap.add_argument("--socket", action="append")
     ap.add_argument("--ready", default="true", choices=["true", "false", "absent"])
     ap.add_argument("--name", default="csi.example.com")
     ap.add_argument("--control")
