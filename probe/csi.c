@@ -351,6 +351,12 @@ fail:
 int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
 		   unsigned timeout_ms, struct probe_result *out)
 {
+	return probe_csi_until(paths, names, n, timeout_ms, out, NULL);
+}
+
+int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
+		    unsigned timeout_ms, struct probe_result *out, const bool *stop)
+{
 	struct call *slots = NULL;
 	bool *busy = NULL;
 	CURLM *m = NULL;
@@ -412,9 +418,14 @@ int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
 			live--;
 		}
 		/* Woken by any transfer's activity or its timer (curl shortens
-		 * the wait to its next timeout). */
-		if (live > 0 && curl_multi_poll(m, NULL, 0, 1000, NULL) != CURLM_OK) {
+		 * the wait to its next timeout), and to look at stop. */
+		if (live > 0 && curl_multi_poll(m, NULL, 0, stop ? PROBE_STOP_CHECK_MS : 1000,
+						NULL) != CURLM_OK) {
 			rc = -EIO;
+			goto out;
+		}
+		if (probe_stopped(stop)) {
+			rc = -ECANCELED;
 			goto out;
 		}
 	}

@@ -113,6 +113,12 @@ struct slot {
 int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_result *out)
 {
+	return probe_connect_until(paths, n, timeout_ms, out, NULL);
+}
+
+int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
+			struct probe_result *out, const bool *stop)
+{
 	struct pollfd pfd[PROBE_MAX_INFLIGHT];
 	struct slot slot[PROBE_MAX_INFLIGHT];
 	size_t next = 0, live = 0;
@@ -144,8 +150,15 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 			if (wait < 0 || left < wait)
 				wait = left;
 		}
-		if (poll(pfd, live, (int)wait) < 0 && errno != EINTR)
-			return -errno;
+		if (stop && wait > PROBE_STOP_CHECK_MS)
+			wait = PROBE_STOP_CHECK_MS;
+		if ((poll(pfd, live, (int)wait) < 0 && errno != EINTR) || probe_stopped(stop)) {
+			int e = probe_stopped(stop) ? ECANCELED : errno;
+
+			for (size_t i = 0; i < live; i++)
+				close(pfd[i].fd);
+			return -e;
+		}
 		t = probe_now_ms();
 		for (size_t i = 0; i < live;) {
 			bool done = true;

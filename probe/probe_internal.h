@@ -3,6 +3,7 @@
 #ifndef PLUGFS_PROBE_INTERNAL_H
 #define PLUGFS_PROBE_INTERNAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "probe.h"
@@ -16,5 +17,22 @@ __attribute__((format(printf, 2, 3))) void probe_set_error(struct probe_result *
 void probe_set_ok(struct probe_result *res);
 /* CLOCK_MONOTONIC in ms. */
 int64_t probe_now_ms(void);
+
+/* How often a probe loop looks at its stop flag while probes are in flight. */
+#define PROBE_STOP_CHECK_MS 50
+
+/* Whether stop (may be NULL) is set. */
+static inline bool probe_stopped(const bool *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
+}
+
+/* probe_connect_many and probe_csi_many that end within
+ * PROBE_STOP_CHECK_MS of *stop becoming true, with -ECANCELED (out is
+ * then partly filled).  stop NULL: never. */
+int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
+			struct probe_result *out, const bool *stop);
+int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
+		    unsigned timeout_ms, struct probe_result *out, const bool *stop);
 
 #endif

@@ -33,6 +33,7 @@ struct prober {
 	pthread_mutex_t mu; /* guards stop; taken alone */
 	pthread_cond_t cond;
 	bool stop;
+	bool cancel; /* opts.stop: set (atomically) by prober_stop, read by rounds */
 };
 
 static void *prober_main(void *arg)
@@ -58,7 +59,7 @@ static void *prober_main(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		rc = t->type ? probe_round_type(p->reg, &p->opts, t->type)
 			     : probe_round(p->reg, &p->opts);
-		if (rc < 0)
+		if (rc < 0 && rc != -ECANCELED)
 			log_warn("probe: a round%s%s failed: %s", t->type ? " of " : "",
 				 t->type ? t->type : "", strerror(-rc));
 		pthread_mutex_lock(&p->mu);
@@ -109,6 +110,7 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 			goto fail;
 	}
 	p->opts.types = p->types;
+	p->opts.stop = &p->cancel;
 	if (o->n_types == 0) {
 		p->threads[0] = (struct prober_thread){.p = p, .interval_ms = o->interval_ms};
 		p->n_threads = 1;
@@ -136,6 +138,7 @@ void prober_stop(struct prober *p)
 {
 	if (!p)
 		return;
+	__atomic_store_n(&p->cancel, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
 	pthread_cond_broadcast(&p->cond);

@@ -28,6 +28,7 @@ struct batch {
 	const char **names; /* csi: the expected plugin names (NULL = none) */
 	struct probe_result *res;
 	size_t *idx; /* into the round's registrations */
+	const bool *stop;
 	int rc;
 };
 
@@ -82,9 +83,9 @@ static int run_batch(struct batch *b)
 {
 	switch (b->mode) {
 	case PROBE_MODE_CONNECT:
-		return probe_connect_many(b->paths, b->n, b->timeout_ms, b->res);
+		return probe_connect_until(b->paths, b->n, b->timeout_ms, b->res, b->stop);
 	case PROBE_MODE_CSI:
-		return probe_csi_many(b->paths, b->names, b->n, b->timeout_ms, b->res);
+		return probe_csi_until(b->paths, b->names, b->n, b->timeout_ms, b->res, b->stop);
 	case PROBE_MODE_NONE:
 		break;
 	}
@@ -134,14 +135,14 @@ static void free_batches(struct batch *b, size_t nb)
 /* The batch of (mode, timeout), added when new; NULL when BATCH_MAX are
  * taken (cannot happen with one setting per type) or out of memory. */
 static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum probe_mode mode,
-			      unsigned timeout_ms)
+			      unsigned timeout_ms, const bool *stop)
 {
 	for (size_t i = 0; i < *nb; i++)
 		if (b[i].mode == mode && b[i].timeout_ms == timeout_ms)
 			return &b[i];
 	if (*nb == BATCH_MAX)
 		return NULL;
-	b[*nb] = (struct batch){.mode = mode, .timeout_ms = timeout_ms};
+	b[*nb] = (struct batch){.mode = mode, .timeout_ms = timeout_ms, .stop = stop};
 	b[*nb].paths = calloc(cap, sizeof(*b[*nb].paths));
 	b[*nb].names = calloc(cap, sizeof(*b[*nb].names));
 	b[*nb].res = calloc(cap, sizeof(*b[*nb].res));
@@ -180,7 +181,8 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			probe_settings_for(o, g->type, &set[k]);
 			set[k].mode = probe_mode_for(o, g->type, g->probe);
 			if (set[k].mode != PROBE_MODE_NONE) {
-				b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms);
+				b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms,
+					     o->stop);
 				if (!b)
 					goto out;
 				b->paths[b->n] = g->socket;

@@ -55,6 +55,11 @@ struct probe_options {
 	/* Clock for probed_at and since; NULL = time(NULL).  Tests inject one. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
+	/* NULL, or a flag (read atomically): once it is true, a round under
+	 * way ends within 50 ms with -ECANCELED and applies nothing.  The
+	 * prober sets its own, so that prober_stop does not wait for a
+	 * round of hung probes. */
+	const bool *stop;
 };
 
 /* The settings registrations of type are probed with: its entry in
@@ -155,8 +160,8 @@ struct prober;
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
 		 size_t errlen);
-/* Stops the threads (waits for the rounds under way: at most one timeout
- * per PROBE_MAX_INFLIGHT registrations) and frees p.  NULL is a no-op. */
+/* Stops the threads (a round under way ends within 50 ms, its results not
+ * applied) and frees p.  NULL is a no-op. */
 void prober_stop(struct prober *p);
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe.h"
@@ -397,13 +398,53 @@ static void test_round_override(void **state)
 	registry_close(r);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* prober_stop does not wait for a round of hung probes: a csi probe of a
+ * socket that takes connections into its backlog and never answers has a
+ * 10 s timeout; the stop comes back long before it (bound: 2 s). */
+static void test_stop_cancels_hung_round(void **state)
+{
+	static const char *const types[] = {"csi-node"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
+	struct probe_options po = {
+	    .mode = PROBE_MODE_CSI, .interval_ms = 50, .timeout_ms = 10000, .failures = 1};
+	char h0[108], err[REG_ERR_MAX] = "";
+	struct registry *r = NULL;
+	struct prober *p = NULL;
+	int l0 = bound("hung.sock", true, 16, h0, sizeof(h0));
+	struct reg_spec s0 = {.name = "p", .alloc = "a0", .socket = h0};
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(probe_global_init(), 0);
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	assert_int_equal(registry_register(r, types, 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
+	usleep(300000); /* a round is under way, its probe hung */
+	t0 = mono_ms();
+	prober_stop(p);
+	assert_true(mono_ms() - t0 < 2000);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_UNKNOWN); /* nothing applied */
+	registry_close(r);
+	close(l0);
+	probe_global_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_connect_outcomes), cmocka_unit_test(test_connect_many),
 	    cmocka_unit_test(test_hysteresis),	     cmocka_unit_test(test_round_moves_active),
 	    cmocka_unit_test(test_prober_thread),    cmocka_unit_test(test_round_per_type),
-	    cmocka_unit_test(test_round_override),
+	    cmocka_unit_test(test_round_override),   cmocka_unit_test(test_stop_cancels_hung_round),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
