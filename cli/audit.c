@@ -87,7 +87,7 @@ void audit_log_change(const struct reg_event *ev, void *arg)
 			 ev->reg->alloc);
 		break;
 	case REG_EV_ACTIVE: {
-		char why[160] = "";
+		char why[REG_NAME_MAX + REG_HEALTH_ERR_MAX + 48] = "";
 
 		active_reason(ev, why, sizeof(why));
 		log_info("active %s/%s: %s -> %s%s", ev->plugin_type, ev->plugin_name,

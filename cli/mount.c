@@ -53,9 +53,10 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	struct probe_options probe; /* from [probe] */
-	struct prober *prober;	    /* NULL: none running */
-	int audit_sub;		    /* registry subscription of audit_log_change, 0 = none */
+	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
+	struct probe_type_options *probe_types; /* one per [registry] type */
+	struct prober *prober;			/* NULL: none running */
+	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
 	bool stopping; /* atomic */
@@ -72,10 +73,54 @@ struct daemon {
 	bool stop_keeping;
 };
 
-/* The control server's first probe of a socket being registered. */
-static void register_probe(const char *socket, struct reg_runtime *out, void *arg)
+static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
 {
-	probe_first(socket, arg, out);
+	switch (m) {
+	case PLUGFS_PROBE_CONNECT:
+		return PROBE_MODE_CONNECT;
+	case PLUGFS_PROBE_CSI:
+		return PROBE_MODE_CSI;
+	case PLUGFS_PROBE_NONE:
+		break;
+	}
+	return PROBE_MODE_NONE;
+}
+
+/* d->probe from the config: [probe] the default, and every type of
+ * [registry] types with its own settings ([probe.TYPE] over [probe]). */
+static int probe_options_from(struct daemon *d)
+{
+	d->probe_types = calloc(d->cfg.n_types ? d->cfg.n_types : 1, sizeof(*d->probe_types));
+	if (!d->probe_types)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cfg.n_types; i++) {
+		struct plugfs_probe_settings s;
+
+		config_probe_settings(&d->cfg, d->cfg.types[i], &s);
+		d->probe_types[i] = (struct probe_type_options){
+		    .type = d->cfg.types[i],
+		    .s = {.mode = probe_mode_of(s.mode),
+			  .interval_ms = s.interval_ms,
+			  .timeout_ms = s.timeout_ms,
+			  .failures = s.failures},
+		};
+	}
+	d->probe = (struct probe_options){
+	    .mode = probe_mode_of(d->cfg.probe_mode),
+	    .interval_ms = d->cfg.probe_interval_ms,
+	    .timeout_ms = d->cfg.probe_timeout_ms,
+	    .failures = d->cfg.probe_failures,
+	    .types = d->probe_types,
+	    .n_types = d->cfg.n_types,
+	};
+	return 0;
+}
+
+/* The control server's first probe of a registration, by its type. */
+static void register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
+			   void *arg)
+{
+	probe_first(type, spec->socket, spec->probe, spec->csi_name, arg, out);
 }
 
 /* What `metrics' says of the filesystem and the probes (on the control
@@ -101,7 +146,7 @@ static void daemon_metrics(struct metrics *m, void *arg)
 		       "1 when this process resumed a FUSE connection it did not mount (a "
 		       "restart, a re-exec), 0 when it mounted.");
 	metrics_sample(m, "plugfs_fuse_resumed", NULL, fs_resumed(d->fs) ? 1 : 0);
-	if (!d->probe.enabled)
+	if (!probe_enabled(&d->probe))
 		return;
 	probe_stats(&ps);
 	metrics_family(m, "plugfs_probes_total", "counter",
@@ -227,6 +272,15 @@ static void reload(struct daemon *d)
 	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
 	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
 	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
+	for (size_t i = 0; i < nc.n_types; i++) {
+		struct plugfs_probe_settings a, b;
+		char what[REG_NAME_MAX + 16];
+
+		config_probe_settings(&nc, nc.types[i], &a);
+		config_probe_settings(&d->cfg, nc.types[i], &b);
+		snprintf(what, sizeof(what), "[probe.%s]", nc.types[i]);
+		NEEDS_RESTART(memcmp(&a, &b, sizeof(a)) != 0, what);
+	}
 #undef NEEDS_RESTART
 
 	if (nc.log_level != d->cfg.log_level) {
@@ -467,6 +521,7 @@ int mount_main(int argc, char *argv[])
 	bool handover = false, kept = false;
 	char err[REG_ERR_MAX > CONFIG_ERR_MAX ? REG_ERR_MAX : CONFIG_ERR_MAX];
 	sigset_t hup, stop;
+	bool curl_ready = false;
 	int rc, n_probed;
 
 	rc = cli_parse(&mount_verb, &d, argc, argv, &args);
@@ -518,6 +573,12 @@ int mount_main(int argc, char *argv[])
 	if (d.debug)
 		plog_set_level(PLOG_DEBUG);
 
+	/* libcurl's global state (the csi probe), before any thread runs. */
+	if (probe_global_init() != 0) {
+		cli_error(CMD, "cannot initialise libcurl");
+		goto out;
+	}
+	curl_ready = true;
 	cli_registry_options(&d.cfg, &ropts);
 	if (cli_make_parents(CMD, d.cfg.state_path) != EXIT_OK)
 		goto out;
@@ -529,13 +590,11 @@ int mount_main(int argc, char *argv[])
 	 * invalidation can wait on a loop that does not run yet) and before
 	 * the audit log subscribes (a start that fails says one line): none
 	 * that is dead is served after readiness. */
-	d.probe = (struct probe_options){
-	    .enabled = d.cfg.probe_mode != PLUGFS_PROBE_NONE,
-	    .interval_ms = d.cfg.probe_interval_ms,
-	    .timeout_ms = d.cfg.probe_timeout_ms,
-	    .failures = d.cfg.probe_failures,
-	};
-	n_probed = d.probe.enabled ? probe_round(d.reg, &d.probe) : 0;
+	if (probe_options_from(&d) != 0) {
+		cli_error(CMD, "out of memory");
+		goto out;
+	}
+	n_probed = probe_enabled(&d.probe) ? probe_round(d.reg, &d.probe) : 0;
 	d.audit_sub = registry_subscribe(d.reg, audit_log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
@@ -569,7 +628,7 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
-	    .probe = d.probe.enabled ? register_probe : NULL,
+	    .probe = probe_enabled(&d.probe) ? register_probe : NULL,
 	    .probe_arg = &d.probe,
 	    .metrics = daemon_metrics,
 	    .metrics_arg = &d,
@@ -581,7 +640,7 @@ int mount_main(int argc, char *argv[])
 
 	if (n_probed < 0)
 		log_warn("probe: the first round failed: %s", strerror(-n_probed));
-	else if (d.probe.enabled)
+	else if (probe_enabled(&d.probe))
 		audit_probed_at_start(d.reg, n_probed);
 	if (prober_start(d.reg, &d.probe, &d.prober, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);
@@ -652,6 +711,9 @@ out:
 		handover_reexec(d.cfg.mountpoint, &out_h);
 		rc = EXIT_FAILED;
 	}
+	if (curl_ready)
+		probe_global_cleanup();
+	free(d.probe_types);
 	config_free(&d.cfg);
 	return rc;
 }

@@ -11,6 +11,7 @@ struct reg {
 	json_t *types;					  /* the --type values, an array */
 	json_t *options;				  /* the --option values, KEY: VALUE */
 	const char *name, *alloc, *sock, *version, *kind; /* or NULL */
+	const char *probe, *csi_name;			  /* or NULL */
 };
 
 /* --option KEY=VALUE into r->options: each KEY once. */
@@ -72,6 +73,12 @@ static int register_option(void *st, int c, char *arg)
 		break;
 	case 'o':
 		return add_option(r, arg);
+	case 'P':
+		r->probe = arg;
+		break;
+	case 'C':
+		r->csi_name = arg;
+		break;
 	}
 	return EXIT_OK;
 }
@@ -86,6 +93,20 @@ static int register_request(void *st, const struct cli_args *args, json_t **req,
 				       : !r->name		      ? "--name"
 				       : !r->alloc		      ? "--alloc"
 								      : "--socket");
+	if (r->probe && strcmp(r->probe, "none") != 0 && strcmp(r->probe, "connect") != 0 &&
+	    strcmp(r->probe, "csi") != 0)
+		return cli_usage_error("register", "--probe `%s' must be none, connect or csi",
+				       r->probe);
+	if (r->csi_name && (!r->probe || strcmp(r->probe, "csi") != 0))
+		return cli_usage_error("register",
+				       "--csi-name needs --probe csi (the name is what the csi "
+				       "probe's GetPluginInfo must answer)");
+	if (r->csi_name) {
+		char msg[REG_ERR_MAX];
+
+		if (reg_validate_csi_name("--csi-name", r->csi_name, msg, sizeof(msg)) < 0)
+			return cli_usage_error("register", "%s", msg);
+	}
 	*req = json_pack("{s:s, s:O, s:s?, s:s?, s:s?}", "op", "register", "types", r->types,
 			 "name", r->name, "alloc", r->alloc, "socket", r->sock);
 	if (!*req || !json_string_value(json_object_get(*req, "name")) ||
@@ -93,6 +114,8 @@ static int register_request(void *st, const struct cli_args *args, json_t **req,
 	    !json_string_value(json_object_get(*req, "socket")) ||
 	    (r->version && json_object_set_new(*req, "version", json_string(r->version))) ||
 	    (r->kind && json_object_set_new(*req, "kind", json_string(r->kind))) ||
+	    (r->probe && json_object_set_new(*req, "probe", json_string(r->probe))) ||
+	    (r->csi_name && json_object_set_new(*req, "csi_name", json_string(r->csi_name))) ||
 	    json_object_set(*req, "options", r->options)) {
 		cli_error("register", "values must be UTF-8 text");
 		return EXIT_USAGE;
@@ -115,16 +138,17 @@ static int register_print(void *st, const struct cli_args *args, json_t *resp,
 	if (h && strcmp(json_string_value(json_object_get(h, "state")) ?: "", "dead") == 0)
 		fprintf(stderr,
 			"plugfs register: warning: %s is dead (%s): it does not take over until "
-			"its socket accepts connections\n",
+			"a probe of it succeeds\n",
 			r->alloc, json_string_value(json_object_get(h, "error")) ?: "probe failed");
 	return EXIT_OK;
 }
 
 static const struct option register_longopts[] = {
-    {"type", required_argument, NULL, 't'},    {"name", required_argument, NULL, 'n'},
-    {"alloc", required_argument, NULL, 'a'},   {"socket", required_argument, NULL, 's'},
-    {"version", required_argument, NULL, 'V'}, {"kind", required_argument, NULL, 'k'},
-    {"option", required_argument, NULL, 'o'},  {NULL, 0, NULL, 0},
+    {"type", required_argument, NULL, 't'},	{"name", required_argument, NULL, 'n'},
+    {"alloc", required_argument, NULL, 'a'},	{"socket", required_argument, NULL, 's'},
+    {"version", required_argument, NULL, 'V'},	{"kind", required_argument, NULL, 'k'},
+    {"option", required_argument, NULL, 'o'},	{"probe", required_argument, NULL, 'P'},
+    {"csi-name", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
 };
 
 static const struct ctlcli_verb register_verb = {
@@ -134,7 +158,8 @@ static const struct ctlcli_verb register_verb = {
 	    .usage =
 		"Usage: plugfs register --type T [--type T2] --name N --alloc A --socket PATH\n"
 		"                       [--version V] [--kind controller|node|monolith]\n"
-		"                       [--option KEY=VALUE]... [-c FILE]\n\n"
+		"                       [--option KEY=VALUE]... [--probe none|connect|csi]\n"
+		"                       [--csi-name NAME] [-c FILE]\n\n"
 		"Registers allocation A of plugin N under each type, in one transaction.\n"
 		"Registering an alloc already in the list updates it in place; a new alloc\n"
 		"becomes the active one.  Prints the plugin(s) as they are afterwards.\n\n"
@@ -146,9 +171,13 @@ static const struct ctlcli_verb register_verb = {
 		"  -V, --version V     plugin version (optional)\n"
 		"  -k, --kind KIND     controller, node or monolith (default: from the type)\n"
 		"  -o, --option K=V    an option, repeatable\n"
+		"  -P, --probe MODE    how to probe this allocation: none, connect or csi\n"
+		"                      (default: its type's [probe] mode)\n"
+		"  -C, --csi-name NAME with --probe csi: the plugin name GetPluginInfo must\n"
+		"                      answer (a mismatch is dead)\n"
 		"  -c FILE             config file (for control.socket)\n\n"
 		"Exit codes: 0 registered, 1 rejected, 2 usage error, 3 daemon unreachable.\n",
-	    .shortopts = "t:n:a:s:V:k:o:",
+	    .shortopts = "t:n:a:s:V:k:o:P:C:",
 	    .longopts = register_longopts,
 	    .option = register_option,
 	},

@@ -62,6 +62,13 @@ static int show_print(void *st, const struct cli_args *args, json_t *resp,
 			       json_string_value(json_object_get(h, "error"))
 				   ? json_string_value(json_object_get(h, "error"))
 				   : "");
+		if (json_string_value(json_object_get(r, "probe")))
+			printf("    probe %s%s%s (its own, over its type's)\n", str(r, "probe"),
+			       json_string_value(json_object_get(r, "csi_name")) ? "  plugin name "
+										 : "",
+			       json_string_value(json_object_get(r, "csi_name"))
+				   ? json_string_value(json_object_get(r, "csi_name"))
+				   : "");
 		json_object_foreach(json_object_get(r, "options"), key, v)
 		    printf("    option %s=%s\n", key, json_string_value(v));
 	}

@@ -192,6 +192,10 @@ static void print_registration(const struct registration *r, bool active)
 	       reg_kind_name(r->kind) ? reg_kind_name(r->kind) : "?",
 	       r->version && *r->version ? r->version : "-", r->seq);
 	printf("      socket      %s\n", r->socket);
+	if (r->probe != REG_PROBE_DEFAULT)
+		printf("      probe       %s%s%s\n", reg_probe_name(r->probe),
+		       r->csi_name && *r->csi_name ? "  plugin name " : "",
+		       r->csi_name && *r->csi_name ? r->csi_name : "");
 	printf("      registered  %s", reg_at);
 	if (r->updated_at != r->registered_at)
 		printf("  updated %s", upd_at);

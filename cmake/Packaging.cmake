@@ -81,7 +81,9 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # libc6) come from dpkg-shlibdeps; fuse3 brings fusermount3, which the unit's
 # ExecStopPost= and the stale-mount recovery use.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3")
+# libcurl4 (dpkg-shlibdeps finds it too; named for the version): the csi
+# probe's HTTP/2, with nghttp2, to the plugin's socket.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3, libcurl4 (>= 7.85)")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
   ${PROJECT_SOURCE_DIR}/cmake/debian/postinst

@@ -14,10 +14,13 @@
  *    line is an error.
  *  - Lines are at most CONFIG_LINE_MAX characters (inih's line buffer).
  *  - config_resolve treats an empty $PLUGFS_CONFIG as unset.
+ *  - [probe.TYPE] takes [probe]'s keys for one of [registry] types
+ *    (probe_types.c); what it does not set comes from [probe].
  *  - On error the struct is zeroed (config_free on it is harmless) and the
  *    message is "FILE:LINE: what is wrong; what is accepted".
  */
 #include "config.h"
+#include "config_probe.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -54,7 +57,7 @@ enum key_kind {
 	K_INT64,     /* int64_t in [min, max] */
 	K_SYNC,	     /* off | normal | full | extra */
 	K_LOG_LEVEL, /* error | warn | info | debug */
-	K_PROBE,     /* connect | none */
+	K_PROBE,     /* connect | none | csi */
 	K_MSEC,	     /* seconds with up to 3 decimals, stored in ms in [min, max] */
 	K_GROUP,     /* empty or a group name */
 	K_TYPES,     /* list of names, at least one, no duplicates */
@@ -100,7 +103,7 @@ static const char *const sections[] = {"mount", "state", "control", "registry", 
 
 static const char *const sync_modes[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
-static const char *const probe_modes[] = {"connect", "none", NULL};
+static const char *const probe_modes[] = {"connect", "none", "csi", NULL};
 
 struct parse_ctx {
 	struct plugfs_config *cfg;
@@ -114,6 +117,9 @@ struct parse_ctx {
 	bool have_prev;
 	const struct key_def *prev_def; /* NULL: the previous key was unknown */
 	unsigned key_line[N_KEYS];	/* where each key was set, 0 = default */
+	/* The [probe.TYPE] section the reader is in, NULL in any other (inih
+	 * cuts long section names: the handler goes by this). */
+	struct plugfs_probe_type *probe_section;
 	/* first error */
 	unsigned err_line; /* 0 = none */
 	int err_code;
@@ -414,7 +420,7 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 	case K_PROBE:
 		i = lookup_word(value, probe_modes);
 		if (i < 0) {
-			BAD("expected connect or none");
+			BAD("expected connect, csi or none");
 			return;
 		}
 		*(enum plugfs_probe_mode *)field(c->cfg, def->off) = (enum plugfs_probe_mode)i;
@@ -446,6 +452,10 @@ static void set_value(struct parse_ctx *c, const struct key_def *def, const char
 
 static bool section_known(const char *s)
 {
+	const char *type = config_probe_section_type(s);
+
+	if (type)
+		return reg_validate_name("type", type, NULL, 0) == 0;
 	for (size_t i = 0; i < N_SECTIONS; i++)
 		if (strcmp(s, sections[i]) == 0)
 			return true;
@@ -461,6 +471,60 @@ static void list_keys(const char *section, char *buf, size_t len)
 		if (strcmp(keys[i].section, section) == 0)
 			names[n++] = keys[i].key;
 	plugfs_join(buf, len, names, n, ", ");
+}
+
+/* `name = value' in a [probe.TYPE] section: one of [probe]'s keys, read
+ * by set_value into a scratch config, then kept in the section's entry. */
+static int probe_type_key(struct parse_ctx *c, const char *name, const char *value)
+{
+	struct plugfs_probe_type *e = c->probe_section;
+	struct plugfs_config *real = c->cfg, scratch;
+	const struct key_def *def = NULL;
+	struct key_def local;
+	char section[sizeof(PROBE_SECTION_PREFIX) + REG_NAME_MAX + 1];
+	char known[128], qbuf[QUOTE_BUF];
+	size_t k = 0;
+
+	if (!e)
+		return 1; /* the section line was reported */
+	snprintf(section, sizeof(section), "%s%s", PROBE_SECTION_PREFIX, e->type);
+	for (size_t i = 0; i < N_KEYS; i++) {
+		if (strcmp(keys[i].section, "probe") != 0)
+			continue;
+		if (strcmp(keys[i].key, name) == 0) {
+			def = &keys[i];
+			break;
+		}
+		k++;
+	}
+	if (!def) {
+		list_keys("probe", known, sizeof(known));
+		fail(c, c->lineno, -EINVAL, "unknown key `%s' in [%s]; known keys: %s",
+		     quote(name, qbuf, sizeof(qbuf)), section, known);
+		return 0;
+	}
+	c->prev_def = def;
+	if (e->key_line[k]) {
+		fail(c, c->lineno, -EINVAL, "duplicate key `%s' in [%s] (first set on line %u)",
+		     name, section, e->key_line[k]);
+		return 0;
+	}
+	e->key_line[k] = c->lineno;
+	local = *def;
+	local.section = section;
+	memset(&scratch, 0, sizeof(scratch));
+	c->cfg = &scratch;
+	set_value(c, &local, value);
+	c->cfg = real;
+	if (def->off == F(probe_mode))
+		e->s.mode = scratch.probe_mode;
+	else if (def->off == F(probe_interval_ms))
+		e->s.interval_ms = scratch.probe_interval_ms;
+	else if (def->off == F(probe_timeout_ms))
+		e->s.timeout_ms = scratch.probe_timeout_ms;
+	else
+		e->s.failures = scratch.probe_failures;
+	return c->err_code ? 0 : 1;
 }
 
 static int handler(void *user, const char *section, const char *name, const char *value)
@@ -493,10 +557,12 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!*section) {
 		fail(c, c->lineno, -EINVAL,
 		     "key `%s' is outside of any section; expected it under [mount], [state], "
-		     "[control], [registry], [probe] or [log]",
+		     "[control], [registry], [probe], [probe.TYPE] or [log]",
 		     quote(name, qbuf, sizeof(qbuf)));
 		return 0;
 	}
+	if (config_probe_section_type(section))
+		return probe_type_key(c, name, value);
 	if (!section_known(section))
 		return 1; /* reported by the reader at the section line */
 	for (size_t i = 0; i < N_KEYS; i++) {
@@ -527,8 +593,9 @@ static int handler(void *user, const char *section, const char *name, const char
 static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 {
 	const char *end = line + n;
-	const char *s = line, *close, *rest;
-	char name[68], qbuf[QUOTE_BUF];
+	const char *s = line, *close, *rest, *type = NULL;
+	char name[68], full[sizeof(PROBE_SECTION_PREFIX) + REG_NAME_MAX], qbuf[QUOTE_BUF];
+	char msg[REG_ERR_MAX];
 	size_t len;
 
 	if (c->lineno == 1 && n >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
@@ -544,6 +611,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		return; /* inih reports the line as a syntax error */
 	c->have_prev = false;
 	c->prev_def = NULL;
+	c->probe_section = NULL;
 	for (rest = close + 1; rest < end && isspace((unsigned char)*rest); rest++)
 		;
 	if (rest < end && *rest != ';' && *rest != '#') {
@@ -556,11 +624,20 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 	len = (size_t)(close - s - 1);
 	snprintf(name, sizeof(name), "%.*s%s", (int)(len > 64 ? 64 : len), s + 1,
 		 len > 64 ? "..." : "");
-	if (len > 64 || !section_known(name))
+	if (len < sizeof(full)) {
+		memcpy(full, s + 1, len);
+		full[len] = '\0';
+		type = config_probe_section_type(full);
+	}
+	if (type && reg_validate_name("[probe.TYPE] section: TYPE", type, msg, sizeof(msg)) < 0)
+		fail(c, c->lineno, -EINVAL, "%s", msg);
+	else if (len >= sizeof(full) || !section_known(full))
 		fail(c, c->lineno, -EINVAL,
 		     "unknown section [%s]; expected [mount], [state], [control], [registry], "
-		     "[probe] or [log]",
+		     "[probe], [probe.TYPE] or [log]",
 		     reg_quote(qbuf, sizeof(qbuf), name));
+	else if (type && !(c->probe_section = config_probe_type_entry(c->cfg, type, c->lineno)))
+		fail(c, c->lineno, -ENOMEM, "out of memory");
 }
 
 /* inih's reader: hands out one line of the text at a time and counts it. */
@@ -665,6 +742,13 @@ static void check_whole(struct parse_ctx *c)
 		     "outside the mount",
 		     quote(cfg->state_path, q1, sizeof(q1)),
 		     quote(cfg->mountpoint, q2, sizeof(q2)));
+	else {
+		char msg[CONFIG_ERR_MAX];
+		unsigned line = 0;
+
+		if (config_probe_types_finish(cfg, &line, msg, sizeof(msg)) < 0)
+			fail(c, line, -EINVAL, "%s", msg);
+	}
 }
 
 /* The one parse path of config_load and config_parse_string. */
@@ -851,6 +935,7 @@ void config_free(struct plugfs_config *cfg)
 	free(cfg->control_group);
 	free_list(cfg->types, cfg->n_types);
 	free_list(cfg->socket_roots, cfg->n_socket_roots);
+	config_probe_types_free(cfg);
 	free(cfg->source);
 	memset(cfg, 0, sizeof(*cfg));
 }

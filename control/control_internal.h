@@ -117,8 +117,10 @@ struct ctl_request {
 	const char *name;
 	const char *alloc;
 	const char *socket;
-	const char *version; /* NULL when absent */
-	const char *kind;    /* NULL when absent */
+	const char *version;  /* NULL when absent */
+	const char *kind;     /* NULL when absent */
+	const char *probe;    /* NULL when absent: the type's mode */
+	const char *csi_name; /* NULL when absent */
 	struct reg_option options[CTL_MAX_OPTIONS];
 	size_t n_options;
 	double timeout; /* wait: seconds; < 0 = none */

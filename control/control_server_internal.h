@@ -111,7 +111,8 @@ struct control_server {
 	gid_t gid;
 	unsigned max_clients, idle_timeout;
 	/* control_options.probe and its argument. */
-	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
+	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
+		      void *arg);
 	void *probe_arg;
 	/* control_options.metrics and its argument. */
 	void (*metrics)(struct metrics *m, void *arg);

@@ -78,7 +78,12 @@ json_t *control_json_registration(const struct registration *r)
 	    !set(obj, "socket", ctl_json_text(r->socket)) ||
 	    !set(obj, "version", ctl_json_text(r->version ? r->version : "")) ||
 	    !set(obj, "kind", string_or_null(reg_kind_name(r->kind))) ||
-	    !set(obj, "options", options_object(r)) || !set(obj, "seq", json_integer(r->seq)) ||
+	    !set(obj, "options", options_object(r)) ||
+	    /* A registration's own probe mode and CSI name: only when set. */
+	    (r->probe != REG_PROBE_DEFAULT &&
+	     !set(obj, "probe", string_or_null(reg_probe_name(r->probe)))) ||
+	    (r->csi_name && *r->csi_name && !set(obj, "csi_name", ctl_json_text(r->csi_name))) ||
+	    !set(obj, "seq", json_integer(r->seq)) ||
 	    !set(obj, "registered_at", json_string(reg_at)) ||
 	    !set(obj, "updated_at", json_string(upd_at))) {
 		json_decref(obj);

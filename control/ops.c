@@ -104,6 +104,26 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	bool have_mine = false;
 	int rc;
 
+	if (req->probe && reg_probe_parse(req->probe, &spec.probe) != 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
+				    "register: field `probe' must be none, connect or csi, got "
+				    "`%.128s'",
+				    req->probe);
+		return;
+	}
+	spec.csi_name = req->csi_name;
+	if (reg_validate_probe(spec.probe, spec.csi_name, err, sizeof(err)) < 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "register: %s", err);
+		return;
+	}
+	if (!srv->probe && spec.probe != REG_PROBE_DEFAULT && spec.probe != REG_PROBE_NONE) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
+				    "register: field `probe' is %s, but this daemon probes "
+				    "nothing ([probe] mode = none for every type); set [probe] "
+				    "mode or a [probe.TYPE] section",
+				    reg_probe_name(spec.probe));
+		return;
+	}
 	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
 		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
 				    "register: field `kind' must be controller, node or monolith, "
@@ -124,7 +144,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
 	if (srv->probe) {
-		srv->probe(req->socket, &first, srv->probe_arg);
+		srv->probe(req->types[0], &spec, &first, srv->probe_arg);
 		spec.runtime = &first;
 	}
 	rc = registry_register(srv->reg, req->types, req->n_types, &spec, err, sizeof(err));

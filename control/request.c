@@ -54,13 +54,13 @@ struct op_desc {
 	const char *name;
 	enum ctl_op op;
 	/* Accepted fields besides "op" and "id", NULL-terminated. */
-	const char *fields[9];
+	const char *fields[11];
 };
 
 static const struct op_desc ops[] = {
     {"register",
      CTL_OP_REGISTER,
-     {"types", "name", "alloc", "socket", "version", "kind", "options", NULL}},
+     {"types", "name", "alloc", "socket", "version", "kind", "options", "probe", "csi_name", NULL}},
     {"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
     {"list", CTL_OP_LIST, {"type", NULL}},
     {"show", CTL_OP_SHOW, {"type", "name", NULL}},
@@ -325,6 +325,10 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 				     errlen)) ||
 		    (rc = get_string(req->root, d->name, "kind", false, &req->kind, code, err,
 				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "probe", false, &req->probe, code, err,
+				     errlen)) ||
+		    (rc = get_string(req->root, d->name, "csi_name", false, &req->csi_name, code,
+				     err, errlen)) ||
 		    (rc = get_options(req, code, err, errlen)))
 			return rc;
 		break;

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,37 +16,43 @@
 #include <unistd.h>
 
 #include "connector.h"
-#include "probe.h"
+#include "probe_internal.h"
 
-static void set_error(struct probe_result *res, int e)
+void probe_set_errno(struct probe_result *res, int e)
 {
-	const char *what;
-
-	res->ok = false;
 	switch (e) {
 	case ECONNREFUSED:
-		what = "connection refused";
+		probe_set_error(res, "connection refused");
 		break;
 	case ENOENT:
-		what = "no such file";
+		probe_set_error(res, "no such file");
 		break;
 	case ETIMEDOUT:
-		what = "timeout";
+		probe_set_error(res, "timeout");
 		break;
 	default:
-		what = strerror(e);
+		probe_set_error(res, "%s", strerror(e));
 		break;
 	}
-	snprintf(res->error, sizeof(res->error), "%s", what);
 }
 
-static void set_ok(struct probe_result *res)
+void probe_set_error(struct probe_result *res, const char *fmt, ...)
+{
+	va_list ap;
+
+	res->ok = false;
+	va_start(ap, fmt);
+	vsnprintf(res->error, sizeof(res->error), fmt, ap);
+	va_end(ap);
+}
+
+void probe_set_ok(struct probe_result *res)
 {
 	res->ok = true;
 	res->error[0] = '\0';
 }
 
-static int64_t now_ms(void)
+int64_t probe_now_ms(void)
 {
 	struct timespec t;
 
@@ -58,9 +65,9 @@ static int64_t now_ms(void)
 static void set_outcome(struct probe_result *res, int e)
 {
 	if (e == 0 || e == EAGAIN)
-		set_ok(res);
+		probe_set_ok(res);
 	else
-		set_error(res, e);
+		probe_set_errno(res, e);
 }
 
 /* A connect in progress became writable: its outcome. */
@@ -82,10 +89,18 @@ struct slot {
 	int fd;		  /* -1 while its connect() is on a connector thread */
 };
 
-/* The connects that returned: finished (set *done), or in progress (their
- * socket is kept and polled). */
+static void end_slot(struct slot *sl, struct probe_result *out, int64_t t, unsigned timeout_ms,
+		     size_t *live)
+{
+	out[sl->idx].took_ms = (unsigned)(t - (sl->deadline - timeout_ms));
+	sl->used = false;
+	(*live)--;
+}
+
+/* The connects that returned: finished, or in progress (their socket is
+ * kept and polled). */
 static void take_returned(struct connector_batch *b, struct slot *slot, struct probe_result *out,
-			  size_t *live)
+			  int64_t t, unsigned timeout_ms, size_t *live)
 {
 	unsigned s;
 	int fd, e;
@@ -98,13 +113,18 @@ static void take_returned(struct connector_batch *b, struct slot *slot, struct p
 		set_outcome(&out[slot[s].idx], e);
 		if (fd >= 0)
 			close(fd);
-		slot[s].used = false;
-		(*live)--;
+		end_slot(&slot[s], out, t, timeout_ms, live);
 	}
 }
 
 int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_result *out)
+{
+	return probe_connect_until(paths, n, timeout_ms, out, NULL);
+}
+
+int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
+			struct probe_result *out, const bool *stop)
 {
 	struct pollfd pfd[PROBE_MAX_INFLIGHT + 1];
 	unsigned pslot[PROBE_MAX_INFLIGHT + 1];
@@ -119,7 +139,7 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 	if (!(b = connector_batch_new()))
 		return -errno;
 	while (next < n || live > 0) {
-		int64_t t = now_ms(), wait = -1;
+		int64_t t = probe_now_ms(), wait = -1;
 		nfds_t np = 1;
 
 		/* Fill the window: each connect() runs on a connector thread. */
@@ -128,9 +148,10 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 
 			if (slot[s].used)
 				continue;
+			out[next].took_ms = 0;
 			e = connector_start(b, s, paths[next]);
 			if (e < 0) {
-				set_error(&out[next], -e);
+				probe_set_errno(&out[next], -e);
 			} else {
 				slot[s] = (struct slot){.used = true,
 							.idx = next,
@@ -158,13 +179,14 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 				pslot[np++] = s;
 			}
 		}
+		/* Wake to kick the connectors (a hung path) and to look at stop. */
 		if (wait > CONNECTOR_STUCK_MS)
-			wait = CONNECTOR_STUCK_MS; /* to kick the connectors (a hung path) */
-		if (poll(pfd, np, (int)wait) < 0 && errno != EINTR) {
-			rc = -errno;
+			wait = CONNECTOR_STUCK_MS;
+		if ((poll(pfd, np, (int)wait) < 0 && errno != EINTR) || probe_stopped(stop)) {
+			rc = probe_stopped(stop) ? -ECANCELED : -errno;
 			break;
 		}
-		t = now_ms();
+		t = probe_now_ms();
 		for (nfds_t i = 1; i < np; i++) {
 			struct slot *sl = &slot[pslot[i]];
 
@@ -172,21 +194,19 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 				continue;
 			finish_connect(sl->fd, &out[sl->idx]);
 			close(sl->fd);
-			sl->used = false;
-			live--;
+			end_slot(sl, out, t, timeout_ms, &live);
 		}
-		take_returned(b, slot, out, &live);
+		take_returned(b, slot, out, t, timeout_ms, &live);
 		connector_kick();
 		for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++) {
 			if (!slot[s].used || t < slot[s].deadline)
 				continue;
-			set_error(&out[slot[s].idx], ETIMEDOUT);
+			probe_set_errno(&out[slot[s].idx], ETIMEDOUT);
 			if (slot[s].fd >= 0)
 				close(slot[s].fd);
 			else
 				connector_abandon(b, s); /* stuck in connect(): a hung path */
-			slot[s].used = false;
-			live--;
+			end_slot(&slot[s], out, t, timeout_ms, &live);
 		}
 	}
 	for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++)
@@ -213,95 +233,4 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 	}
 	if (out->health != old->health)
 		out->since = now;
-}
-
-static uint64_t n_ok, n_failed, n_rounds, last_round_ms; /* atomic: probe_stats */
-
-static void count_results(const struct probe_result *res, size_t n)
-{
-	uint64_t ok = 0;
-
-	for (size_t i = 0; i < n; i++)
-		ok += res[i].ok;
-	__atomic_fetch_add(&n_ok, ok, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&n_failed, n - ok, __ATOMIC_RELAXED);
-}
-
-void probe_stats(struct probe_stats *out)
-{
-	out->ok = __atomic_load_n(&n_ok, __ATOMIC_RELAXED);
-	out->failed = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
-	out->rounds = __atomic_load_n(&n_rounds, __ATOMIC_RELAXED);
-	out->last_round_ms = __atomic_load_n(&last_round_ms, __ATOMIC_RELAXED);
-}
-
-static int64_t probe_now(const struct probe_options *o)
-{
-	return o->now ? o->now(o->now_arg) : (int64_t)time(NULL);
-}
-
-void probe_first(const char *socket, const struct probe_options *o, struct reg_runtime *rt)
-{
-	const struct reg_runtime unknown = {0};
-	struct probe_result res = {0};
-
-	if (probe_connect_many(&socket, 1, o->timeout_ms, &res) < 0) {
-		*rt = unknown; /* could not probe: stays unknown */
-		return;
-	}
-	count_results(&res, 1);
-	probe_next_runtime(&unknown, &res, o->failures, probe_now(o), rt);
-}
-
-int probe_round(struct registry *r, const struct probe_options *o)
-{
-	struct reg_snapshot snap = {0};
-	const struct registration **regs = NULL;
-	const char **paths = NULL;
-	struct probe_result *res = NULL;
-	size_t n = 0, k = 0;
-	int64_t now, t0;
-	int rc;
-
-	if ((rc = registry_snapshot(r, NULL, &snap)) < 0)
-		return rc;
-	for (size_t i = 0; i < snap.n_plugins; i++)
-		n += snap.plugins[i].n_regs;
-	regs = calloc(n ? n : 1, sizeof(*regs));
-	paths = calloc(n ? n : 1, sizeof(*paths));
-	res = calloc(n ? n : 1, sizeof(*res));
-	rc = -ENOMEM;
-	if (!regs || !paths || !res)
-		goto out;
-	for (size_t i = 0; i < snap.n_plugins; i++) {
-		for (size_t j = 0; j < snap.plugins[i].n_regs; j++) {
-			regs[k] = &snap.plugins[i].regs[j];
-			paths[k] = regs[k]->socket;
-			k++;
-		}
-	}
-	/* No lock held while probing. */
-	t0 = now_ms();
-	if ((rc = probe_connect_many(paths, n, o->timeout_ms, res)) < 0)
-		goto out;
-	count_results(res, n);
-	__atomic_fetch_add(&n_rounds, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&last_round_ms, (uint64_t)(now_ms() - t0), __ATOMIC_RELAXED);
-	now = probe_now(o);
-	for (size_t i = 0; i < n; i++) {
-		struct reg_runtime rt;
-		char err[REG_ERR_MAX];
-
-		probe_next_runtime(&regs[i]->runtime, &res[i], o->failures, now, &rt);
-		/* -ENOENT: deregistered meanwhile; nothing to do. */
-		(void)registry_set_runtime(r, regs[i]->type, regs[i]->name, regs[i]->alloc, &rt,
-					   NULL, err, sizeof(err));
-	}
-	rc = (int)n;
-out:
-	free(regs);
-	free(paths);
-	free(res);
-	reg_snapshot_free(&snap);
-	return rc;
 }

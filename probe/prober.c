@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The prober thread: probe_round every interval until stopped.  It takes
+ * The prober: one thread per type (each type has its own interval), each a
+ * probe round of its type every interval until stopped.  A thread takes
  * the registry mutex only inside the registry calls of a round (snapshot,
  * set_runtime), never while a probe is in flight; it touches nothing of the
  * filesystem or the control server but through the registry's events.
@@ -15,26 +16,38 @@
 #include "log.h"
 #include "probe.h"
 
+struct prober_thread {
+	struct prober *p;
+	const char *type;     /* NULL: every registration */
+	unsigned interval_ms; /* its type's */
+	pthread_t thread;
+	bool started;
+};
+
 struct prober {
 	struct registry *reg;
-	struct probe_options opts;
-	pthread_t thread;
+	struct probe_options opts;	  /* types points at types below */
+	struct probe_type_options *types; /* copies, with their own strings */
+	struct prober_thread *threads;
+	size_t n_threads;
 	pthread_mutex_t mu; /* guards stop; taken alone */
 	pthread_cond_t cond;
 	bool stop;
+	bool cancel; /* opts.stop: set (atomically) by prober_stop, read by rounds */
 };
 
 static void *prober_main(void *arg)
 {
-	struct prober *p = arg;
+	struct prober_thread *t = arg;
+	struct prober *p = t->p;
 	struct timespec at;
 	int rc;
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
 		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += p->opts.interval_ms / 1000;
-		at.tv_nsec += (long)(p->opts.interval_ms % 1000) * 1000000L;
+		at.tv_sec += t->interval_ms / 1000;
+		at.tv_nsec += (long)(t->interval_ms % 1000) * 1000000L;
 		if (at.tv_nsec >= 1000000000L) {
 			at.tv_sec++;
 			at.tv_nsec -= 1000000000L;
@@ -44,13 +57,26 @@ static void *prober_main(void *arg)
 		if (p->stop)
 			break;
 		pthread_mutex_unlock(&p->mu);
-		rc = probe_round(p->reg, &p->opts);
-		if (rc < 0)
-			log_warn("probe: a round failed: %s", strerror(-rc));
+		rc = t->type ? probe_round_type(p->reg, &p->opts, t->type)
+			     : probe_round(p->reg, &p->opts);
+		if (rc < 0 && rc != -ECANCELED)
+			log_warn("probe: a round%s%s failed: %s", t->type ? " of " : "",
+				 t->type ? t->type : "", strerror(-rc));
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
+}
+
+static void prober_free(struct prober *p)
+{
+	for (size_t i = 0; p->types && i < p->opts.n_types; i++)
+		free((char *)p->types[i].type);
+	free(p->types);
+	free(p->threads);
+	pthread_cond_destroy(&p->cond);
+	pthread_mutex_destroy(&p->mu);
+	free(p);
 }
 
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
@@ -58,10 +84,10 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 {
 	struct prober *p;
 	pthread_condattr_t ca;
-	int rc;
+	int rc = -ENOMEM;
 
 	*out = NULL;
-	if (!o->enabled)
+	if (!probe_enabled(o))
 		return 0;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -73,28 +99,52 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&p->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = pthread_create(&p->thread, NULL, prober_main, p);
-	if (rc != 0) {
-		pthread_cond_destroy(&p->cond);
-		pthread_mutex_destroy(&p->mu);
-		free(p);
-		return plugfs_errf(err, errlen, -rc, "probe: cannot start the thread: %s",
-				   strerror(rc));
+	p->types = calloc(o->n_types ? o->n_types : 1, sizeof(*p->types));
+	p->threads = calloc(o->n_types ? o->n_types : 1, sizeof(*p->threads));
+	if (!p->types || !p->threads)
+		goto fail;
+	for (size_t i = 0; i < o->n_types; i++) {
+		p->types[i] = o->types[i];
+		p->types[i].type = strdup(o->types[i].type);
+		if (!p->types[i].type)
+			goto fail;
+	}
+	p->opts.types = p->types;
+	p->opts.stop = &p->cancel;
+	if (o->n_types == 0) {
+		p->threads[0] = (struct prober_thread){.p = p, .interval_ms = o->interval_ms};
+		p->n_threads = 1;
+	}
+	for (size_t i = 0; i < o->n_types; i++) {
+		p->threads[p->n_threads++] = (struct prober_thread){
+		    .p = p, .type = p->types[i].type, .interval_ms = p->types[i].s.interval_ms};
+	}
+	for (size_t i = 0; i < p->n_threads; i++) {
+		rc = -pthread_create(&p->threads[i].thread, NULL, prober_main, &p->threads[i]);
+		if (rc != 0)
+			goto fail;
+		p->threads[i].started = true;
 	}
 	*out = p;
 	return 0;
+fail:
+	prober_stop(p);
+	if (rc == -ENOMEM)
+		return plugfs_errf(err, errlen, rc, "probe: out of memory");
+	return plugfs_errf(err, errlen, rc, "probe: cannot start a thread: %s", strerror(-rc));
 }
 
 void prober_stop(struct prober *p)
 {
 	if (!p)
 		return;
+	__atomic_store_n(&p->cancel, true, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&p->mu);
 	p->stop = true;
-	pthread_cond_signal(&p->cond);
+	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->mu);
-	pthread_join(p->thread, NULL);
-	pthread_cond_destroy(&p->cond);
-	pthread_mutex_destroy(&p->mu);
-	free(p);
+	for (size_t i = 0; i < p->n_threads; i++)
+		if (p->threads[i].started)
+			pthread_join(p->threads[i].thread, NULL);
+	prober_free(p);
 }

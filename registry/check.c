@@ -17,7 +17,8 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 	char msg[REG_ERR_MAX] = "";
 	int rc =
 	    sqlite3_prepare_v2(s->db,
-			       "SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind"
+			       "SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind,"
+			       " r.probe, r.csi_name"
 			       " FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
 			       " JOIN types t ON t.id = p.type_id ORDER BY r.id",
 			       -1, &st, NULL);
@@ -25,17 +26,22 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading registrations", err, errlen);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *c[7];
+		const char *c[9];
 		enum reg_kind kind;
+		enum reg_probe probe = REG_PROBE_DEFAULT;
 
-		for (int i = 0; i < 7; i++)
+		for (int i = 0; i < 9; i++)
 			c[i] = (const char *)sqlite3_column_text(st, i);
 		if ((rc = reg_validate_name("type", c[0], msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_name("name", c[1], msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_name("alloc", c[3], msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_socket_path("socket", c[4], msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_printable("version", c[5], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_kind_parse(c[6], &kind)) < 0) {
+		    (rc = reg_kind_parse(c[6], &kind)) < 0 ||
+		    (c[7] && *c[7] && (rc = reg_probe_parse(c[7], &probe)) < 0 &&
+		     snprintf(msg, sizeof(msg), "probe `%s': must be one of none, connect, csi",
+			      c[7]) > 0) ||
+		    (rc = reg_validate_probe(probe, c[8], msg, sizeof(msg))) < 0) {
 			if (rc == -EINVAL && !msg[0])
 				snprintf(msg, sizeof(msg),
 					 "kind `%s': must be one of controller, "

@@ -43,6 +43,9 @@ struct legacy_entry {
 	enum reg_kind kind;
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
+	/* plugfs's own keys, absent from the legacy format: Probe, CSIName */
+	enum reg_probe probe;
+	char *csi_name; /* NULL when absent */
 };
 
 /*

@@ -22,7 +22,9 @@ static const char entries_sql[] =
     " json_extract(p.value, '$.ConnectionInfo.SocketPath'),"
     " json_type(p.value, '$.Version'), json_extract(p.value, '$.Version'),"
     " json_type(p.value, '$.Type'), json_extract(p.value, '$.Type'),"
-    " json_type(p.value, '$.Options')"
+    " json_type(p.value, '$.Options'),"
+    " json_type(p.value, '$.Probe'), json_extract(p.value, '$.Probe'),"
+    " json_type(p.value, '$.CSIName'), json_extract(p.value, '$.CSIName')"
     " FROM json_each(?1, '$.Plugins') AS t, json_each(t.value) AS p"
     " WHERE t.type = 'object' ORDER BY t.id, p.id";
 
@@ -45,6 +47,10 @@ enum {
 	C_KIND_T,
 	C_KIND_V,
 	C_OPT_T,
+	C_PROBE_T,
+	C_PROBE_V,
+	C_CSI_T,
+	C_CSI_V,
 };
 
 /* A copy of a text column, refusing embedded NUL characters. */
@@ -145,6 +151,14 @@ static int read_entry(sqlite3 *db, sqlite3_stmt *st, sqlite3_stmt *ost, struct l
 	     reg_kind_parse((const char *)sqlite3_column_text(st, C_KIND_V), &e->kind) < 0))
 		return shape_error(err, errlen, e->type, e->name, "Type",
 				   "must be one of controller, node, monolith");
+	if (!col_absent(st, C_PROBE_T) &&
+	    (!col_is(st, C_PROBE_T, "text") ||
+	     reg_probe_parse((const char *)sqlite3_column_text(st, C_PROBE_V), &e->probe) < 0))
+		return shape_error(err, errlen, e->type, e->name, "Probe",
+				   "must be one of none, connect, csi");
+	if (!col_absent(st, C_CSI_T) &&
+	    (!col_is(st, C_CSI_T, "text") || dup_text(st, C_CSI_V, &e->csi_name) < 0))
+		return shape_error(err, errlen, e->type, e->name, "CSIName", "must be a string");
 	if (col_absent(st, C_OPT_T))
 		return 0;
 	if (!col_is(st, C_OPT_T, "object"))
@@ -277,6 +291,7 @@ void legacy_free(struct legacy_entry *e, size_t n)
 		free(e[i].alloc);
 		free(e[i].socket);
 		free(e[i].version);
+		free(e[i].csi_name);
 		for (size_t j = 0; j < e[i].n_options; j++) {
 			free(e[i].options[j].key);
 			free(e[i].options[j].value);
@@ -296,6 +311,8 @@ struct reg_spec legacy_spec(const struct legacy_entry *e)
 	    .kind = e->kind,
 	    .options = e->options,
 	    .n_options = e->n_options,
+	    .probe = e->probe,
+	    .csi_name = e->csi_name,
 	};
 }
 

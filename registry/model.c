@@ -20,6 +20,7 @@ void registration_free_contents(struct registration *g)
 	free(g->alloc);
 	free(g->socket);
 	free(g->version);
+	free(g->csi_name);
 	reg_options_free(g->options, g->n_options);
 	memset(g, 0, sizeof(*g));
 }
@@ -94,7 +95,9 @@ int registration_copy(const struct registration *src, struct registration *dst)
 	dst->alloc = dup_or_empty(src->alloc);
 	dst->socket = dup_or_empty(src->socket);
 	dst->version = dup_or_empty(src->version);
+	dst->csi_name = dup_or_empty(src->csi_name);
 	if (!dst->type || !dst->name || !dst->alloc || !dst->socket || !dst->version ||
+	    !dst->csi_name ||
 	    reg_options_copy(src->options, src->n_options, &dst->options, &dst->n_options) < 0) {
 		registration_free_contents(dst);
 		return -ENOMEM;
@@ -126,7 +129,8 @@ fail:
 bool registration_same_data(const struct registration *a, const struct registration *b)
 {
 	if (strcmp(a->socket, b->socket) != 0 || strcmp(a->version, b->version) != 0 ||
-	    a->kind != b->kind || a->n_options != b->n_options)
+	    a->kind != b->kind || a->n_options != b->n_options || a->probe != b->probe ||
+	    strcmp(a->csi_name ? a->csi_name : "", b->csi_name ? b->csi_name : "") != 0)
 		return false;
 	for (size_t i = 0; i < a->n_options; i++)
 		if (strcmp(a->options[i].key, b->options[i].key) != 0 ||
@@ -138,6 +142,32 @@ bool registration_same_data(const struct registration *a, const struct registrat
 const struct registration *reg_plugin_active(const struct reg_plugin *p)
 {
 	return p && p->active < p->n_regs ? &p->regs[p->active] : NULL;
+}
+
+const char *reg_probe_name(enum reg_probe p)
+{
+	switch (p) {
+	case REG_PROBE_NONE:
+		return "none";
+	case REG_PROBE_CONNECT:
+		return "connect";
+	case REG_PROBE_CSI:
+		return "csi";
+	case REG_PROBE_DEFAULT:
+		break;
+	}
+	return NULL;
+}
+
+int reg_probe_parse(const char *s, enum reg_probe *out)
+{
+	for (enum reg_probe p = REG_PROBE_NONE; p <= REG_PROBE_CSI; p++) {
+		if (s && strcmp(s, reg_probe_name(p)) == 0) {
+			*out = p;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 const char *reg_health_name(enum reg_health h)

@@ -5,7 +5,9 @@
  * means: one step {N, N+1, vN_to_vN1} at the end of migrations[], and
  * SCHEMA_VERSION = N+1.
  *
- * Version 2 (the tables of store.h): the registry in rows.
+ * Version 3 (the tables of store.h): version 2 and each registration's
+ *   probe override (probe, csi_name).
+ * Version 2: the registry in rows.
  * Version 1: the singleton layout of earlier registries, a table
  *   kv(key TEXT PRIMARY KEY, value TEXT) whose row `dynamic_plugin_registry'
  *   holds the legacy JSON {"Plugins": {type: {name: PluginInfo}}}.
@@ -40,6 +42,13 @@ static const char v2_sql[] =
     " seq INTEGER NOT NULL, deleted_at INTEGER NOT NULL,"
     " PRIMARY KEY(type, name, alloc)) WITHOUT ROWID;"
     "CREATE INDEX tombstones_deleted ON tombstones(deleted_at);";
+
+/* Version 3: a registration's own probe mode ('' = its type's) and the
+ * CSI plugin name its csi probe expects ('' = none). */
+static const char v3_sql[] =
+    "ALTER TABLE registrations ADD COLUMN probe TEXT NOT NULL DEFAULT ''"
+    " CHECK (probe IN ('', 'none', 'connect', 'csi'));"
+    "ALTER TABLE registrations ADD COLUMN csi_name TEXT NOT NULL DEFAULT '';";
 
 /* A new file: the tables of version 2. */
 static int v0_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -109,6 +118,12 @@ static int store_entries(struct store *s, struct legacy_entry *e, size_t n, int6
 	return rc;
 }
 
+static int v2_to_v3(struct store *s, int64_t now, char *err, size_t errlen)
+{
+	(void)now;
+	return store_exec(s, v3_sql, "adding the probe columns", err, errlen);
+}
+
 /* The legacy document into version-2 rows; the `kv' table is dropped (the
  * backup keeps it). */
 static int v1_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -146,6 +161,7 @@ struct migration {
 static const struct migration migrations[] = {
     {0, 2, v0_to_v2},
     {1, 2, v1_to_v2},
+    {2, 3, v2_to_v3},
 };
 
 static const struct migration *step_from(int64_t version)

@@ -19,8 +19,11 @@ static const char *const stmt_sql[ST_COUNT] = {
 			 " VALUES(?1, ?2, ?3, ?4, ?5)",
     [ST_INSERT_REG] = "INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq,"
 		      " registered_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [ST_INSERT_REG_PROBE] =
+	"INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq, registered_at,"
+	" updated_at, probe, csi_name) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_UPDATE_REG] = "UPDATE registrations SET socket = ?2, version = ?3, kind = ?4,"
-		      " updated_at = ?5 WHERE id = ?1",
+		      " updated_at = ?5, probe = ?6, csi_name = ?7 WHERE id = ?1",
     [ST_DELETE_REG] = "DELETE FROM registrations WHERE id = ?1",
     [ST_DELETE_OPTIONS] = "DELETE FROM reg_options WHERE reg_id = ?1",
     [ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
@@ -205,6 +208,13 @@ static char *col_strdup(sqlite3_stmt *st, int i)
 	return t ? strdup((const char *)t) : NULL;
 }
 
+static const char *col_text_or_empty(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+
+	return t ? (const char *)t : "";
+}
+
 static int load_options(struct store *s, sqlite3_stmt *st, struct registration *r, char *err,
 			size_t errlen)
 {
@@ -240,7 +250,7 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	memset(&r, 0, sizeof(r));
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"
-				" r.kind, r.seq, r.registered_at, r.updated_at"
+				" r.kind, r.seq, r.registered_at, r.updated_at, r.probe, r.csi_name"
 				" FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
 				" JOIN types t ON t.id = p.type_id ORDER BY p.id, r.seq DESC",
 				-1, &st, NULL);
@@ -273,7 +283,8 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 		r.seq = sqlite3_column_int64(st, 8);
 		r.registered_at = sqlite3_column_int64(st, 9);
 		r.updated_at = sqlite3_column_int64(st, 10);
-		if (!r.type || !r.name || !r.alloc || !r.socket || !r.version) {
+		r.csi_name = col_strdup(st, 12);
+		if (!r.type || !r.name || !r.alloc || !r.socket || !r.version || !r.csi_name) {
 			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
@@ -281,6 +292,14 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 			rc = plugfs_errf(err, errlen, -EIO,
 					 "state file `%s': registration %lld has unknown kind `%s'",
 					 s->path, (long long)r.id, kind ? kind : "");
+			goto out;
+		}
+		if (*col_text_or_empty(st, 11) &&
+		    reg_probe_parse(col_text_or_empty(st, 11), &r.probe) < 0) {
+			rc =
+			    plugfs_errf(err, errlen, -EIO,
+					"state file `%s': registration %lld has unknown probe `%s'",
+					s->path, (long long)r.id, col_text_or_empty(st, 11));
 			goto out;
 		}
 		if ((rc = load_options(s, opt, &r, err, errlen)) < 0)
@@ -406,10 +425,18 @@ int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r,
 		     size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = stmt(s, ST_INSERT_REG, &st, err, errlen);
+	/* Without the probe columns when they keep their defaults, so that
+	 * the version-1 migration, which stores into version-2 tables, can
+	 * use it too. */
+	bool probe = r->probe != REG_PROBE_DEFAULT || (r->csi_name && *r->csi_name);
+	int rc = stmt(s, probe ? ST_INSERT_REG_PROBE : ST_INSERT_REG, &st, err, errlen);
 
 	if (rc < 0)
 		return rc;
+	if (probe) {
+		bind_text(st, 9, reg_probe_name(r->probe) ? reg_probe_name(r->probe) : "");
+		bind_text(st, 10, r->csi_name ? r->csi_name : "");
+	}
 	sqlite3_bind_int64(st, 1, plugin_id);
 	bind_text(st, 2, r->alloc);
 	bind_text(st, 3, r->socket);
@@ -436,6 +463,8 @@ int store_update_reg(struct store *s, const struct registration *r, char *err, s
 	bind_text(st, 3, r->version);
 	bind_text(st, 4, reg_kind_name(r->kind));
 	sqlite3_bind_int64(st, 5, r->updated_at);
+	bind_text(st, 6, reg_probe_name(r->probe) ? reg_probe_name(r->probe) : "");
+	bind_text(st, 7, r->csi_name ? r->csi_name : "");
 	if ((rc = run(s, st, "updating a registration", err, errlen)) < 0)
 		return rc;
 	if ((rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen)) < 0)

@@ -9,7 +9,7 @@
  *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
  *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
  *   plugins(id AUTOINCREMENT, type_id, name, UNIQUE(type_id, name))
- *   registrations(id AUTOINCREMENT, plugin_id, alloc, socket, version, kind,
+ *   registrations(id AUTOINCREMENT, plugin_id, alloc, socket, version, kind, probe, csi_name,
  *                 seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
  *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
  *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
@@ -34,7 +34,8 @@ enum store_stmt {
 	ST_GET_TOMBSTONE,
 	ST_DELETE_TOMBSTONE,
 	ST_PUT_TOMBSTONE,
-	ST_INSERT_REG,
+	ST_INSERT_REG,	     /* without probe and csi_name (their defaults; also on version 2) */
+	ST_INSERT_REG_PROBE, /* with them */
 	ST_UPDATE_REG,
 	ST_DELETE_REG,
 	ST_DELETE_OPTIONS,

@@ -298,6 +298,8 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 	    .kind = spec->kind ? spec->kind : reg_kind_for_type(r->types[ti]),
 	    .options = (struct reg_option *)spec->options,
 	    .n_options = spec->n_options,
+	    .probe = spec->probe,
+	    .csi_name = (char *)spec->csi_name,
 	    .registered_at = t,
 	    .updated_at = t,
 	};

@@ -299,6 +299,42 @@ out:
 	return rc;
 }
 
+int reg_validate_csi_name(const char *field, const char *s, char *err, size_t errlen)
+{
+	size_t n = s ? strlen(s) : 0;
+	char q[4 * 80 + 4];
+	bool ok = n >= 1 && n <= REG_CSI_NAME_MAX;
+
+	for (size_t i = 0; ok && i < n; i++) {
+		bool alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+			     (s[i] >= '0' && s[i] <= '9');
+
+		ok = alnum || ((s[i] == '.' || s[i] == '-') && i > 0 && i + 1 < n);
+	}
+	if (!ok)
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "%s `%s': must be a CSI plugin name: 1-%d of [A-Za-z0-9.-], "
+				   "beginning and ending with a letter or a digit",
+				   field, reg_quote(q, sizeof(q), s ? s : ""), REG_CSI_NAME_MAX);
+	return 0;
+}
+
+int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, size_t errlen)
+{
+	if (probe != REG_PROBE_DEFAULT && !reg_probe_name(probe))
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "probe %d: must be one of none, connect, csi", (int)probe);
+	if (!csi_name || !*csi_name)
+		return 0;
+	if (probe != REG_PROBE_CSI)
+		return plugfs_errf(
+		    err, errlen, -EINVAL,
+		    "csi_name: only with probe csi (the name is what the csi probe's "
+		    "GetPluginInfo must answer), got probe %s",
+		    reg_probe_name(probe) ? reg_probe_name(probe) : "default");
+	return reg_validate_csi_name("csi_name", csi_name, err, errlen);
+}
+
 int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, size_t n_roots,
 		      char *err, size_t errlen)
 {
@@ -311,6 +347,8 @@ int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, siz
 		return rc;
 	if (spec->version &&
 	    (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
+		return rc;
+	if ((rc = reg_validate_probe(spec->probe, spec->csi_name, err, errlen)) < 0)
 		return rc;
 	if (spec->kind != REG_KIND_UNSET && !reg_kind_name(spec->kind))
 		return plugfs_errf(err, errlen, -EINVAL,

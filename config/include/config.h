@@ -21,6 +21,24 @@
 enum plugfs_probe_mode {
 	PLUGFS_PROBE_CONNECT = 0, /* the socket accepts a connection */
 	PLUGFS_PROBE_NONE,	  /* no probing: every registration counts as alive */
+	PLUGFS_PROBE_CSI,	  /* csi.v1.Identity/Probe over the socket answers ready */
+};
+
+/* How registrations of one type are probed: [probe.TYPE] over [probe]. */
+struct plugfs_probe_settings {
+	enum plugfs_probe_mode mode;
+	unsigned interval_ms;
+	unsigned timeout_ms;
+	unsigned failures;
+};
+
+/* A [probe.TYPE] section.  After a successful parse every field of s is
+ * set: from the section where it sets the key, else from [probe]. */
+struct plugfs_probe_type {
+	char *type;			/* one of [registry] types */
+	struct plugfs_probe_settings s; /* the type's settings */
+	unsigned line;			/* where the section first appeared */
+	unsigned key_line[4]; /* where mode, interval, timeout, failures were set; 0 = not */
 };
 
 struct plugfs_config {
@@ -48,6 +66,9 @@ struct plugfs_config {
 	unsigned probe_interval_ms;	   /* 5000 (written in seconds, e.g. 0.2) */
 	unsigned probe_timeout_ms;	   /* 1000 */
 	unsigned probe_failures;	   /* 3: an alive registration turns dead after */
+	/* [probe.TYPE] sections, in the order they first appear */
+	struct plugfs_probe_type *probe_types;
+	size_t n_probe_types;
 	/* [log] */
 	enum plugfs_log_level log_level; /* info */
 
@@ -73,8 +94,13 @@ int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, s
 
 void config_free(struct plugfs_config *cfg);
 
+/* The probe settings of registrations of type: its [probe.TYPE] section
+ * when there is one, else [probe]. */
+void config_probe_settings(const struct plugfs_config *cfg, const char *type,
+			   struct plugfs_probe_settings *out);
+
 const char *log_level_name(enum plugfs_log_level l);
-/* "connect", "none". */
+/* "connect", "none", "csi". */
 const char *probe_mode_name(enum plugfs_probe_mode m);
 
 #endif

@@ -34,12 +34,13 @@ struct control_options {
 	 * creating one (the server owns it from then on). */
 	bool inherit_listen_fd;
 	int listen_fd;
-	/* NULL, or the first probe of a socket: `register' calls it before
-	 * storing a registration, on the server thread with no lock held
+	/* NULL, or the first probe of a registration (of its first type):
+	 * `register' calls it before storing it, on the server thread with no lock held
 	 * (it must be bounded: the daemon's is probe_first), and a new
 	 * registration starts with *out, so a dead socket never takes over.
 	 * The answer then says the registration's health. */
-	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
+	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
+		      void *arg);
 	void *probe_arg;
 	/* NULL, or what `metrics' adds for the rest of the daemon (the
 	 * filesystem, the probes): called on the server thread, it appends

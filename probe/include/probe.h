@@ -20,19 +20,61 @@
 /* Sockets in flight at once in one poll set. */
 #define PROBE_MAX_INFLIGHT 64
 
-struct probe_options {
-	bool enabled;	      /* false: [probe] mode = none, nothing is probed */
+/* How a registration is probed ([probe] mode). */
+enum probe_mode {
+	PROBE_MODE_NONE = 0, /* not probed: counts as alive */
+	PROBE_MODE_CONNECT,  /* the socket accepts a connection */
+	PROBE_MODE_CSI,	     /* csi.v1.Identity/Probe answers ready */
+};
+
+/* How the registrations of one type are probed. */
+struct probe_settings {
+	enum probe_mode mode;
 	unsigned interval_ms; /* between rounds */
 	unsigned timeout_ms;  /* per probe */
 	unsigned failures;    /* consecutive failures before alive turns dead, >= 1 */
+};
+
+/* The settings of one type ([probe.TYPE] over [probe]). */
+struct probe_type_options {
+	const char *type;
+	struct probe_settings s;
+};
+
+struct probe_options {
+	/* The default ([probe]): for a type that is not in types. */
+	enum probe_mode mode; /* PROBE_MODE_NONE: not probed */
+	unsigned interval_ms;
+	unsigned timeout_ms;
+	unsigned failures;
+	/* Each type's own settings; the prober runs one thread per type
+	 * here (one for everything when n_types is 0).  prober_start copies
+	 * them. */
+	const struct probe_type_options *types;
+	size_t n_types;
 	/* Clock for probed_at and since; NULL = time(NULL).  Tests inject one. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
+	/* NULL, or a flag (read atomically): once it is true, a round under
+	 * way ends within 50 ms with -ECANCELED and applies nothing.  The
+	 * prober sets its own, so that prober_stop does not wait for a
+	 * round of hung probes. */
+	const bool *stop;
 };
+
+/* The settings registrations of type are probed with: its entry in
+ * o->types, else the default. */
+void probe_settings_for(const struct probe_options *o, const char *type,
+			struct probe_settings *out);
+
+/* Whether anything is probed at all: the default or a type's mode is not
+ * none. */
+bool probe_enabled(const struct probe_options *o);
 
 /* One probe's outcome. */
 struct probe_result {
 	bool ok;
+	unsigned took_ms;		/* from the probe's start to its outcome */
 	char error[REG_HEALTH_ERR_MAX]; /* "" when ok: "connection refused",
 					   "no such file", "timeout", or strerror */
 };
@@ -49,6 +91,29 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_result *out);
 
 /*
+ * The `csi' probe of n socket paths: a csi.v1.Identity/Probe gRPC call
+ * (HTTP/2 with prior knowledge over the Unix socket, libcurl) to each, and
+ * when names && names[i] a GetPluginInfo whose name must equal names[i].
+ * All run in parallel in one libcurl multi handle on the calling thread,
+ * at most PROBE_MAX_INFLIGHT in flight, each bounded by timeout_ms from its
+ * own start (both calls together), so one that accepts and never answers
+ * delays no other.  Alive: grpc-status 0 and `ready' true or absent (the
+ * CSI spec: absent means ready), and the name when asked.  Dead, with
+ * out[i].error: "not ready", "grpc status N: message", "timeout",
+ * "connection refused", "no such file", "HTTP status N", "plugin name is
+ * X, expected Y", a malformed or truncated answer.  names may be NULL.
+ * Needs probe_global_init first.  Returns 0, -ENOMEM or -EIO (libcurl's
+ * multi interface failed).
+ */
+int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
+		   unsigned timeout_ms, struct probe_result *out);
+
+/* libcurl's global set-up, once per process before any thread probes (the
+ * daemon's start); probe_global_cleanup at its end.  0 or -ENOMEM. */
+int probe_global_init(void);
+void probe_global_cleanup(void);
+
+/*
  * The hysteresis: the runtime state after a probe with result res, from
  * old.  A success makes it alive (failures 0, error "").  A failure counts
  * one more consecutive failure and keeps the error; an alive registration
@@ -60,18 +125,30 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 			unsigned failures, int64_t now, struct reg_runtime *out);
 
 /*
- * One round, synchronously on the calling thread: snapshots the registry,
- * probes every registration in parallel (bounded by the timeout) and
- * applies the results with registry_set_runtime (events, and a new active
- * registration, go out then).  Used at start, before the daemon reports
- * ready, and by the prober thread.  Returns the number probed or -errno.
+ * One round of every registration, synchronously: snapshots the registry,
+ * probes each registration by the settings of its type and its own mode
+ * when it has one (those of one mode and timeout together, the groups on threads of their own, all
+ * in parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and applies the results with
+ * registry_set_runtime (events, and a new active registration, go out then).  A registration whose
+ * mode is none is not probed (and goes back to unknown if it was).  Used at start, before the
+ * daemon reports ready.  Returns the number probed or -errno.
  */
 int probe_round(struct registry *r, const struct probe_options *o);
+/* The same for the registrations of one type only (the prober's threads). */
+int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
-/* The first probe of a registration that is not in the registry yet (a
- * `register'): *rt is what probe_next_runtime makes of an unknown state,
- * alive or dead.  Blocks at most o->timeout_ms. */
-void probe_first(const char *socket, const struct probe_options *o, struct reg_runtime *rt);
+/* The mode a registration of type with override probe (its own, from
+ * `register --probe'; REG_PROBE_DEFAULT: none) is probed with. */
+enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
+			       enum reg_probe probe);
+
+/* The first probe of a registration of type that is not in the registry
+ * yet (a `register'), by its override probe over its type's mode, csi_name
+ * the plugin name its csi probe expects (NULL or "" = none): *rt is what
+ * probe_next_runtime makes of an unknown state, alive or dead; unknown
+ * when its mode is none.  Blocks at most the type's timeout. */
+void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,
+		 const struct probe_options *o, struct reg_runtime *rt);
 
 /* What was probed since the process started, for metrics (atomics: any
  * thread may read them). */
@@ -84,13 +161,16 @@ void probe_stats(struct probe_stats *out);
 
 struct prober;
 
-/* Starts the prober thread: a round every interval_ms until prober_stop.
- * The options are copied.  Nothing is started when !o->enabled (*out is
+/* Starts the prober: a thread per type of o->types (also those whose mode
+ * is none: a registration of theirs may have a mode of its own), each a
+ * round of its type every interval of its type, until prober_stop
+ * (without types: one thread, every registration, the default interval).
+ * The options are copied.  Nothing is started when !probe_enabled(o) (*out is
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
 		 size_t errlen);
-/* Stops the thread (waits for a round under way: at most one timeout per
- * PROBE_MAX_INFLIGHT registrations) and frees p.  NULL is a no-op. */
+/* Stops the threads (a round under way ends within 50 ms, its results not
+ * applied) and frees p.  NULL is a no-op. */
 void prober_stop(struct prober *p);
 
 #endif

@@ -59,6 +59,19 @@ const char *reg_kind_name(enum reg_kind k);
 /* Parses a kind name; returns 0 or -EINVAL. */
 int reg_kind_parse(const char *s, enum reg_kind *out);
 
+/* How one registration asks to be probed, over its type's [probe] mode. */
+enum reg_probe {
+	REG_PROBE_DEFAULT = 0, /* its type's mode */
+	REG_PROBE_NONE,
+	REG_PROBE_CONNECT,
+	REG_PROBE_CSI,
+};
+/* "none", "connect", "csi"; NULL for REG_PROBE_DEFAULT. */
+const char *reg_probe_name(enum reg_probe p);
+/* Parses "none", "connect" or "csi"; returns 0 or -EINVAL. */
+int reg_probe_parse(const char *s, enum reg_probe *out);
+#define REG_CSI_NAME_MAX 63 /* the CSI spec's limit of GetPluginInfo's name */
+
 struct reg_option {
 	char *key;
 	char *value;
@@ -73,7 +86,7 @@ enum reg_health {
 /* "unknown", "alive", "dead"; "?" for anything else. */
 const char *reg_health_name(enum reg_health h);
 
-#define REG_HEALTH_ERR_MAX 64
+#define REG_HEALTH_ERR_MAX 160
 
 /* State of a registration that lives in memory only (never persisted;
  * zero, i.e. unknown, when the registry opens), changed through
@@ -98,6 +111,8 @@ struct registration {
 	enum reg_kind kind;
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
+	enum reg_probe probe;	    /* its own probe mode, or its type's */
+	char *csi_name;		    /* "" or, with probe csi, the name GetPluginInfo must give */
 	int64_t seq;		    /* place in the list: higher is more recent */
 	int64_t registered_at;	    /* unix seconds, UTC */
 	int64_t updated_at;	    /* unix seconds, UTC */
@@ -152,8 +167,8 @@ int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
  * health, since or error differ.  probed_at and failures alone are kept
  * without an event (a probe round that changed nothing wakes nobody). */
 bool reg_runtime_differs(const struct reg_runtime *a, const struct reg_runtime *b);
-/* Whether a and b register the same thing: socket, version, kind and
- * options (both sorted by key).  Ids, seq and times are not compared. */
+/* Whether a and b register the same thing: socket, version, kind, options
+ * (both sorted by key), probe and csi_name.  Ids, seq and times are not compared. */
 bool registration_same_data(const struct registration *a, const struct registration *b);
 
 /* What a caller asks to register; strings are borrowed. */
@@ -166,6 +181,11 @@ struct reg_spec {
 				csi-node -> node, any other type -> monolith */
 	const struct reg_option *options;
 	size_t n_options;
+	enum reg_probe probe; /* REG_PROBE_DEFAULT: the type's mode */
+	/* NULL or "" = none; else only with probe REG_PROBE_CSI: 1-63 of
+	 * [A-Za-z0-9.-], beginning and ending alphanumeric (the CSI spec's
+	 * plugin name) */
+	const char *csi_name;
 	/* NULL, or the runtime state a registration that is new (inserted,
 	 * not updated) starts with, e.g. the result of a probe made before
 	 * registering, so that a dead socket never becomes active even for a
@@ -376,6 +396,13 @@ void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *ar
  * message naming `field` and the rule. */
 int reg_validate_name(const char *field, const char *s, char *err, size_t errlen);
 int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen);
+/* A CSI plugin name (GetPluginInfo's `name'): 1-63 of [A-Za-z0-9.-],
+ * beginning and ending with a letter or a digit. */
+int reg_validate_csi_name(const char *field, const char *s, char *err, size_t errlen);
+/* probe and csi_name together: probe is one of the modes, and a csi_name
+ * ("" or NULL = none) comes only with probe csi and follows
+ * reg_validate_csi_name. */
+int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, size_t errlen);
 /*
  * The path rules, the same for sockets, socket roots and the config's
  * paths: absolute, normalised (no empty, `.' or `..' component, no

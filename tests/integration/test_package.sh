@@ -47,8 +47,9 @@ for bin in "$B/cli/plugfs" "$B/tools/plugfs-demo-plugin"; do
 		check "$(basename "$bin") needs $lib: its package ${pkg:-?} is in Depends" has_dep "${pkg:-none}"
 	done
 done
-# The libraries of docs/design.md "Parts and data flow": FUSE, SQLite, inih, jansson.
-for p in libfuse3-3 libsqlite3-0 libinih1 libjansson4; do
+# The libraries of docs/design.md "Parts and data flow": FUSE, SQLite, inih,
+# jansson, and libcurl (the csi probe).
+for p in libfuse3-3 libsqlite3-0 libinih1 libjansson4 libcurl4; do
 	check "Depends has $p" has_dep "$p"
 done
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }

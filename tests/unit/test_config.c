@@ -284,7 +284,7 @@ static void test_bad_values(void **state)
 	     "[registry] tombstone_ttl = `-5': expected a whole number of seconds 0-315360000"},
 	    {"registry", "tombstone_ttl", "315360001",
 	     "expected a whole number of seconds 0-315360000"},
-	    {"probe", "mode", "csi-ish", "[probe] mode = `csi-ish': expected connect or none"},
+	    {"probe", "mode", "csi-ish", "[probe] mode = `csi-ish': expected connect, csi or none"},
 	    {"probe", "interval", "0.01",
 	     "[probe] interval = `0.01': expected a number of seconds 0.05-3600, at most 3 "
 	     "decimals (e.g. 0.5)"},
@@ -347,7 +347,7 @@ static void test_unknown_names(void **state)
 		     "allow_other, cache_timeout");
 	expect_error("[mount]\n\n[mout]\nallow_other = true\n", 3,
 		     "unknown section [mout]; expected [mount], [state], [control], [registry], "
-		     "[probe] or [log]");
+		     "[probe], [probe.TYPE] or [log]");
 	/* An unknown section without keys is an error too. */
 	expect_error("[log]\nlevel = info\n[extra]\n", 3, "unknown section [extra]");
 	expect_error("[ mount ]\n", 1, "unknown section [ mount ]");
@@ -623,6 +623,85 @@ static void test_probe_keys(void **state)
 	assert_int_equal(cfg.probe_timeout_ms, 1250);
 	assert_string_equal(probe_mode_name(cfg.probe_mode), "connect");
 	config_free(&cfg);
+	assert_int_equal(
+	    config_parse_string("[probe]\nmode = csi\n", "p.ini", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_CSI);
+	assert_string_equal(probe_mode_name(cfg.probe_mode), "csi");
+	config_free(&cfg);
+}
+
+/* [probe.TYPE]: a type's own settings over [probe]; the rest inherited. */
+static void test_probe_type_sections(void **state)
+{
+	struct plugfs_config cfg;
+	struct plugfs_probe_settings st;
+	char err[CONFIG_ERR_MAX] = "";
+
+	(void)state;
+	/* The section may come before [registry] and before [probe]. */
+	assert_int_equal(
+	    config_parse_string("[probe.csi-controller]\nmode = csi\ntimeout = 2\n"
+				"[registry]\ntypes = csi-controller csi-node\n"
+				"[probe]\nmode = connect\ninterval = 10\nfailures = 4\n"
+				"[probe.csi-node]\n"
+				"[probe.csi-controller]\nfailures = 2\n",
+				"t.ini", &cfg, err, sizeof(err)),
+	    0);
+	assert_int_equal(cfg.n_probe_types, 2);
+	config_probe_settings(&cfg, "csi-controller", &st);
+	assert_int_equal(st.mode, PLUGFS_PROBE_CSI);
+	assert_int_equal(st.interval_ms, 10000); /* from [probe] */
+	assert_int_equal(st.timeout_ms, 2000);
+	assert_int_equal(st.failures, 2);	      /* the section again, later */
+	config_probe_settings(&cfg, "csi-node", &st); /* an empty section: all [probe] */
+	assert_int_equal(st.mode, PLUGFS_PROBE_CONNECT);
+	assert_int_equal(st.interval_ms, 10000);
+	assert_int_equal(st.timeout_ms, 1000);
+	assert_int_equal(st.failures, 4);
+	config_probe_settings(&cfg, NULL, &st);
+	assert_int_equal(st.failures, 4);
+	config_free(&cfg);
+	assert_null(cfg.probe_types);
+
+	/* A type not in [registry] types, named with the section's line. */
+	expect_error("[registry]\ntypes = csi-node\n[probe.csi-controller]\nmode = csi\n", 3,
+		     "[probe.csi-controller]: `csi-controller' is not one of [registry] types "
+		     "(csi-node); a [probe.TYPE] section sets the probes of one registered type");
+	expect_error("[log]\nlevel = info\n[probe.nope]\n", 3,
+		     "[probe.nope]: `nope' is not one of [registry] types (csi-controller, "
+		     "csi-node)");
+	/* A TYPE that breaks the name rule, or none. */
+	expect_error("[log]\nlevel = info\n[probe.]\n", 3, "[probe.TYPE] section: TYPE");
+	expect_error("[log]\nlevel = info\n[probe.a/b]\n", 3, "[probe.TYPE] section: TYPE");
+	/* Its keys are [probe]'s, with the same rules, named by the section. */
+	expect_error("[probe.csi-node]\nmode = connect\nretries = 3\n", 3,
+		     "unknown key `retries' in [probe.csi-node]; known keys: mode, interval, "
+		     "timeout, failures");
+	expect_error("[probe.csi-node]\nmode = connect\nmode = csi\n", 3,
+		     "duplicate key `mode' in [probe.csi-node] (first set on line 2)");
+	expect_error("[probe.csi-node]\n\ntimeout = 61\n", 3,
+		     "[probe.csi-node] timeout = `61': expected a number of seconds 0.01-60");
+	expect_error("[probe.csi-node]\n\nmode = grpc\n", 3,
+		     "[probe.csi-node] mode = `grpc': expected connect, csi or none");
+	/* The same key in [probe] and [probe.TYPE] is not a duplicate. */
+	assert_int_equal(config_parse_string("[probe]\nmode = none\n[probe.csi-node]\nmode = csi\n",
+					     "t.ini", &cfg, err, sizeof(err)),
+			 0);
+	config_probe_settings(&cfg, "csi-node", &st);
+	assert_int_equal(st.mode, PLUGFS_PROBE_CSI);
+	config_probe_settings(&cfg, "csi-controller", &st);
+	assert_int_equal(st.mode, PLUGFS_PROBE_NONE);
+	config_free(&cfg);
+	/* A type name longer than inih's section buffer still works. */
+	assert_int_equal(
+	    config_parse_string(
+		"[registry]\ntypes = a-very-long-type-name-beyond-fifty-characters-x\n"
+		"[probe.a-very-long-type-name-beyond-fifty-characters-x]\nfailures = 9\n",
+		"t.ini", &cfg, err, sizeof(err)),
+	    0);
+	config_probe_settings(&cfg, "a-very-long-type-name-beyond-fifty-characters-x", &st);
+	assert_int_equal(st.failures, 9);
+	config_free(&cfg);
 }
 
 int main(void)
@@ -635,6 +714,7 @@ int main(void)
 	    cmocka_unit_test(test_lists),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_probe_keys),
+	    cmocka_unit_test(test_probe_type_sections),
 	    cmocka_unit_test(test_long_value_is_cut_in_message),
 	    cmocka_unit_test(test_messages_escape_file_text),
 	    cmocka_unit_test(test_unknown_names),

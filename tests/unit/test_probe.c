@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "connector.h"
@@ -234,7 +235,7 @@ static void test_round_moves_active(void **state)
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
-	struct probe_options po = {.enabled = true,
+	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
 				   .interval_ms = 100,
 				   .timeout_ms = 200,
 				   .failures = 2,
@@ -265,11 +266,11 @@ static void test_round_moves_active(void **state)
 	assert_int_equal(probe_round(r, &po), 2);
 	assert_string_equal(active_of(r), "a1");
 	/* probe_first of a missing socket: dead at once. */
-	probe_first("/nonexistent/x.sock", &po, &rt);
+	probe_first("csi-node", "/nonexistent/x.sock", REG_PROBE_DEFAULT, NULL, &po, &rt);
 	assert_int_equal(rt.health, REG_HEALTH_DEAD);
 	assert_string_equal(rt.error, "no such file");
 	assert_int_equal(rt.probed_at, 1000);
-	probe_first(a0, &po, &rt);
+	probe_first("csi-node", a0, REG_PROBE_DEFAULT, NULL, &po, &rt);
 	assert_int_equal(rt.health, REG_HEALTH_ALIVE);
 	registry_close(r);
 	close(l0);
@@ -282,7 +283,7 @@ static void test_prober_thread(void **state)
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
 	struct probe_options po = {
-	    .enabled = true, .interval_ms = 50, .timeout_ms = 100, .failures = 1};
+	    .mode = PROBE_MODE_CONNECT, .interval_ms = 50, .timeout_ms = 100, .failures = 1};
 	char a0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;
@@ -302,7 +303,7 @@ static void test_prober_thread(void **state)
 	assert_string_equal(active_of(r), "a0");
 	prober_stop(p);
 	/* Disabled: no thread. */
-	po.enabled = false;
+	po.mode = PROBE_MODE_NONE;
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
 	assert_null(p);
 	prober_stop(NULL);
@@ -310,12 +311,195 @@ static void test_prober_thread(void **state)
 	close(l0);
 }
 
+/* The health of alloc of type/p. */
+static enum reg_health health_of(struct registry *r, const char *type, const char *alloc)
+{
+	enum reg_health h = REG_HEALTH_UNKNOWN;
+	struct reg_plugin p;
+
+	assert_int_equal(registry_get_plugin(r, type, "p", &p), 0);
+	for (size_t i = 0; i < p.n_regs; i++)
+		if (strcmp(p.regs[i].alloc, alloc) == 0)
+			h = p.regs[i].runtime.health;
+	reg_plugin_free_contents(&p);
+	return h;
+}
+
+/* Each type by its own settings: csi-node connect with failures 1,
+ * csi-controller connect with failures 3, csi-other none (never probed). */
+static void test_round_per_type(void **state)
+{
+	static const char *const types[] = {"csi-node", "csi-controller", "csi-other"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 3, .tombstone_ttl = 60, .synchronous = "off"};
+	const struct probe_type_options to[] = {
+	    {"csi-node", {PROBE_MODE_CONNECT, 100, 200, 1}},
+	    {"csi-controller", {PROBE_MODE_CONNECT, 100, 300, 3}},
+	    {"csi-other", {PROBE_MODE_NONE, 100, 200, 1}},
+	};
+	struct probe_options po = {.mode = PROBE_MODE_CSI,
+				   .interval_ms = 5000,
+				   .timeout_ms = 1000,
+				   .failures = 7,
+				   .types = to,
+				   .n_types = 3,
+				   .now = fixed_now};
+	struct probe_settings st;
+	char a0[108], err[REG_ERR_MAX] = "";
+	struct registry *r = NULL;
+	struct prober *p = NULL;
+	int l0 = bound("pt.sock", true, 4, a0, sizeof(a0));
+	struct reg_spec s0 = {.name = "p", .alloc = "a0", .socket = a0};
+	struct reg_runtime rt;
+
+	(void)state;
+	probe_settings_for(&po, "csi-controller", &st);
+	assert_int_equal(st.mode, PROBE_MODE_CONNECT);
+	assert_int_equal(st.timeout_ms, 300);
+	assert_int_equal(st.failures, 3);
+	probe_settings_for(&po, "not-listed", &st);
+	assert_int_equal(st.mode, PROBE_MODE_CSI);
+	assert_int_equal(st.interval_ms, 5000);
+	assert_int_equal(st.failures, 7);
+	assert_true(probe_enabled(&po));
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	assert_int_equal(registry_register(r, types, 3, &s0, err, sizeof(err)), 0);
+	/* csi-other is not probed: 2 of 3. */
+	assert_int_equal(probe_round(r, &po), 2);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_ALIVE);
+	assert_int_equal(health_of(r, "csi-controller", "a0"), REG_HEALTH_ALIVE);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_UNKNOWN);
+	close(l0);
+	unlink(a0);
+	assert_int_equal(probe_round_type(r, &po, "csi-node"), 1);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_DEAD);
+	assert_int_equal(health_of(r, "csi-controller", "a0"), REG_HEALTH_ALIVE);
+	assert_int_equal(probe_round(r, &po), 2);
+	assert_int_equal(health_of(r, "csi-controller", "a0"), REG_HEALTH_ALIVE); /* 1 of 3 */
+	assert_int_equal(probe_round(r, &po), 2);
+	assert_int_equal(health_of(r, "csi-controller", "a0"), REG_HEALTH_ALIVE); /* 2 of 3 */
+	assert_int_equal(probe_round(r, &po), 2);
+	assert_int_equal(health_of(r, "csi-controller", "a0"), REG_HEALTH_DEAD);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_UNKNOWN);
+	/* The first probe of a type whose mode is none: unknown, not probed. */
+	rt.health = REG_HEALTH_DEAD;
+	probe_first("csi-other", "/nonexistent/x.sock", REG_PROBE_DEFAULT, NULL, &po, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_UNKNOWN);
+	assert_int_equal(rt.probed_at, 0);
+	/* The prober: threads for the probed types only; all none: nothing. */
+	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
+	assert_non_null(p);
+	prober_stop(p);
+	po.mode = PROBE_MODE_NONE;
+	po.n_types = 1;
+	po.types = &to[2];
+	assert_false(probe_enabled(&po));
+	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
+	assert_null(p);
+	registry_close(r);
+}
+
+/* A registration's own mode over its type's: connect in a type whose mode
+ * is none is probed; none in a probed type is not, and goes back to
+ * unknown. */
+static void test_round_override(void **state)
+{
+	static const char *const types[] = {"csi-node", "csi-other"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 2, .tombstone_ttl = 60, .synchronous = "off"};
+	const struct probe_type_options to[] = {
+	    {"csi-node", {PROBE_MODE_CONNECT, 100, 200, 1}},
+	    {"csi-other", {PROBE_MODE_NONE, 100, 200, 1}},
+	};
+	struct probe_options po = {.mode = PROBE_MODE_NONE,
+				   .interval_ms = 100,
+				   .timeout_ms = 200,
+				   .failures = 1,
+				   .types = to,
+				   .n_types = 2,
+				   .now = fixed_now};
+	char err[REG_ERR_MAX] = "";
+	struct registry *r = NULL;
+	struct reg_spec s0 = {.name = "p",
+			      .alloc = "a0",
+			      .socket = "/nonexistent/o.sock",
+			      .probe = REG_PROBE_CONNECT};
+	struct reg_runtime rt;
+
+	(void)state;
+	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_DEFAULT), PROBE_MODE_NONE);
+	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_CSI), PROBE_MODE_CSI);
+	assert_int_equal(probe_mode_for(&po, "csi-node", REG_PROBE_NONE), PROBE_MODE_NONE);
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	assert_int_equal(registry_register(r, &types[1], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(probe_round(r, &po), 1);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_DEAD);
+	/* Registered again with probe none: not probed, back to unknown. */
+	s0.probe = REG_PROBE_NONE;
+	assert_int_equal(registry_register(r, &types[1], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_DEAD); /* kept by the update */
+	assert_int_equal(probe_round(r, &po), 0);
+	assert_int_equal(health_of(r, "csi-other", "a0"), REG_HEALTH_UNKNOWN);
+	/* The same in a probed type. */
+	assert_int_equal(registry_register(r, &types[0], 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(probe_round_type(r, &po, "csi-node"), 0);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_UNKNOWN);
+	/* probe_first by the override. */
+	probe_first("csi-other", "/nonexistent/x.sock", REG_PROBE_CONNECT, NULL, &po, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_DEAD);
+	probe_first("csi-node", "/nonexistent/x.sock", REG_PROBE_NONE, NULL, &po, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_UNKNOWN);
+	registry_close(r);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* prober_stop does not wait for a round of hung probes: a csi probe of a
+ * socket that takes connections into its backlog and never answers has a
+ * 10 s timeout; the stop comes back long before it (bound: 2 s). */
+static void test_stop_cancels_hung_round(void **state)
+{
+	static const char *const types[] = {"csi-node"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
+	struct probe_options po = {
+	    .mode = PROBE_MODE_CSI, .interval_ms = 50, .timeout_ms = 10000, .failures = 1};
+	char h0[108], err[REG_ERR_MAX] = "";
+	struct registry *r = NULL;
+	struct prober *p = NULL;
+	int l0 = bound("hung.sock", true, 16, h0, sizeof(h0));
+	struct reg_spec s0 = {.name = "p", .alloc = "a0", .socket = h0};
+	int64_t t0;
+
+	(void)state;
+	assert_int_equal(probe_global_init(), 0);
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	assert_int_equal(registry_register(r, types, 1, &s0, err, sizeof(err)), 0);
+	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
+	usleep(300000); /* a round is under way, its probe hung */
+	t0 = mono_ms();
+	prober_stop(p);
+	assert_true(mono_ms() - t0 < 2000);
+	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_UNKNOWN); /* nothing applied */
+	registry_close(r);
+	close(l0);
+	probe_global_cleanup();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_connect_outcomes),   cmocka_unit_test(test_connect_many),
-	    cmocka_unit_test(test_connector_threads),  cmocka_unit_test(test_hysteresis),
+	    cmocka_unit_test(test_connect_outcomes), cmocka_unit_test(test_connect_many),
+	    cmocka_unit_test(test_connector_threads), cmocka_unit_test(test_hysteresis),
 	    cmocka_unit_test(test_round_moves_active), cmocka_unit_test(test_prober_thread),
+	    cmocka_unit_test(test_round_per_type), cmocka_unit_test(test_round_override),
+	    cmocka_unit_test(test_stop_cancels_hung_round),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -207,7 +207,7 @@ static void test_wal_and_schema_version(void **state)
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(st, 0), 2);
+	assert_int_equal(sqlite3_column_int(st, 0), 3);
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -228,14 +228,14 @@ static void test_newer_version_refused(void **state)
 
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	close_registry(f);
-	exec_sql(f->path, "PRAGMA user_version = 3");
+	exec_sql(f->path, "PRAGMA user_version = 4");
 	assert_int_equal(try_open(f, err, sizeof(err)), -ENOTSUP);
-	assert_non_null(strstr(err, "schema version 3 is newer than this plugfs supports (2)"));
+	assert_non_null(strstr(err, "schema version 4 is newer than this plugfs supports (3)"));
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -ENOTSUP);
 	assert_non_null(strstr(err, "newer"));
-	/* Untouched: still version 3 with its row. */
+	/* Untouched: still version 4 with its row. */
 	assert_int_equal(count_rows(f, "registrations"), 1);
-	exec_sql(f->path, "PRAGMA user_version = 2");
+	exec_sql(f->path, "PRAGMA user_version = 3");
 	reopen(f);
 	assert_string_equal(active(f, "csi-node", "p"), "a0");
 }
@@ -316,8 +316,8 @@ static void check_migrated(struct fixture *f)
 	assert_int_equal(query_int(bak, "SELECT count(*) FROM kv WHERE key ="
 					" 'dynamic_plugin_registry' AND value LIKE '%\"p1\"%'"),
 			 1);
-	/* The state file is version 2 without kv, lists right. */
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 2);
+	/* The state file is version 3 without kv, lists right. */
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 3);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master WHERE name = 'kv'"),
 			 0);
 	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p1", &p), 0);
@@ -648,7 +648,7 @@ static void test_missing_table(void **state)
 
 	close_registry(f);
 	exec_sql(f->path, "DROP TABLE tombstones");
-	snprintf(want, sizeof(want), "state file `%s': schema version 2 without table `tombstones'",
+	snprintf(want, sizeof(want), "state file `%s': schema version 3 without table `tombstones'",
 		 f->path);
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
 	assert_string_equal(err, want);
@@ -720,6 +720,109 @@ static void test_memory_database(void **state)
 	registry_close(r);
 }
 
+/* The probe override of p/alloc as "probe csi_name" ("- -" for none). */
+static const char *probe_of(struct fixture *f, const char *type, const char *alloc)
+{
+	static char buf[128];
+	struct reg_plugin p;
+
+	snprintf(buf, sizeof(buf), "?");
+	assert_int_equal(registry_get_plugin(f->r, type, "p", &p), 0);
+	for (size_t i = 0; i < p.n_regs; i++)
+		if (strcmp(p.regs[i].alloc, alloc) == 0)
+			snprintf(buf, sizeof(buf), "%s %s",
+				 reg_probe_name(p.regs[i].probe) ? reg_probe_name(p.regs[i].probe)
+								 : "-",
+				 p.regs[i].csi_name[0] ? p.regs[i].csi_name : "-");
+	reg_plugin_free_contents(&p);
+	return buf;
+}
+
+/* A version-2 file (registrations without the probe columns) climbs to 3:
+ * backed up first, its rows kept with their type's probe mode. */
+static void test_migrate_v2_probe(void **state)
+{
+	struct fixture *f = *state;
+	char bak[256];
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	close_registry(f);
+	exec_sql(f->path, "ALTER TABLE registrations DROP COLUMN probe;"
+			  "ALTER TABLE registrations DROP COLUMN csi_name;"
+			  "PRAGMA user_version = 2");
+	assert_int_equal(query_int(f->path,
+				   "SELECT count(*) FROM pragma_table_info('registrations')"
+				   " WHERE name IN ('probe', 'csi_name')"),
+			 0);
+	reopen(f);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 3);
+	assert_int_equal(query_int(f->path,
+				   "SELECT count(*) FROM pragma_table_info('registrations')"
+				   " WHERE name IN ('probe', 'csi_name')"),
+			 2);
+	snprintf(bak, sizeof(bak), "%s.v2.bak", f->path);
+	assert_int_equal(query_int(bak, "PRAGMA user_version"), 2);
+	assert_int_equal(query_int(bak, "SELECT count(*) FROM registrations"), 2);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+	assert_string_equal(probe_of(f, "csi-node", "a1"), "- -");
+	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
+}
+
+/* register with a probe override: stored, loaded, updated, checked; bad
+ * ones refused with nothing stored. */
+static void test_probe_override_persists(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_spec s = {.name = "p",
+			     .alloc = "a0",
+			     .socket = "/run/csi/a0/csi.sock",
+			     .probe = REG_PROBE_CSI,
+			     .csi_name = "ebs.csi.aws.com"};
+	char err[REG_ERR_MAX] = "";
+
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_string_equal(probe_of(f, "csi-node", "a0"), "csi ebs.csi.aws.com");
+	restart(f);
+	assert_string_equal(probe_of(f, "csi-node", "a0"), "csi ebs.csi.aws.com");
+	/* The same again: no change; another mode: an update. */
+	events_clear(f);
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_string_equal(f->events, "");
+	s.probe = REG_PROBE_CONNECT;
+	s.csi_name = NULL;
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_non_null(strstr(f->events, "updated"));
+	restart(f);
+	assert_string_equal(probe_of(f, "csi-node", "a0"), "connect -");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 0);
+	/* Refused, nothing stored. */
+	s.alloc = "a1";
+	s.csi_name = "ebs.csi.aws.com";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "csi_name: only with probe csi"));
+	s.probe = REG_PROBE_CSI;
+	s.csi_name = "-bad.name";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "csi_name `-bad.name': must be a CSI plugin name"));
+	s.csi_name = "a_b";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	s.probe = (enum reg_probe)9;
+	s.csi_name = NULL;
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "probe 9: must be one of none, connect, csi"));
+	assert_string_equal(order(f, "csi-node", "p"), "a0");
+	/* A bad value in the file: state check says so. */
+	close_registry(f);
+	exec_sql(f->path, "UPDATE registrations SET probe = 'none', csi_name = 'x.y'");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "csi_name: only with probe csi"));
+	exec_sql(f->path, "UPDATE registrations SET probe = '', csi_name = ''");
+	reopen(f);
+	assert_string_equal(probe_of(f, "csi-node", "a0"), "- -");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -741,6 +844,8 @@ int main(void)
 	    T(test_check_file),
 	    T(test_deregister_cascades_options),
 	    T(test_missing_table),
+	    T(test_migrate_v2_probe),
+	    T(test_probe_override_persists),
 	    T(test_bad_open_options),
 	    T(test_memory_database),
 	};

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Private to config/: the [probe.TYPE] sections (probe_types.c). */
+#ifndef PLUGFS_CONFIG_PROBE_H
+#define PLUGFS_CONFIG_PROBE_H
+
+#include <stddef.h>
+
+#include "config.h"
+
+#define PROBE_SECTION_PREFIX "probe."
+
+/* The TYPE of a section named "probe.TYPE" (possibly ""), or NULL when
+ * section is not one. */
+const char *config_probe_section_type(const char *section);
+
+/* The entry of type, added (first seen on line) when new.  NULL: out of
+ * memory. */
+struct plugfs_probe_type *config_probe_type_entry(struct plugfs_config *cfg, const char *type,
+						  unsigned line);
+
+/* After the whole file: every section's type is one of [registry] types,
+ * and what a section does not set comes from [probe].  0, or -EINVAL with
+ * the message in msg and the section's line in *line. */
+int config_probe_types_finish(struct plugfs_config *cfg, unsigned *line, char *msg, size_t len);
+
+void config_probe_types_free(struct plugfs_config *cfg);
+
+#endif

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * [probe.TYPE] sections (config_probe.h): the probe settings of one
+ * registered type over [probe].  The keys are [probe]'s and are read by
+ * config.c's one value parser; here is what belongs to the sections
+ * themselves: the list, the rule that TYPE is one of [registry] types
+ * (checked once the whole file is read, so the sections may come before
+ * [registry]), and inheritance from [probe].
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_probe.h"
+#include "strutil.h"
+
+const char *config_probe_section_type(const char *section)
+{
+	size_t n = strlen(PROBE_SECTION_PREFIX);
+
+	return strncmp(section, PROBE_SECTION_PREFIX, n) == 0 ? section + n : NULL;
+}
+
+struct plugfs_probe_type *config_probe_type_entry(struct plugfs_config *cfg, const char *type,
+						  unsigned line)
+{
+	struct plugfs_probe_type *grown, *e;
+
+	for (size_t i = 0; i < cfg->n_probe_types; i++)
+		if (strcmp(cfg->probe_types[i].type, type) == 0)
+			return &cfg->probe_types[i];
+	grown = realloc(cfg->probe_types, (cfg->n_probe_types + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	cfg->probe_types = grown;
+	e = &grown[cfg->n_probe_types];
+	memset(e, 0, sizeof(*e));
+	e->type = strdup(type);
+	if (!e->type)
+		return NULL;
+	e->line = line;
+	cfg->n_probe_types++;
+	return e;
+}
+
+int config_probe_types_finish(struct plugfs_config *cfg, unsigned *line, char *msg, size_t len)
+{
+	for (size_t i = 0; i < cfg->n_probe_types; i++) {
+		struct plugfs_probe_type *e = &cfg->probe_types[i];
+		bool known = false;
+		char types[256];
+
+		for (size_t j = 0; j < cfg->n_types; j++)
+			known = known || strcmp(cfg->types[j], e->type) == 0;
+		if (!known) {
+			plugfs_join(types, sizeof(types), (const char *const *)cfg->types,
+				    cfg->n_types, ", ");
+			snprintf(msg, len,
+				 "[%s%s]: `%s' is not one of [registry] types (%s); a "
+				 "[probe.TYPE] section sets the probes of one registered type",
+				 PROBE_SECTION_PREFIX, e->type, e->type, types);
+			*line = e->line;
+			return -EINVAL;
+		}
+		if (!e->key_line[0])
+			e->s.mode = cfg->probe_mode;
+		if (!e->key_line[1])
+			e->s.interval_ms = cfg->probe_interval_ms;
+		if (!e->key_line[2])
+			e->s.timeout_ms = cfg->probe_timeout_ms;
+		if (!e->key_line[3])
+			e->s.failures = cfg->probe_failures;
+	}
+	return 0;
+}
+
+void config_probe_types_free(struct plugfs_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_probe_types; i++)
+		free(cfg->probe_types[i].type);
+	free(cfg->probe_types);
+	cfg->probe_types = NULL;
+	cfg->n_probe_types = 0;
+}
+
+void config_probe_settings(const struct plugfs_config *cfg, const char *type,
+			   struct plugfs_probe_settings *out)
+{
+	*out = (struct plugfs_probe_settings){
+	    .mode = cfg->probe_mode,
+	    .interval_ms = cfg->probe_interval_ms,
+	    .timeout_ms = cfg->probe_timeout_ms,
+	    .failures = cfg->probe_failures,
+	};
+	for (size_t i = 0; type && i < cfg->n_probe_types; i++)
+		if (strcmp(cfg->probe_types[i].type, type) == 0)
+			*out = cfg->probe_types[i].s;
+}

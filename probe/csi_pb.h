@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to probe/: the protobuf wire format and gRPC framing the csi
+ * probe reads (csi_pb.c).  Nothing here allocates; results point into the
+ * caller's buffer.
+ */
+#ifndef PLUGFS_CSI_PB_H
+#define PLUGFS_CSI_PB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct pb_reader {
+	const uint8_t *p, *end;
+};
+
+struct pb_field {
+	uint32_t field;
+	unsigned wire;	     /* 0 varint, 1 i64, 2 len, 3 group, 5 i32 */
+	uint64_t varint;     /* wire 0 */
+	const uint8_t *data; /* wire 2 */
+	size_t len;
+};
+
+/* The next field of r: 1 (f filled), 0 at the end, -1 when truncated or
+ * malformed (a bad tag, an over-long varint, an unmatched group). */
+int pb_next(struct pb_reader *r, struct pb_field *f);
+
+/* The one message of a unary gRPC response body (5-byte prefix: flag 0,
+ * big-endian length): 0 and *msg, *mlen, or -1 and *why. */
+int csi_grpc_message(const uint8_t *buf, size_t len, const uint8_t **msg, size_t *mlen,
+		     const char **why);
+
+/* csi.v1.ProbeResponse: *ready is its `ready' (a BoolValue), true when the
+ * field is absent (the CSI spec: the caller SHALL assume ready).  0 or -1
+ * when malformed. */
+int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready);
+
+/* csi.v1.GetPluginInfoResponse: its `name' (not NUL-terminated; length 0
+ * when absent).  0 or -1 when malformed. */
+int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t *name_len);
+
+#endif

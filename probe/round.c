@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A probe round (include/probe.h): snapshot, probe with no lock held,
+ * apply.  Registrations are probed by the settings of their type; those
+ * that share a mode and a timeout go in one batch (one probe_connect_many
+ * or probe_csi_many call), and the batches of a round run at the same time,
+ * the first on the calling thread and each other one on a thread of its
+ * own, so a round is bounded by its largest timeout per window, not by
+ * their sum.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "probe_internal.h"
+
+/* A round has at most one batch per (mode, timeout): with one setting per
+ * type, at most as many as there are types plus the default. */
+#define BATCH_MAX 32
+
+struct batch {
+	enum probe_mode mode;
+	unsigned timeout_ms;
+	size_t n;
+	const char **paths;
+	const char **names; /* csi: the expected plugin names (NULL = none) */
+	struct probe_result *res;
+	size_t *idx; /* into the round's registrations */
+	const bool *stop;
+	int rc;
+};
+
+void probe_settings_for(const struct probe_options *o, const char *type, struct probe_settings *out)
+{
+	*out = (struct probe_settings){
+	    .mode = o->mode,
+	    .interval_ms = o->interval_ms,
+	    .timeout_ms = o->timeout_ms,
+	    .failures = o->failures,
+	};
+	for (size_t i = 0; type && i < o->n_types; i++)
+		if (strcmp(o->types[i].type, type) == 0)
+			*out = o->types[i].s;
+}
+
+bool probe_enabled(const struct probe_options *o)
+{
+	if (o->mode != PROBE_MODE_NONE)
+		return true;
+	for (size_t i = 0; i < o->n_types; i++)
+		if (o->types[i].s.mode != PROBE_MODE_NONE)
+			return true;
+	return false;
+}
+
+enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
+			       enum reg_probe probe)
+{
+	struct probe_settings s;
+
+	switch (probe) {
+	case REG_PROBE_NONE:
+		return PROBE_MODE_NONE;
+	case REG_PROBE_CONNECT:
+		return PROBE_MODE_CONNECT;
+	case REG_PROBE_CSI:
+		return PROBE_MODE_CSI;
+	case REG_PROBE_DEFAULT:
+		break;
+	}
+	probe_settings_for(o, type, &s);
+	return s.mode;
+}
+
+static int64_t probe_now(const struct probe_options *o)
+{
+	return o->now ? o->now(o->now_arg) : (int64_t)time(NULL);
+}
+
+static uint64_t n_ok, n_failed, n_rounds, last_round_ms; /* atomic: probe_stats */
+
+void probe_stats(struct probe_stats *out)
+{
+	out->ok = __atomic_load_n(&n_ok, __ATOMIC_RELAXED);
+	out->failed = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
+	out->rounds = __atomic_load_n(&n_rounds, __ATOMIC_RELAXED);
+	out->last_round_ms = __atomic_load_n(&last_round_ms, __ATOMIC_RELAXED);
+}
+
+static int run_batch(struct batch *b)
+{
+	uint64_t ok = 0;
+	int rc = 0;
+
+	switch (b->mode) {
+	case PROBE_MODE_CONNECT:
+		rc = probe_connect_until(b->paths, b->n, b->timeout_ms, b->res, b->stop);
+		break;
+	case PROBE_MODE_CSI:
+		rc = probe_csi_until(b->paths, b->names, b->n, b->timeout_ms, b->res, b->stop);
+		break;
+	case PROBE_MODE_NONE:
+		return 0;
+	}
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < b->n; i++)
+		ok += b->res[i].ok;
+	__atomic_fetch_add(&n_ok, ok, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n_failed, b->n - ok, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void *batch_thread(void *arg)
+{
+	struct batch *b = arg;
+
+	b->rc = run_batch(b);
+	return NULL;
+}
+
+/* Runs every batch at once; 0 or the first batch's error. */
+static int run_batches(struct batch *b, size_t nb)
+{
+	pthread_t th[BATCH_MAX];
+	bool started[BATCH_MAX] = {false};
+	int rc = 0;
+
+	for (size_t i = 1; i < nb; i++)
+		started[i] = pthread_create(&th[i], NULL, batch_thread, &b[i]) == 0;
+	if (nb > 0)
+		b[0].rc = run_batch(&b[0]);
+	for (size_t i = 1; i < nb; i++) {
+		if (started[i])
+			pthread_join(th[i], NULL);
+		else
+			b[i].rc = run_batch(&b[i]); /* no thread: after the others */
+	}
+	for (size_t i = 0; i < nb && rc == 0; i++)
+		rc = b[i].rc;
+	return rc;
+}
+
+static void free_batches(struct batch *b, size_t nb)
+{
+	for (size_t i = 0; i < nb; i++) {
+		free(b[i].paths);
+		free(b[i].names);
+		free(b[i].res);
+		free(b[i].idx);
+	}
+}
+
+/* The batch of (mode, timeout), added when new; NULL when BATCH_MAX are
+ * taken (cannot happen with one setting per type) or out of memory. */
+static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum probe_mode mode,
+			      unsigned timeout_ms, const bool *stop)
+{
+	for (size_t i = 0; i < *nb; i++)
+		if (b[i].mode == mode && b[i].timeout_ms == timeout_ms)
+			return &b[i];
+	if (*nb == BATCH_MAX)
+		return NULL;
+	b[*nb] = (struct batch){.mode = mode, .timeout_ms = timeout_ms, .stop = stop};
+	b[*nb].paths = calloc(cap, sizeof(*b[*nb].paths));
+	b[*nb].names = calloc(cap, sizeof(*b[*nb].names));
+	b[*nb].res = calloc(cap, sizeof(*b[*nb].res));
+	b[*nb].idx = calloc(cap, sizeof(*b[*nb].idx));
+	(*nb)++;
+	if (!b[*nb - 1].paths || !b[*nb - 1].names || !b[*nb - 1].res || !b[*nb - 1].idx)
+		return NULL;
+	return &b[*nb - 1];
+}
+
+static int round_of(struct registry *r, const struct probe_options *o, const char *type)
+{
+	struct reg_snapshot snap = {0};
+	const struct registration **regs = NULL;
+	struct probe_settings *set = NULL;
+	struct batch batches[BATCH_MAX];
+	size_t n = 0, k = 0, nb = 0, probed = 0;
+	int64_t now, t0;
+	int rc;
+
+	if ((rc = registry_snapshot(r, type, &snap)) < 0)
+		return rc;
+	for (size_t i = 0; i < snap.n_plugins; i++)
+		n += snap.plugins[i].n_regs;
+	regs = calloc(n ? n : 1, sizeof(*regs));
+	set = calloc(n ? n : 1, sizeof(*set));
+	rc = -ENOMEM;
+	if (!regs || !set)
+		goto out;
+	for (size_t i = 0; i < snap.n_plugins; i++) {
+		for (size_t j = 0; j < snap.plugins[i].n_regs; j++) {
+			const struct registration *g = &snap.plugins[i].regs[j];
+			struct batch *b;
+
+			regs[k] = g;
+			probe_settings_for(o, g->type, &set[k]);
+			set[k].mode = probe_mode_for(o, g->type, g->probe);
+			if (set[k].mode != PROBE_MODE_NONE) {
+				b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms,
+					     o->stop);
+				if (!b)
+					goto out;
+				b->paths[b->n] = g->socket;
+				b->names[b->n] =
+				    set[k].mode == PROBE_MODE_CSI && g->csi_name && *g->csi_name
+					? g->csi_name
+					: NULL;
+				b->idx[b->n] = k;
+				b->n++;
+			}
+			k++;
+		}
+	}
+	/* No lock held while probing. */
+	t0 = probe_now_ms();
+	if ((rc = run_batches(batches, nb)) < 0)
+		goto out;
+	if (nb > 0) {
+		__atomic_fetch_add(&n_rounds, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&last_round_ms, (uint64_t)(probe_now_ms() - t0), __ATOMIC_RELAXED);
+	}
+	now = probe_now(o);
+	for (size_t i = 0; i < nb; i++) {
+		for (size_t j = 0; j < batches[i].n; j++) {
+			const struct registration *g = regs[batches[i].idx[j]];
+			struct reg_runtime rt;
+			char err[REG_ERR_MAX];
+
+			probe_next_runtime(&g->runtime, &batches[i].res[j],
+					   set[batches[i].idx[j]].failures, now, &rt);
+			/* -ENOENT: deregistered meanwhile; nothing to do. */
+			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &rt, NULL, err,
+						   sizeof(err));
+			probed++;
+		}
+	}
+	/* Not probed (any more): back to unknown, which counts as alive. */
+	for (size_t i = 0; i < n; i++) {
+		const struct reg_runtime unknown = {0};
+		char err[REG_ERR_MAX];
+
+		if (set[i].mode == PROBE_MODE_NONE && regs[i]->runtime.health != REG_HEALTH_UNKNOWN)
+			(void)registry_set_runtime(r, regs[i]->type, regs[i]->name, regs[i]->alloc,
+						   &unknown, NULL, err, sizeof(err));
+	}
+	rc = (int)probed;
+out:
+	free_batches(batches, nb);
+	free(regs);
+	free(set);
+	reg_snapshot_free(&snap);
+	return rc;
+}
+
+int probe_round(struct registry *r, const struct probe_options *o)
+{
+	return round_of(r, o, NULL);
+}
+
+int probe_round_type(struct registry *r, const struct probe_options *o, const char *type)
+{
+	return round_of(r, o, type);
+}
+
+void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,
+		 const struct probe_options *o, struct reg_runtime *rt)
+{
+	const struct reg_runtime unknown = {0};
+	struct probe_settings s;
+	struct batch b = {0};
+	struct probe_result res = {0};
+
+	probe_settings_for(o, type, &s);
+	s.mode = probe_mode_for(o, type, probe);
+	*rt = unknown; /* not probed, or could not probe: stays unknown */
+	if (s.mode == PROBE_MODE_NONE)
+		return;
+	if (csi_name && !*csi_name)
+		csi_name = NULL;
+	b = (struct batch){.mode = s.mode,
+			   .timeout_ms = s.timeout_ms,
+			   .n = 1,
+			   .paths = &socket,
+			   .names = s.mode == PROBE_MODE_CSI ? &csi_name : NULL,
+			   .res = &res};
+	if (run_batch(&b) < 0)
+		return;
+	probe_next_runtime(&unknown, &res, s.failures, probe_now(o), rt);
+}

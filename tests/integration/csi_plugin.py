@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A stand-in CSI plugin for the csi probe's tests: a real gRPC server
+(python3-grpcio, generic handlers, the protobuf bytes written by hand) on a
+Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
+
+  csi_plugin.py --socket PATH [--socket PATH2]... [--ready true|false|absent]
+                [--name NAME] [--control FILE]
+      Probe answers ready true, false, or without the field; GetPluginInfo
+      answers NAME (default csi.example.com).  With --control FILE, each
+      Probe reads FILE when it exists: `true', `false', `absent', or
+      `error CODE MESSAGE' (a gRPC error), so a test switches the answer at
+      run time by writing the file.
+  csi_plugin.py --hang PATH...
+      Listens on every PATH, accepts connections and never answers (nor
+      reads): a plugin that is stuck.
+
+Writes PATH (each of them) only once it listens; a test waits for the
+socket files.  Runs until killed.
+"""
+import argparse
+import os
+import select
+import signal
+import socket
+import sys
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field_bytes(num, data):
+    """A length-delimited field (wire type 2)."""
+    return varint(num << 3 | 2) + varint(len(data)) + data
+
+
+def field_varint(num, value):
+    return varint(num << 3 | 0) + varint(value)
+
+
+def probe_response(ready):
+    """csi.v1.ProbeResponse: field 1 `ready', a google.protobuf.BoolValue
+    whose field 1 is the bool.  A field the probe does not know (field 7,
+    a fixed32) comes first, so that the reader has to skip it."""
+    unknown = varint(7 << 3 | 5) + b"\x01\x02\x03\x04"
+    if ready == "absent":
+        return unknown
+    inner = field_varint(1, 1) if ready == "true" else b""  # false: the default, empty
+    return unknown + field_bytes(1, inner)
+
+
+def info_response(name):
+    """csi.v1.GetPluginInfoResponse: name (1), vendor_version (2), and a
+    manifest entry (3, a map entry message)."""
+    entry = field_bytes(1, b"k") + field_bytes(2, b"v")
+    return (field_bytes(1, name.encode()) + field_bytes(2, b"1.0.0") +
+            field_bytes(3, entry))
+
+
+def serve_grpc(args):
+    import grpc  # python3-grpcio
+    from concurrent import futures
+
+    def current():
+        if args.control and os.path.exists(args.control):
+            with open(args.control) as f:
+                return f.read().strip() or args.ready
+        return args.ready
+
+    def probe(request, context):
+        mode = current()
+        if mode.startswith("error"):
+            parts = mode.split(None, 2)
+            code = int(parts[1]) if len(parts) > 1 else 14
+            msg = parts[2] if len(parts) > 2 else "plugin failed"
+            status = next(s for s in grpc.StatusCode if s.value[0] == code)
+            context.abort(status, msg)
+        return probe_response(mode)
+
+    def info(request, context):
+        return info_response(args.name)
+
+    handlers = {
+        "Probe": grpc.unary_unary_rpc_method_handler(probe),
+        "GetPluginInfo": grpc.unary_unary_rpc_method_handler(info),
+    }
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler("csi.v1.Identity", handlers),))
+    for path in args.socket:
+        if os.path.exists(path):
+            os.unlink(path)
+        server.add_insecure_port("unix:" + path)
+    server.start()
+    signal.signal(signal.SIGTERM, lambda *a: (server.stop(0), sys.exit(0)))
+    print("listening on %s" % " ".join(args.socket), flush=True)
+    server.wait_for_termination()
+
+
+def serve_hang(paths):
+    listeners = []
+    held = []
+    for p in paths:
+        if os.path.exists(p):
+            os.unlink(p)
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.bind(p)
+        s.listen(128)
+        listeners.append(s)
+    print("hanging on %d socket(s)" % len(paths), flush=True)
+    while True:
+        ready, _, _ = select.select(listeners, [], [], 1.0)
+        for s in ready:
+            c, _ = s.accept()
+            held.append(c)  # never read, never written, never closed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--socket", action="append")
+    ap.add_argument("--ready", default="true", choices=["true", "false", "absent"])
+    ap.add_argument("--name", default="csi.example.com")
+    ap.add_argument("--control")
+    ap.add_argument("--hang", nargs="+", metavar="PATH")
+    args = ap.parse_args()
+    if args.hang:
+        serve_hang(args.hang)
+    elif args.socket:
+        serve_grpc(args)
+    else:
+        ap.error("--socket or --hang is required")
+
+
+if __name__ == "__main__":
+    main()
