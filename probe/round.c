@@ -89,6 +89,56 @@ void probe_stats(struct probe_stats *out)
 	out->last_round_ms = __atomic_load_n(&last_round_ms, __ATOMIC_RELAXED);
 }
 
+/*
+ * The csi probes of a batch.  libcurl makes its own connect(), which a
+ * socket on a hung filesystem would block (the path lookup), so a connect
+ * probe on the connector threads goes first: a socket that refuses, is
+ * missing or hangs fails with that, and only those that accept are given
+ * to libcurl, with a fresh budget (a hung one delays the others by at most
+ * one timeout, and fails none of them).  A full backlog passes the connect
+ * probe; libcurl's own connect then meets it too and fails, as any client's
+ * call would.
+ */
+static int csi_batch(struct batch *b)
+{
+	struct probe_result *pre = calloc(b->n, sizeof(*pre));
+	const char **paths = calloc(b->n, sizeof(*paths));
+	const char **names = calloc(b->n, sizeof(*names));
+	struct probe_result *res = calloc(b->n, sizeof(*res));
+	size_t *at = calloc(b->n, sizeof(*at));
+	size_t k = 0;
+	int rc = -ENOMEM;
+
+	if (!pre || !paths || !names || !res || !at)
+		goto out;
+	if ((rc = probe_connect_until(b->paths, b->n, b->timeout_ms, pre, b->stop)) < 0)
+		goto out;
+	for (size_t i = 0; i < b->n; i++) {
+		if (!pre[i].ok) {
+			b->res[i] = pre[i];
+			continue;
+		}
+		paths[k] = b->paths[i];
+		names[k] = b->names ? b->names[i] : NULL;
+		at[k++] = i;
+	}
+	if (k > 0 &&
+	    (rc = probe_csi_until(paths, names, k, b->timeout_ms, res, b->stop)) < 0)
+		goto out;
+	for (size_t j = 0; j < k; j++) {
+		b->res[at[j]] = res[j];
+		b->res[at[j]].took_ms += pre[at[j]].took_ms;
+	}
+	rc = 0;
+out:
+	free(pre);
+	free(paths);
+	free(names);
+	free(res);
+	free(at);
+	return rc;
+}
+
 static int run_batch(struct batch *b)
 {
 	uint64_t ok = 0;
@@ -99,7 +149,7 @@ static int run_batch(struct batch *b)
 		rc = probe_connect_until(b->paths, b->n, b->timeout_ms, b->res, b->stop);
 		break;
 	case PROBE_MODE_CSI:
-		rc = probe_csi_until(b->paths, b->names, b->n, b->timeout_ms, b->res, b->stop);
+		rc = csi_batch(b);
 		break;
 	case PROBE_MODE_NONE:
 		return 0;

@@ -2,7 +2,8 @@
 # A probe of a socket on a hung filesystem stalls nothing else.  The socket
 # paths of a3 and a4 lie on a second plugfs mount whose daemon is stopped
 # (SIGSTOP): a lookup there blocks in the kernel until it answers, and a
-# non-blocking connect() does that lookup.  Their connects run on connector
+# non-blocking connect() does that lookup (a5, probed with csi, too: its
+# connect goes first, on the connector threads, not in libcurl).  Their connects run on connector
 # threads that stay stuck; meanwhile `register' of them answers within the
 # probe timeout (dead, "timeout"), the other registrations keep being probed
 # (a2 dies: csi.sock fails over to a1 in the usual time), the mount keeps
@@ -56,6 +57,16 @@ t0=$(ms)
 plugfs register --type csi-node --name p --alloc a4 --socket "$hung4" >/dev/null 2>&1
 took=$(($(ms) - t0))
 check "a second one answers as fast (${took} ms)" test "$took" -le 3000
+# The csi probe too (libcurl's own connect() would block there): a5 with
+# --probe csi on the hung filesystem.
+hung5=$MNT2/plugins/csi-node/hung/a5.sock
+t0=$(ms)
+plugfs register --type csi-node --name p --alloc a5 --socket "$hung5" --probe csi >/dev/null 2>"$T/reg5.err"
+rc=$?
+took=$(($(ms) - t0))
+check_eq "register --probe csi of a socket on the hung filesystem succeeds" 0 "$rc"
+check "it answers within the probe timeout plus slack too (${took} ms)" test "$took" -le 3000
+check "register warns that a5 is dead (timeout)" grep -q "warning: a5 is dead (timeout)" "$T/reg5.err"
 expect_active "the hung ones do not take over" csi-node p a2
 check_eq "a3 is dead" dead "$(health_of a3)"
 check_eq "a3's error" timeout "$(error_of a3)"
@@ -78,6 +89,7 @@ check_eq "a3 is still dead (timeout) while its filesystem hangs" "dead timeout" 
 kill -CONT "$pid2"
 wait_until 10 "a3's probe sees its real error (no such file)" error_is a3 "no such file"
 wait_until 10 "a4's probe sees its real error (no such file)" error_is a4 "no such file"
+wait_until 10 "a5's csi probe sees its real error (no such file)" error_is a5 "no such file"
 expect_active "after the hang" csi-node p a1
 
 # A stop is never held up by a stuck connect: stop again while hung.
