@@ -25,15 +25,32 @@ void htab_free(struct htab *t)
 	htab_init(t);
 }
 
-uint64_t htab_hash_string(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
 
+static uint64_t fnv_string(uint64_t h, const char *s)
+{
 	for (; *s; s++) {
 		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
+		h *= FNV_PRIME;
 	}
 	return h;
+}
+
+uint64_t htab_hash_string(const char *s)
+{
+	return fnv_string(FNV_OFFSET, s);
+}
+
+uint64_t htab_hash_scoped(uint64_t scope, const char *s)
+{
+	uint64_t h = FNV_OFFSET;
+
+	for (int i = 0; i < 8; i++) {
+		h ^= (scope >> (8 * i)) & 0xff;
+		h *= FNV_PRIME;
+	}
+	return fnv_string(h, s);
 }
 
 static int grow(struct htab *t)

@@ -46,20 +46,42 @@ enum fs_ino_tag {
 
 enum fs_node_kind { FS_DIR, FS_LINK, FS_FILE };
 
+/*
+ * The children of a directory (dir.c), in readdir order: slot i holds a
+ * child and its readdir offset; offsets only grow, so a readdir that goes on
+ * from an offset neither skips nor repeats a child that stays while others
+ * come and go.  A removed child leaves a hole (NULL), so removal is O(1);
+ * holes are squeezed out when they outnumber the children, before an append.
+ * Names are found through the view's (parent, name) index, not here.
+ */
+struct fs_dirslot {
+	struct fs_node *node; /* NULL: a hole */
+	uint64_t off;	      /* the child's readdir offset */
+};
+struct fs_dir {
+	struct fs_dirslot *slots;
+	size_t n_slots, cap; /* slots in use (holes included), allocated */
+	size_t n_live;	     /* children */
+	uint64_t next_off;   /* the offset the next child gets, minus one */
+};
+/* Readdir offsets: 1 and 2 are "." and "..", children start above. */
+#define FS_DIR_OFF_DOTDOT 2
+
 struct fs_node {
 	uint64_t ino;
-	enum fs_node_kind kind;
 	uint64_t parent; /* ino of the parent (itself for the root) */
 	char *name;
 	char *data;	       /* symlink target or file contents, NUL-terminated */
 	size_t size;	       /* strlen(data) */
 	struct timespec mtime; /* when this node last changed */
 	uint64_t nlookup;      /* kernel references; atomic */
-	bool in_tree;	       /* false: removed, kept until forgotten */
+	struct fs_dir *dir;    /* the children of a directory; NULL until it has one */
+	size_t slot;	       /* its slot in the parent's dir while in the tree */
 	unsigned n_subdirs;    /* for st_nlink */
-	struct fs_node **children;
-	size_t n_children, cap_children;
-	struct htab_node hnode; /* in fs_view.nodes, keyed by ino */
+	unsigned char kind;    /* enum fs_node_kind */
+	bool in_tree;	       /* false: removed, kept until forgotten */
+	struct htab_node hnode;	    /* in fs_view.nodes, keyed by ino */
+	struct htab_node name_hnode; /* in fs_view.names while in the tree */
 };
 
 /* One kernel invalidation, queued by a view change. */
@@ -77,6 +99,7 @@ struct fs_inval_batch {
 
 struct fs_view {
 	struct htab nodes; /* every node, in the tree or not yet forgotten */
+	struct htab names; /* the nodes in the tree, by (parent ino, name) */
 	char *socket_name;
 };
 
@@ -141,11 +164,32 @@ struct plugfs_fs {
 	uint64_t open_count;
 };
 
+/* dir.c: a directory's children and the (parent, name) index; O(1) on
+ * average each, under fs->lock (read for the lookups, write for changes). */
+/* The child of dir called name, or NULL. */
+struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
+			      const char *name);
+/* Links c (its name set) under dir: in dir's slots with a new offset and in
+ * the name index; sets c->parent.  0 or -ENOMEM with nothing changed. */
+int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
+/* Unlinks c, a child of dir.  Never moves the other children: an iteration
+ * with fs_dir_next may unlink the child it was just given. */
+void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
+/* The next child of dir from slot *i on (start at 0 or at fs_dir_seek),
+ * its offset into *off (may be NULL); *i moves past it.  NULL at the end. */
+struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off);
+/* The first slot whose offset is above off: hint when it is that slot
+ * (O(1): a readdir that goes on where the last one stopped), else found by
+ * binary search. */
+size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint);
+/* How many children dir has. */
+size_t fs_dir_count(const struct fs_node *dir);
+void fs_dir_free(struct fs_dir *d);
+
 /* tree.c */
 int fs_view_init(struct fs_view *v, const char *socket_name);
 void fs_view_free(struct fs_view *v);
 struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino);
-struct fs_node *fs_view_child(struct fs_node *dir, const char *name);
 /* Adds the type directories and the plugins of snapshot-like data. */
 int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 		     const struct timespec *mtime);

@@ -4,9 +4,12 @@
  *
  *   /plugins/<type>/<name>/{<socket_name>, allocs/<alloc>, info}
  *
- * Nodes live in a hash table keyed by inode number.  A node removed from the
- * tree stays in the table while the kernel holds references to it (its
- * lookup count), so getattr, readlink and read keep answering until forget.
+ * Nodes live in a hash table keyed by inode number; those in the tree are
+ * also in the (parent, name) index of dir.c, and in their parent's slots.
+ * Every step is O(1) on average: building the view of n plugins costs O(n).
+ * A node removed from the tree stays in the table while the kernel holds
+ * references to it (its lookup count), so getattr, readlink and read keep
+ * answering until forget.
  * A plugin whose list emptied keeps its id (registry.h), so its directory
  * stays such a node, empty, and is taken back when the plugin returns.
  */
@@ -46,40 +49,8 @@ static void node_free(struct fs_node *n)
 		return;
 	free(n->name);
 	free(n->data);
-	free(n->children);
+	fs_dir_free(n->dir);
 	free(n);
-}
-
-struct fs_node *fs_view_child(struct fs_node *dir, const char *name)
-{
-	for (size_t i = 0; i < dir->n_children; i++)
-		if (strcmp(dir->children[i]->name, name) == 0)
-			return dir->children[i];
-	return NULL;
-}
-
-static int child_add(struct fs_node *dir, struct fs_node *c)
-{
-	if (PLUGFS_GROW(dir->children, dir->cap_children, dir->n_children, 4) != 0)
-		return -ENOMEM;
-	dir->children[dir->n_children++] = c;
-	if (c->kind == FS_DIR)
-		dir->n_subdirs++;
-	return 0;
-}
-
-static void child_del(struct fs_node *dir, struct fs_node *c)
-{
-	for (size_t i = 0; i < dir->n_children; i++) {
-		if (dir->children[i] == c) {
-			memmove(&dir->children[i], &dir->children[i + 1],
-				(dir->n_children - i - 1) * sizeof(dir->children[0]));
-			dir->n_children--;
-			if (c->kind == FS_DIR)
-				dir->n_subdirs--;
-			return;
-		}
-	}
 }
 
 static int set_data(struct fs_node *n, const char *data)
@@ -105,7 +76,7 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 {
 	struct fs_node *n = fs_view_get(v, ino);
 	bool fresh = n == NULL;
-	char *nm = NULL;
+	char *nm = NULL, *old = NULL;
 
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
@@ -123,12 +94,15 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 	nm = strdup(name);
 	if (!nm || (data && set_data(n, data) != 0))
 		goto fail;
-	n->kind = kind;
-	if (parent && child_add(parent, n) != 0)
-		goto fail;
-	free(n->name);
+	n->kind = (unsigned char)kind;
+	old = n->name;
 	n->name = nm;
-	n->parent = parent ? parent->ino : ino;
+	n->parent = ino;
+	if (parent && fs_dir_link(v, parent, n) != 0) {
+		n->name = old;
+		goto fail;
+	}
+	free(old);
 	n->mtime = *mtime;
 	n->in_tree = true;
 	if (!fresh) {
@@ -149,10 +123,12 @@ fail:
  * not reference. */
 static void node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n)
 {
-	while (n->n_children > 0)
-		node_remove(v, n, n->children[n->n_children - 1]);
+	struct fs_node *c;
+
+	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
+		node_remove(v, n, c);
 	if (parent)
-		child_del(parent, n);
+		fs_dir_unlink(v, parent, n);
 	n->in_tree = false;
 	if (__atomic_load_n(&n->nlookup, __ATOMIC_RELAXED) == 0) {
 		table_remove(v, n);
@@ -183,6 +159,7 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 
 	memset(v, 0, sizeof(*v));
 	htab_init(&v->nodes);
+	htab_init(&v->names);
 	v->socket_name = strdup(socket_name);
 	if (!v->socket_name)
 		goto fail;
@@ -206,6 +183,7 @@ void fs_view_free(struct fs_view *v)
 		node_free(htab_entry(e, struct fs_node, hnode));
 	}
 	htab_free(&v->nodes);
+	htab_free(&v->names);
 	free(v->socket_name);
 	memset(v, 0, sizeof(*v));
 }
@@ -285,7 +263,7 @@ static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
 {
 	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
 
-	return plugins ? fs_view_child(plugins, type) : NULL;
+	return plugins ? fs_view_child(v, plugins, type) : NULL;
 }
 
 /* Marks a node changed: new mtime, and the kernel's attributes (and cached
@@ -307,8 +285,10 @@ static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs
 			      const struct timespec *now, struct fs_inval_batch *b)
 {
 	if (__atomic_load_n(&pdir->nlookup, __ATOMIC_RELAXED) > 0) {
-		for (size_t i = 0; i < pdir->n_children; i++)
-			batch_push(b, FS_INVAL_ENTRY, pdir->ino, pdir->children[i]->name);
+		struct fs_node *c;
+
+		for (size_t i = 0; (c = fs_dir_next(pdir, &i, NULL));)
+			batch_push(b, FS_INVAL_ENTRY, pdir->ino, c->name);
 		touch(pdir, now, b);
 	}
 	node_remove(v, tdir, pdir);
@@ -366,7 +346,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 {
 	struct fs_node *tdir = find_type_dir(v, type);
 	const struct registration *act = reg_plugin_active(p);
-	struct fs_node *pdir, *active, *allocs, *info;
+	struct fs_node *pdir, *active, *allocs, *info, *l;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
 	char *text = NULL;
@@ -374,7 +354,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 
 	if (!tdir)
 		return 0; /* not a configured type */
-	pdir = fs_view_child(tdir, name);
+	pdir = fs_view_child(v, tdir, name);
 	if (pdir && (!act || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
 		plugin_dir_remove(v, tdir, pdir, now, b);
 		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
@@ -429,9 +409,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		changed = true;
 	}
 	/* allocs/: drop the gone, add the new, retarget the moved. */
-	for (size_t i = allocs->n_children; i-- > 0;) {
-		struct fs_node *l = allocs->children[i];
-
+	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
 		if (!has_alloc(p, l->name)) {
 			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
 			node_remove(v, allocs, l);
@@ -440,8 +418,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	}
 	for (size_t i = 0; i < p->n_regs; i++) {
 		const struct registration *r = &p->regs[i];
-		struct fs_node *l = fs_view_child(allocs, r->alloc);
 		struct timespec lt = mt;
+
+		l = fs_view_child(v, allocs, r->alloc);
 
 		if (l && l->ino != FS_INO(r->id, FS_TAG_ALLOC)) {
 			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);

@@ -46,6 +46,9 @@ void htab_free(struct htab *t);
  * every key plugfs stores passed validation and came from a privileged
  * client. */
 uint64_t htab_hash_string(const char *s);
+/* The same over the 8 bytes of scope, then s: the key of a name within a
+ * scope (a directory's entries, keyed by the directory's inode number). */
+uint64_t htab_hash_scoped(uint64_t scope, const char *s);
 
 /* Links node into the table under key (several nodes may share a key).
  * 0, or -ENOMEM with the table unchanged. */

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Directories of the view: each directory's children in readdir order
+ * (struct fs_dir, fs_internal.h says why holes and growing offsets), and one
+ * index of every node in the tree by (parent inode, name) in the project's
+ * hash table (hash.h).  Lookup, link and unlink are O(1) on average at any
+ * size; a readdir request costs what it returns, plus a binary search when
+ * it does not go on where the previous one of its handle stopped.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_internal.h"
+#include "array.h"
+
+/* Holes are squeezed out before an append once they outnumber the children
+ * (and there are at least this many slots): amortised O(1) per removal. */
+#define COMPACT_MIN 8
+
+static uint64_t name_key(uint64_t parent, const char *name)
+{
+	return htab_hash_scoped(parent, name);
+}
+
+struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
+			      const char *name)
+{
+	uint64_t key = name_key(dir->ino, name);
+	struct htab_node *e = NULL;
+
+	while ((e = htab_find(&v->names, key, e))) {
+		struct fs_node *n = htab_entry(e, struct fs_node, name_hnode);
+
+		if (n->parent == dir->ino && strcmp(n->name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+static void compact(struct fs_dir *d)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < d->n_slots; i++) {
+		if (!d->slots[i].node)
+			continue;
+		d->slots[j] = d->slots[i];
+		d->slots[j].node->slot = j;
+		j++;
+	}
+	d->n_slots = j;
+}
+
+int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
+{
+	struct fs_dir *d = dir->dir;
+
+	if (!d) {
+		if (!(d = calloc(1, sizeof(*d))))
+			return -ENOMEM;
+		d->next_off = FS_DIR_OFF_DOTDOT;
+		dir->dir = d;
+	}
+	if (d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
+		compact(d);
+	if (PLUGFS_GROW(d->slots, d->cap, d->n_slots, 4) != 0)
+		return -ENOMEM;
+	if (htab_insert(&v->names, &c->name_hnode, name_key(dir->ino, c->name)) != 0)
+		return -ENOMEM;
+	c->parent = dir->ino;
+	c->slot = d->n_slots;
+	d->slots[d->n_slots].node = c;
+	d->slots[d->n_slots].off = ++d->next_off;
+	d->n_slots++;
+	d->n_live++;
+	if (c->kind == FS_DIR)
+		dir->n_subdirs++;
+	return 0;
+}
+
+void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
+{
+	struct fs_dir *d = dir->dir;
+
+	if (!d || c->slot >= d->n_slots || d->slots[c->slot].node != c)
+		return;
+	htab_remove(&v->names, &c->name_hnode);
+	d->slots[c->slot].node = NULL;
+	d->n_live--;
+	if (c->kind == FS_DIR)
+		dir->n_subdirs--;
+	/* Empty: start over at slot 0 (offsets keep growing). */
+	if (d->n_live == 0)
+		d->n_slots = 0;
+}
+
+struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off)
+{
+	const struct fs_dir *d = dir->dir;
+
+	if (!d)
+		return NULL;
+	for (; *i < d->n_slots; (*i)++) {
+		if (d->slots[*i].node) {
+			if (off)
+				*off = d->slots[*i].off;
+			return d->slots[(*i)++].node;
+		}
+	}
+	return NULL;
+}
+
+size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint)
+{
+	const struct fs_dir *d = dir->dir;
+	size_t lo = 0, hi;
+
+	if (!d)
+		return 0;
+	hi = d->n_slots;
+	if (hint <= hi && (hint == hi || d->slots[hint].off > off) &&
+	    (hint == 0 || d->slots[hint - 1].off <= off))
+		return hint;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->slots[mid].off <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+size_t fs_dir_count(const struct fs_node *dir)
+{
+	return dir->dir ? dir->dir->n_live : 0;
+}
+
+void fs_dir_free(struct fs_dir *d)
+{
+	if (!d)
+		return;
+	free(d->slots);
+	free(d);
+}
