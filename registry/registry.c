@@ -336,6 +336,23 @@ int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *a
 	return rc;
 }
 
+int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg)
+{
+	struct hash_entry *e = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	lock(r);
+	while (rc == 0 && (e = hash_next(&r->ix.plugins, &pos, e))) {
+		const struct plugin_node *p = e->value;
+
+		if (p->pub.n_regs > 0)
+			rc = fn(arg, &p->pub);
+	}
+	unlock(r);
+	return rc;
+}
+
 size_t registry_types(struct registry *r, const char *const **names, const int64_t **ids)
 {
 	if (names)

@@ -7,7 +7,8 @@
  * An integer key (an inode number) is stored as is and is the whole key; a
  * string key is stored as its 64-bit hash (htab_hash_string) and the caller
  * compares the strings of the nodes htab_find returns.  Bucket indexes come
- * from a multiplicative mix of the key, so sequential keys spread.
+ * from a full 64-bit mix of the key (MurmurHash3's finaliser), so keys in
+ * steps (inode numbers) spread evenly.
  *
  * struct hash is a map from strings to borrowed pointers built on it: it
  * copies and owns the keys, never the values.

@@ -114,6 +114,37 @@ static void test_htab_integer_keys(void **state)
 	free(items);
 }
 
+/* Inode numbers (id * 8 + tag, five tags per id, 100,000 ids) fill the
+ * buckets about as evenly as random keys would (1 - e^-load of them used):
+ * no long chains for keys in steps. */
+static void test_htab_keys_in_steps_spread(void **state)
+{
+	enum { IDS = 100000, TAGS = 5 };
+	struct item *items = calloc((size_t)IDS * TAGS, sizeof(*items));
+	struct htab t;
+	size_t used = 0, longest = 0;
+
+	(void)state;
+	assert_non_null(items);
+	htab_init(&t);
+	for (size_t i = 0; i < (size_t)IDS * TAGS; i++)
+		assert_int_equal(
+		    htab_insert(&t, &items[i].node, (uint64_t)(i / TAGS + 3) * 8 + i % TAGS), 0);
+	for (size_t b = 0; b < t.n_buckets; b++) {
+		size_t c = 0;
+
+		for (struct htab_node *e = t.buckets[b]; e; e = e->next)
+			c++;
+		used += c > 0;
+		longest = c > longest ? c : longest;
+	}
+	/* Load 0.48 here: random keys use 38% of the buckets. */
+	assert_true(used * 100 >= t.n_buckets * 33);
+	assert_true(longest <= 12);
+	htab_free(&t);
+	free(items);
+}
+
 /* Nodes under one key (two strings with the same hash) are all found. */
 static void test_htab_shared_key(void **state)
 {
@@ -177,6 +208,7 @@ int main(void)
 	    cmocka_unit_test(test_htab_shared_key),
 	    cmocka_unit_test(test_htab_free_while_iterating),
 	    cmocka_unit_test(test_hash_string),
+	    cmocka_unit_test(test_htab_keys_in_steps_spread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
