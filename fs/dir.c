@@ -2,10 +2,14 @@
 /*
  * Directories of the view: each directory's children in readdir order
  * (struct fs_dir, fs_internal.h says why holes and growing offsets), and one
- * index of every node in the tree by (parent inode, name) in the project's
+ * index of the nodes in the tree by (parent inode, name) in the project's
  * hash table (hash.h).  Lookup, link and unlink are O(1) on average at any
  * size; a readdir request costs what it returns, plus a binary search when
  * it does not go on where the previous one of its handle stopped.
+ *
+ * A plugin directory has three children at most (<socket_name>, allocs,
+ * info): those are found by a look at its slots, not entered in the index,
+ * which then holds one entry per plugin and per registration.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,12 +27,27 @@ static uint64_t name_key(uint64_t parent, const char *name)
 	return htab_hash_scoped(parent, name);
 }
 
+/* A directory whose few children are searched in its slots. */
+static bool small_dir(const struct fs_node *dir)
+{
+	return dir->ino > FS_INO_PLUGINS && dir->ino % 8 == FS_TAG_PLUGIN;
+}
+
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
 			      const char *name)
 {
-	uint64_t key = name_key(dir->ino, name);
+	uint64_t key;
 	struct htab_node *e = NULL;
 
+	if (small_dir(dir)) {
+		struct fs_node *c;
+
+		for (size_t i = 0; (c = fs_dir_next(dir, &i, NULL));)
+			if (strcmp(c->name, name) == 0)
+				return c;
+		return NULL;
+	}
+	key = name_key(dir->ino, name);
 	while ((e = htab_find(&v->names, key, e))) {
 		struct fs_node *n = htab_entry(e, struct fs_node, name_hnode);
 
@@ -46,7 +65,7 @@ static void compact(struct fs_dir *d)
 		if (!d->slots[i].node)
 			continue;
 		d->slots[j] = d->slots[i];
-		d->slots[j].node->slot = j;
+		d->slots[j].node->slot = (uint32_t)j;
 		j++;
 	}
 	d->n_slots = j;
@@ -64,12 +83,15 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 	}
 	if (d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
 		compact(d);
-	if (PLUGFS_GROW(d->slots, d->cap, d->n_slots, 4) != 0)
+	/* Room for a plugin directory's three at once; one at first
+	 * elsewhere (allocs/ mostly holds one registration). */
+	if (PLUGFS_GROW(d->slots, d->cap, d->n_slots, small_dir(dir) ? 3 : 1) != 0)
 		return -ENOMEM;
-	if (htab_insert(&v->names, &c->name_hnode, name_key(dir->ino, c->name)) != 0)
+	if (!small_dir(dir) &&
+	    htab_insert(&v->names, &c->name_hnode, name_key(dir->ino, c->name)) != 0)
 		return -ENOMEM;
 	c->parent = dir->ino;
-	c->slot = d->n_slots;
+	c->slot = (uint32_t)d->n_slots;
 	d->slots[d->n_slots].node = c;
 	d->slots[d->n_slots].off = ++d->next_off;
 	d->n_slots++;
@@ -85,7 +107,8 @@ void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 
 	if (!d || c->slot >= d->n_slots || d->slots[c->slot].node != c)
 		return;
-	htab_remove(&v->names, &c->name_hnode);
+	if (!small_dir(dir))
+		htab_remove(&v->names, &c->name_hnode);
 	d->slots[c->slot].node = NULL;
 	d->n_live--;
 	if (c->kind == FS_DIR)

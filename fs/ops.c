@@ -152,7 +152,8 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		 * the buffer holds. */
 		size_t len = n->size < PATH_MAX ? n->size : PATH_MAX;
 
-		memcpy(target, n->data, len);
+		if (len)
+			memcpy(target, n->data, len);
 		target[len] = '\0';
 	}
 	pthread_rwlock_unlock(&fs->lock);

@@ -44,25 +44,93 @@ static void table_remove(struct fs_view *v, struct fs_node *n)
 static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
 		      const char *name);
 
+/*
+ * fs_str: a NUL-terminated text with a reference count in front, so that
+ * nodes with the same text share one copy.  The count changes only under
+ * the view's write lock; handlers read the text under the read lock.
+ */
+struct fs_str {
+	uint32_t refs;
+	char s[];
+};
+
+static struct fs_str *str_of(char *s)
+{
+	return (struct fs_str *)(void *)(s - offsetof(struct fs_str, s));
+}
+
+static char *str_new(const char *text)
+{
+	size_t len = strlen(text);
+	struct fs_str *fs = malloc(sizeof(*fs) + len + 1);
+
+	if (!fs)
+		return NULL;
+	fs->refs = 1;
+	memcpy(fs->s, text, len + 1);
+	return fs->s;
+}
+
+static char *str_ref(char *s)
+{
+	str_of(s)->refs++;
+	return s;
+}
+
+static void str_unref(char *s)
+{
+	if (s && --str_of(s)->refs == 0)
+		free(str_of(s));
+}
+
+static void set_mtime(struct fs_node *n, const struct timespec *t)
+{
+	/* Clamped to what 64 bits of ns hold (years 1678 to 2262). */
+	const int64_t lim = INT64_MAX / 1000000000 - 1;
+	int64_t sec = t->tv_sec > lim ? lim : t->tv_sec < -lim ? -lim : (int64_t)t->tv_sec;
+
+	n->mtime_ns = sec * 1000000000 + t->tv_nsec;
+}
+
+struct timespec fs_node_mtime(const struct fs_node *n)
+{
+	int64_t sec = n->mtime_ns / 1000000000, ns = n->mtime_ns % 1000000000;
+
+	if (ns < 0) {
+		sec--;
+		ns += 1000000000;
+	}
+	return (struct timespec){.tv_sec = (time_t)sec, .tv_nsec = (long)ns};
+}
+
 static void node_free(struct fs_node *n)
 {
 	if (!n)
 		return;
-	free(n->name);
-	free(n->data);
+	if (!n->name_static)
+		free(n->name);
+	str_unref(n->data);
 	fs_dir_free(n->dir);
 	free(n);
 }
 
+/* Sets n's text to s (a reference is taken). */
+static void set_str(struct fs_node *n, char *s)
+{
+	str_ref(s);
+	str_unref(n->data);
+	n->data = s;
+	n->size = (uint32_t)strlen(s);
+}
+
 static int set_data(struct fs_node *n, const char *data)
 {
-	char *d = strdup(data);
+	char *d = str_new(data);
 
 	if (!d)
 		return -ENOMEM;
-	free(n->data);
-	n->data = d;
-	n->size = strlen(d);
+	set_str(n, d);
+	str_unref(d);
 	return 0;
 }
 
@@ -71,12 +139,17 @@ static int set_data(struct fs_node *n, const char *data)
  * given name.  A node still in the table (removed, not yet forgotten) is
  * taken back, keeping its lookup count.
  */
+/* NAME_STATIC: name outlives the view (the socket name, a literal). */
+#define NAME_STATIC true
+#define NAME_COPY false
+
 static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-				enum fs_node_kind kind, const char *name, const char *data,
-				const struct timespec *mtime, struct fs_inval_batch *b)
+				enum fs_node_kind kind, const char *name, bool name_static,
+				const char *data, const struct timespec *mtime,
+				struct fs_inval_batch *b)
 {
 	struct fs_node *n = fs_view_get(v, ino);
-	bool fresh = n == NULL;
+	bool fresh = n == NULL, old_static;
 	char *nm = NULL, *old = NULL;
 
 	if (n && n->in_tree)
@@ -92,19 +165,23 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 			return NULL;
 		}
 	}
-	nm = strdup(name);
+	nm = name_static ? (char *)name : strdup(name);
 	if (!nm || (data && set_data(n, data) != 0))
 		goto fail;
 	n->kind = (unsigned char)kind;
 	old = n->name;
+	old_static = n->name_static;
 	n->name = nm;
+	n->name_static = name_static;
 	n->parent = ino;
 	if (parent && fs_dir_link(v, parent, n) != 0) {
 		n->name = old;
+		n->name_static = old_static;
 		goto fail;
 	}
-	free(old);
-	n->mtime = *mtime;
+	if (!old_static)
+		free(old);
+	set_mtime(n, mtime);
 	n->in_tree = true;
 	if (!fresh) {
 		/* Taken back while the kernel still knows it: drop what it cached. */
@@ -112,7 +189,8 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 	}
 	return n;
 fail:
-	free(nm);
+	if (!name_static)
+		free(nm);
 	if (fresh) {
 		table_remove(v, n);
 		node_free(n);
@@ -165,8 +243,9 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 	if (!v->socket_name)
 		goto fail;
 	clock_gettime(CLOCK_REALTIME, &now);
-	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NULL, &now, NULL);
-	if (!root || !node_add(v, root, FS_INO_PLUGINS, FS_DIR, "plugins", NULL, &now, NULL))
+	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NAME_STATIC, NULL, &now, NULL);
+	if (!root ||
+	    !node_add(v, root, FS_INO_PLUGINS, FS_DIR, "plugins", NAME_STATIC, NULL, &now, NULL))
 		goto fail;
 	return 0;
 fail:
@@ -194,9 +273,10 @@ int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 {
 	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
 
-	if (!node_add(v, plugins, FS_INO(type_id, FS_TAG_TYPE), FS_DIR, type, NULL, mtime, NULL))
+	if (!node_add(v, plugins, FS_INO(type_id, FS_TAG_TYPE), FS_DIR, type, NAME_COPY, NULL,
+		      mtime, NULL))
 		return -ENOMEM;
-	plugins->mtime = *mtime;
+	set_mtime(plugins, mtime);
 	return 0;
 }
 
@@ -300,7 +380,7 @@ static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
  * symlink target or contents) of it are dropped. */
 static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
 {
-	n->mtime = *now;
+	set_mtime(n, now);
 	batch_push(b, FS_INVAL_INODE, n->ino, NULL);
 }
 
@@ -341,7 +421,7 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 	n->ino = ino;
 	n->kind = FS_DIR;
 	n->parent = tdir->ino;
-	n->mtime = *mtime;
+	set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
 		node_free(n);
 		return -ENOMEM;
@@ -376,7 +456,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 {
 	struct fs_node *tdir = find_type_dir(v, type);
 	const struct registration *act = reg_plugin_active(p);
-	struct fs_node *pdir, *active, *allocs, *info, *l;
+	struct fs_node *pdir, *active = NULL, *allocs, *info, *l, *act_link = NULL;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
 	char *text = NULL;
@@ -411,8 +491,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			batch_push(b, FS_INVAL_ENTRY, kept->ino, "allocs");
 			batch_push(b, FS_INVAL_ENTRY, kept->ino, "info");
 		}
-		pdir =
-		    node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
+		pdir = node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NAME_COPY,
+				NULL, &mt, b);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
@@ -420,21 +500,21 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
 		if (b)
 			touch(tdir, now, b);
-		else if (mt.tv_sec > tdir->mtime.tv_sec)
-			tdir->mtime = mt;
+		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
+			set_mtime(tdir, &mt);
 	}
+	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
 	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
-			  act->socket, &mt, b);
-	allocs =
-	    node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
-	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", text, &mt, b);
+			  NAME_STATIC, NULL, &mt, b);
+	allocs = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NAME_STATIC,
+			  NULL, &mt, b);
+	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", NAME_STATIC, text,
+			&mt, b);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (strcmp(active->data, act->socket) != 0) {
-		if ((rc = set_data(active, act->socket)) != 0)
-			goto out;
+	if (active->data && strcmp(active->data, act->socket) != 0) {
 		touch(active, now, b);
 		changed = true;
 	}
@@ -465,7 +545,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 				lt.tv_nsec = 0;
 			}
 			l = node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
-				     r->socket, &lt, b);
+				     NAME_COPY, r->socket, &lt, b);
 			if (!l) {
 				rc = -ENOMEM;
 				goto out;
@@ -478,7 +558,12 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			touch(l, now, b);
 			changed = true;
 		}
+		if (r == act)
+			act_link = l;
 	}
+	/* csi.sock: one text with the active registration's allocs/ link. */
+	if (active->data != act_link->data)
+		set_str(active, act_link->data);
 	if (allocs_changed) {
 		touch(allocs, now, b);
 		changed = true;
@@ -492,6 +577,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (changed && b)
 		touch(pdir, now, b);
 out:
+	/* Out of memory on the way: csi.sock keeps a text of its own. */
+	if (active && !active->data && set_data(active, act->socket) != 0)
+		rc = -ENOMEM;
 	free(text);
 	return rc;
 }
@@ -503,9 +591,9 @@ void fs_node_attr(const struct fs_node *n, struct stat *st)
 	st->st_uid = 0;
 	st->st_gid = 0;
 	st->st_blksize = 4096;
-	st->st_mtim = n->mtime;
-	st->st_ctim = n->mtime;
-	st->st_atim = n->mtime;
+	st->st_mtim = fs_node_mtime(n);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
 	switch (n->kind) {
 	case FS_DIR:
 		st->st_mode = DIR_MODE;

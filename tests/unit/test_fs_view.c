@@ -184,8 +184,8 @@ static void test_switch_queues_invalidations(void **state)
 		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
 	assert_string_equal(batch_text(&b), want);
 	assert_string_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->data, "/run/a2/csi.sock");
-	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_sec, 9000);
-	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_nsec, 5);
+	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_sec, 9000);
+	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_nsec, 5);
 	assert_non_null(node(f, FS_INO(12, FS_TAG_ALLOC)));
 	fs_inval_batch_free(&b);
 
