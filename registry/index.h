@@ -20,21 +20,28 @@
  * plugin whose list emptied stays in the index with n_regs 0 (counted in
  * n_empty), so that it keeps its persisted id; getters pass over it. */
 struct plugin_node {
-	struct reg_plugin pub; /* regs ordered by seq, highest first */
-	size_t cap;	       /* slots allocated in pub.regs */
-	size_t type_idx;       /* index of its type in the configured types */
+	struct reg_plugin pub;	/* regs ordered by seq, highest first */
+	size_t cap;		/* slots allocated in pub.regs */
+	size_t type_idx;	/* index of its type in the configured types */
+	struct htab_node hnode; /* in reg_index.plugins, by (type, name) */
 };
 
-/* The plugins holding a registration of one alloc. */
+/* The plugins holding a registration of one alloc.  One allocation with
+ * its key; room for one plugin inside (an alloc mostly registers one). */
 struct alloc_set {
-	struct plugin_node **v;
+	struct htab_node hnode; /* in reg_index.allocs, by alloc */
+	struct plugin_node **v; /* one_v or an array of its own */
 	size_t n, cap;
 	size_t pending; /* inserts planned by the current mutation */
+	struct plugin_node *one_v;
+	char alloc[];
 };
 
+/* Intrusive tables of the project's hash (hash.h): a node or set is one
+ * allocation with its key, no entry or key copied beside it. */
 struct reg_index {
-	struct hash plugins; /* "type/name" -> struct plugin_node */
-	struct hash allocs;  /* alloc -> struct alloc_set */
+	struct htab plugins; /* struct plugin_node, by (type, name) */
+	struct htab allocs;  /* struct alloc_set, by alloc */
 	size_t n_regs;	     /* registrations over all plugins */
 	size_t n_empty;	     /* plugins whose list emptied (kept for their id) */
 };
@@ -50,6 +57,12 @@ struct plugin_node *index_find_plugin(const struct reg_index *ix, const char *ty
 int index_add_plugin(struct reg_index *ix, struct plugin_node *p);
 /* Removes p from the lookup by (type, name); p is not freed. */
 void index_del_plugin(struct reg_index *ix, struct plugin_node *p);
+/* Iteration over every plugin (empty ones included): start with *pos = 0
+ * and p = NULL; the next plugin or NULL.  The index must not change. */
+struct plugin_node *index_next_plugin(const struct reg_index *ix, size_t *pos,
+				      const struct plugin_node *p);
+/* Plugins in the index, empty ones included. */
+size_t index_count_plugins(const struct reg_index *ix);
 
 /* The set of alloc, or NULL. */
 struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc);

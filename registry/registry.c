@@ -273,21 +273,19 @@ static int plugin_cmp(const void *a, const void *b)
 
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out)
 {
-	struct hash_entry *e = NULL;
-	size_t pos = 0;
+	const struct plugin_node *p = NULL;
+	size_t pos = 0, n;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	lock(r);
-	out->plugins = calloc(hash_count(&r->ix.plugins) ? hash_count(&r->ix.plugins) : 1,
-			      sizeof(*out->plugins));
+	n = index_count_plugins(&r->ix);
+	out->plugins = calloc(n ? n : 1, sizeof(*out->plugins));
 	if (!out->plugins) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((e = hash_next(&r->ix.plugins, &pos, e))) {
-		const struct plugin_node *p = e->value;
-
+	while ((p = index_next_plugin(&r->ix, &pos, p))) {
 		if (p->pub.n_regs == 0 || (type && strcmp(type, p->pub.type) != 0))
 			continue;
 		if ((rc = reg_plugin_copy(&p->pub, &out->plugins[out->n_plugins])) < 0)
@@ -321,14 +319,12 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 
 int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg)
 {
-	struct hash_entry *e = NULL;
+	const struct plugin_node *p = NULL;
 	size_t pos = 0;
 	int rc = 0;
 
 	lock(r);
-	while (rc == 0 && (e = hash_next(&r->ix.plugins, &pos, e))) {
-		const struct plugin_node *p = e->value;
-
+	while (rc == 0 && (p = index_next_plugin(&r->ix, &pos, p))) {
 		if (p->pub.n_regs == 0)
 			rc = fn(arg, p->pub.type, p->pub.name, p->pub.id);
 	}
@@ -338,14 +334,12 @@ int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *a
 
 int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg)
 {
-	struct hash_entry *e = NULL;
+	const struct plugin_node *p = NULL;
 	size_t pos = 0;
 	int rc = 0;
 
 	lock(r);
-	while (rc == 0 && (e = hash_next(&r->ix.plugins, &pos, e))) {
-		const struct plugin_node *p = e->value;
-
+	while (rc == 0 && (p = index_next_plugin(&r->ix, &pos, p))) {
 		if (p->pub.n_regs > 0)
 			rc = fn(arg, &p->pub);
 	}
@@ -366,7 +360,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = hash_count(&r->ix.plugins) - r->ix.n_empty;
+		*n_plugins = index_count_plugins(&r->ix) - r->ix.n_empty;
 	if (n_registrations)
 		*n_registrations = r->ix.n_regs;
 	unlock(r);
