@@ -62,9 +62,9 @@ uint64_t htab_hash_scoped(uint64_t scope, const char *s)
 	return fnv_string(h, s);
 }
 
-static int grow(struct htab *t)
+/* Rehashes into n buckets (a power of two); -ENOMEM with t unchanged. */
+static int rehash(struct htab *t, size_t n)
 {
-	size_t n = t->n_buckets ? t->n_buckets * 2 : 16;
 	struct htab_node **b = calloc(n, sizeof(*b));
 
 	if (!b)
@@ -85,6 +85,23 @@ static int grow(struct htab *t)
 	t->buckets = b;
 	t->n_buckets = n;
 	return 0;
+}
+
+static int grow(struct htab *t)
+{
+	return rehash(t, t->n_buckets ? t->n_buckets * 2 : 16);
+}
+
+int htab_reserve(struct htab *t, size_t n)
+{
+	size_t nb = t->n_buckets ? t->n_buckets : 16;
+
+	while (n * 4 > nb * 3) {
+		if (nb > SIZE_MAX / 2 / sizeof(struct htab_node *))
+			return -ENOMEM;
+		nb *= 2;
+	}
+	return nb > t->n_buckets ? rehash(t, nb) : 0;
 }
 
 int htab_insert(struct htab *t, struct htab_node *node, uint64_t key)

@@ -98,13 +98,17 @@ static void load_locked(struct registry *r, void *arg)
 	const char *const *names = NULL;
 	const int64_t *ids = NULL;
 	struct timespec now;
-	size_t n_types;
+	struct empty_ctx e = {.fs = fs, .now = &now};
+	size_t n_types, n_plugins = 0, n_regs = 0;
 	int rc;
 
-	struct empty_ctx e = {.fs = fs, .now = &now};
-
 	clock_gettime(CLOCK_REALTIME, &now);
-	rc = 0;
+	registry_counts(r, &n_plugins, &n_regs);
+	/* Room for it all at once: a plugin is four nodes and one name in
+	 * the index, a registration one of each. */
+	rc = htab_reserve(&fs->view.nodes, 4 * n_plugins + n_regs + 16);
+	if (rc == 0)
+		rc = htab_reserve(&fs->view.names, n_plugins + n_regs + 16);
 	n_types = registry_types(r, &names, &ids);
 	for (size_t i = 0; i < n_types && rc == 0; i++)
 		rc = fs_view_add_type(&fs->view, ids[i], names[i], &now);

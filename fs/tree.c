@@ -143,12 +143,12 @@ static int set_data(struct fs_node *n, const char *data)
 #define NAME_STATIC true
 #define NAME_COPY false
 
-static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-				enum fs_node_kind kind, const char *name, bool name_static,
-				const char *data, const struct timespec *mtime,
-				struct fs_inval_batch *b)
+static struct fs_node *node_add_in(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+				   enum fs_node_kind kind, const char *name, bool name_static,
+				   const char *data, const struct timespec *mtime,
+				   struct fs_inval_batch *b, bool absent)
 {
-	struct fs_node *n = fs_view_get(v, ino);
+	struct fs_node *n = absent ? NULL : fs_view_get(v, ino);
 	bool fresh = n == NULL, old_static;
 	char *nm = NULL, *old = NULL;
 
@@ -196,6 +196,14 @@ fail:
 		node_free(n);
 	}
 	return NULL;
+}
+
+static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+				enum fs_node_kind kind, const char *name, bool name_static,
+				const char *data, const struct timespec *mtime,
+				struct fs_inval_batch *b)
+{
+	return node_add_in(v, parent, ino, kind, name, name_static, data, mtime, b, false);
 }
 
 /* Takes n (and what is below it) out of the tree; frees what the kernel does
@@ -459,6 +467,10 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	struct fs_node *pdir, *active = NULL, *allocs, *info, *l, *act_link = NULL;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
+	/* Building the view at start (no batch), a plugin directory not in
+	 * the table yet: nothing of it is (its inode numbers are its own), so
+	 * its nodes are added without looking for them first. */
+	bool absent = false;
 	char *text = NULL;
 	int rc = 0;
 
@@ -491,8 +503,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			batch_push(b, FS_INVAL_ENTRY, kept->ino, "allocs");
 			batch_push(b, FS_INVAL_ENTRY, kept->ino, "info");
 		}
-		pdir = node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NAME_COPY,
-				NULL, &mt, b);
+		absent = !b && !kept;
+		pdir = node_add_in(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
+				   NAME_COPY, NULL, &mt, b, absent);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
@@ -504,12 +517,12 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			set_mtime(tdir, &mt);
 	}
 	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
-	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
-			  NAME_STATIC, NULL, &mt, b);
-	allocs = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NAME_STATIC,
-			  NULL, &mt, b);
-	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", NAME_STATIC, text,
-			&mt, b);
+	active = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
+			     NAME_STATIC, NULL, &mt, b, absent);
+	allocs = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs",
+			     NAME_STATIC, NULL, &mt, b, absent);
+	info = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", NAME_STATIC,
+			   text, &mt, b, absent);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
 		goto out;
@@ -530,7 +543,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		const struct registration *r = &p->regs[i];
 		struct timespec lt = mt;
 
-		l = fs_view_child(v, allocs, r->alloc);
+		l = absent ? NULL : fs_view_child(v, allocs, r->alloc);
 
 		if (l && l->ino != FS_INO(r->id, FS_TAG_ALLOC)) {
 			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
@@ -544,8 +557,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 									      : r->registered_at);
 				lt.tv_nsec = 0;
 			}
-			l = node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
-				     NAME_COPY, r->socket, &lt, b);
+			l = node_add_in(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
+					NAME_COPY, r->socket, &lt, b, absent);
 			if (!l) {
 				rc = -ENOMEM;
 				goto out;

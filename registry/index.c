@@ -45,6 +45,13 @@ struct plugin_node *index_next_plugin(const struct reg_index *ix, size_t *pos,
 	return e ? htab_entry(e, struct plugin_node, hnode) : NULL;
 }
 
+int index_reserve(struct reg_index *ix, size_t n_plugins, size_t n_allocs)
+{
+	int rc = htab_reserve(&ix->plugins, n_plugins);
+
+	return rc < 0 ? rc : htab_reserve(&ix->allocs, n_allocs);
+}
+
 size_t index_count_plugins(const struct reg_index *ix)
 {
 	return ix->plugins.n;
@@ -238,6 +245,35 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	s->v[s->n++] = p;
 	ix->n_regs++;
 	plugin_elect_active(p);
+	return 0;
+}
+
+int index_load_option(struct reg_index *ix, const char *type, const char *name, const char *alloc,
+		      const char *key, const char *value, char *err, size_t errlen)
+{
+	struct plugin_node *p = index_find_plugin(ix, type, name);
+	ssize_t idx = p ? plugin_find_alloc(p, alloc) : -1;
+	struct registration *g;
+	struct reg_option *o;
+
+	if (idx < 0)
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file: an option of %s/%s alloc %s, which has no registration",
+				   type, name, alloc);
+	g = &p->pub.regs[idx];
+	o = realloc(g->options, (g->n_options + 1) * sizeof(*o));
+	if (!o)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	g->options = o;
+	o = &g->options[g->n_options];
+	o->key = strdup(key);
+	o->value = strdup(value);
+	if (!o->key || !o->value) {
+		free(o->key);
+		free(o->value);
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	g->n_options++;
 	return 0;
 }
 

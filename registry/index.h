@@ -61,6 +61,9 @@ void index_del_plugin(struct reg_index *ix, struct plugin_node *p);
  * and p = NULL; the next plugin or NULL.  The index must not change. */
 struct plugin_node *index_next_plugin(const struct reg_index *ix, size_t *pos,
 				      const struct plugin_node *p);
+/* Room for n_plugins plugins and n_allocs allocs without growing the
+ * tables (loading the store); 0 or -ENOMEM. */
+int index_reserve(struct reg_index *ix, size_t n_plugins, size_t n_allocs);
 /* Plugins in the index, empty ones included. */
 size_t index_count_plugins(const struct reg_index *ix);
 
@@ -94,6 +97,11 @@ void plugin_elect_active(struct plugin_node *p);
  * has g->alloc; messages in err. */
 int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
 	       char *err, size_t errlen);
+/* Appends the option key=value (options come by key) to the registration
+ * of alloc in the plugin (type, name), as loading the store does after the
+ * registrations.  0, -ENOMEM, or -EIO when there is no such registration. */
+int index_load_option(struct reg_index *ix, const char *type, const char *name, const char *alloc,
+		      const char *key, const char *value, char *err, size_t errlen);
 /* Enters the plugin (type, name) with plugin_id and an empty list, as
  * loading the store does for a plugins row without registrations.  0 or
  * -ENOMEM. */

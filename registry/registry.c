@@ -393,6 +393,12 @@ static int load_empty(void *arg, size_t type_idx, int64_t plugin_id, const char 
 	return index_load_empty(arg, type_idx, plugin_id, type, name, err, errlen);
 }
 
+static int load_option(void *arg, const char *type, const char *name, const char *alloc,
+		       const char *key, const char *value, char *err, size_t errlen)
+{
+	return index_load_option(arg, type, name, alloc, key, value, err, errlen);
+}
+
 static char **copy_strv(const char *const *v, size_t n)
 {
 	char **c = calloc(n ? n : 1, sizeof(*c));
@@ -452,7 +458,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	struct registry *r = NULL;
 	pthread_mutexattr_t attr;
 	struct store_open_options so;
-	int64_t n;
+	int64_t n, n_plugins = 0, n_regs = 0;
 	int rc;
 
 	*out = NULL;
@@ -489,11 +495,20 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	};
 	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;
+	/* The index sized once for what the store holds, not doubled
+	 * (and rehashed) a dozen times while it loads. */
+	if ((rc = store_query_int(&r->st, "SELECT count(*) FROM plugins", &n_plugins,
+				  "counting plugins", err, errlen)) < 0 ||
+	    (rc = store_query_int(&r->st, "SELECT count(*) FROM registrations", &n_regs,
+				  "counting registrations", err, errlen)) < 0)
+		goto fail;
+	if (index_reserve(&r->ix, (size_t)n_plugins, (size_t)n_regs) < 0) {
+		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
-	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, &r->ix,
-			     err, errlen)) < 0 ||
-	    (rc = store_load_empty(&r->st, (const char *const *)r->types, r->n_types, load_empty,
-				   &r->ix, err, errlen)) < 0 ||
+	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one,
+			     load_empty, load_option, &r->ix, err, errlen)) < 0 ||
 	    (!r->read_only &&
 	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
 		goto fail;

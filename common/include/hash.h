@@ -54,6 +54,9 @@ uint64_t htab_hash_scoped(uint64_t scope, const char *s);
 /* Links node into the table under key (several nodes may share a key).
  * 0, or -ENOMEM with the table unchanged. */
 int htab_insert(struct htab *t, struct htab_node *node, uint64_t key);
+/* Room for n nodes without growing (one rehash now instead of one per
+ * doubling while n are inserted).  0, or -ENOMEM with t unchanged. */
+int htab_reserve(struct htab *t, size_t n);
 /* Unlinks node, which must be in t. */
 void htab_remove(struct htab *t, struct htab_node *node);
 /* The next node under key after `after` (NULL: the first), or NULL. */

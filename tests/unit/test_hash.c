@@ -145,6 +145,34 @@ static void test_htab_keys_in_steps_spread(void **state)
 	free(items);
 }
 
+/* htab_reserve sizes the table once: inserting that many never grows it. */
+static void test_htab_reserve(void **state)
+{
+	enum { N = 1000 };
+	struct item *items = calloc(N, sizeof(*items));
+	struct htab t;
+	size_t nb;
+
+	(void)state;
+	assert_non_null(items);
+	htab_init(&t);
+	assert_int_equal(htab_reserve(&t, N), 0);
+	nb = t.n_buckets;
+	assert_true(N * 4 <= nb * 3);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(htab_insert(&t, &items[i].node, (uint64_t)i), 0);
+	assert_int_equal(t.n_buckets, nb);
+	/* Less than it has: nothing changes; more: it grows, nodes kept. */
+	assert_int_equal(htab_reserve(&t, 10), 0);
+	assert_int_equal(t.n_buckets, nb);
+	assert_int_equal(htab_reserve(&t, 4 * N), 0);
+	assert_true(t.n_buckets > nb);
+	for (int i = 0; i < N; i++)
+		assert_ptr_equal(htab_find(&t, (uint64_t)i, NULL), &items[i].node);
+	htab_free(&t);
+	free(items);
+}
+
 /* Nodes under one key (two strings with the same hash) are all found. */
 static void test_htab_shared_key(void **state)
 {
@@ -209,6 +237,7 @@ int main(void)
 	    cmocka_unit_test(test_htab_free_while_iterating),
 	    cmocka_unit_test(test_hash_string),
 	    cmocka_unit_test(test_htab_keys_in_steps_spread),
+	    cmocka_unit_test(test_htab_reserve),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
