@@ -10,7 +10,8 @@
  *
  *   - start to ready: from fork to the daemon's "ready:" line (the FUSE
  *     handshake answered), [probe] mode = none; and again with mode =
- *     connect, every probe failing on a missing socket;
+ *     connect, every probe failing on a missing socket; the best of
+ *     STARTS starts each (the least disturbed on a shared machine);
  *   - RSS per registration: the daemon's VmRSS at ready, minus that of a
  *     daemon with no registration measured in the same run, over N;
  *   - an uncached lookup in the type directory: stat of <type>/<name> for
@@ -39,6 +40,7 @@
 #include "bench_scale.h"
 
 #define SCALE_MAX_SIZES 8
+#define STARTS 3
 #define LOOKUPS 2000
 #define START_TARGET_MS 1000.0
 #define START_GOAL_MS 200.0
@@ -262,21 +264,36 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 		}
 		unlink(json);
 	}
-	if (daemon_start(plugfs, cfg_none, &d, &out->start_ms, ready, sizeof(ready)) != 0)
-		goto out;
-	{
-		const char *p = strchr(ready, '(');
+	out->start_ms = out->start_connect_ms = 1e12;
+	for (int k = 0; k < STARTS; k++) {
+		double ms;
 
-		snprintf(out->phases, sizeof(out->phases), "%s", p ? p : ready);
+		if (daemon_start(plugfs, cfg_none, &d, &ms, ready, sizeof(ready)) != 0)
+			goto out;
+		if (ms < out->start_ms) {
+			const char *p = strchr(ready, '(');
+
+			out->start_ms = ms;
+			snprintf(out->phases, sizeof(out->phases), "%s", p ? p : ready);
+		}
+		/* The last start is measured further: RSS, lookups. */
+		if (k == STARTS - 1) {
+			out->rss_kib = daemon_rss_kib(&d);
+			out->lookup_us = n > 0 ? uncached_lookup_us(dir, n) : 0;
+		}
+		if (daemon_stop(&d) != 0 || out->lookup_us < 0)
+			goto out;
 	}
-	out->rss_kib = daemon_rss_kib(&d);
-	out->lookup_us = n > 0 ? uncached_lookup_us(dir, n) : 0;
-	if (daemon_stop(&d) != 0 || out->lookup_us < 0)
-		goto out;
-	if (daemon_start(plugfs, cfg_conn, &d, &out->start_connect_ms, ready, sizeof(ready)) != 0)
-		goto out;
-	if (daemon_stop(&d) != 0)
-		goto out;
+	for (int k = 0; k < STARTS; k++) {
+		double ms;
+
+		if (daemon_start(plugfs, cfg_conn, &d, &ms, ready, sizeof(ready)) != 0)
+			goto out;
+		if (ms < out->start_connect_ms)
+			out->start_connect_ms = ms;
+		if (daemon_stop(&d) != 0)
+			goto out;
+	}
 	rc = 0;
 out:
 	if (rc != 0 && d.pid > 0 && d.log)
@@ -342,6 +359,7 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 		printf(" %16ld", runs[i].n);
 	printf("   target\n");
 
+	printf("start to ready: the best of %d starts\n", STARTS);
 	printf("%-34s", "start to ready, probe none (ms)");
 	for (size_t i = 0; i < k; i++)
 		printf(" %9.1f %-6s", runs[i].start_ms,
