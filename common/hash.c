@@ -96,7 +96,7 @@ int htab_reserve(struct htab *t, size_t n)
 {
 	size_t nb = t->n_buckets ? t->n_buckets : 16;
 
-	while (n * 4 > nb * 3) {
+	while (n > nb) {
 		if (nb > SIZE_MAX / 2 / sizeof(struct htab_node *))
 			return -ENOMEM;
 		nb *= 2;
@@ -109,7 +109,7 @@ int htab_insert(struct htab *t, struct htab_node *node, uint64_t key)
 	size_t k;
 
 	/* Grow before inserting so a failure leaves the table unchanged. */
-	if ((t->n + 1) * 4 > t->n_buckets * 3 && grow(t) < 0)
+	if (t->n + 1 > t->n_buckets && grow(t) < 0)
 		return -ENOMEM;
 	k = bucket_of(t->n_buckets, key);
 	node->key = key;

@@ -14,8 +14,9 @@
  * copies and owns the keys, never the values.
  *
  * Both cost O(1) on average for find, insert and remove: a table doubles
- * before an insert would take it past a load factor of 3/4 (and fails with
- * -ENOMEM before changing anything).  Neither is thread-safe: the owner's
+ * before an insert would take it past a load factor of 1 (and fails with
+ * -ENOMEM before changing anything); with the full mix of the key chains
+ * stay short at that load, and the buckets cost 8 to 16 bytes per node.  Neither is thread-safe: the owner's
  * lock guards it (the registry mutex, fs->lock).
  */
 #ifndef PLUGFS_HASH_H

@@ -53,7 +53,7 @@ static void test_many_keys(void **state)
 		assert_int_equal(hash_put(&h, key, &vals[i]), 0);
 	}
 	assert_int_equal(hash_count(&h), N);
-	assert_true(h.t.n_buckets >= N * 4 / 3); /* it grew */
+	assert_true(h.t.n_buckets >= N); /* it grew */
 	for (int i = 0; i < N; i += 2) {
 		snprintf(key, sizeof(key), "csi-node/plugin-%d", i);
 		assert_ptr_equal(hash_del(&h, key), &vals[i]);
@@ -95,7 +95,7 @@ static void test_htab_integer_keys(void **state)
 		assert_int_equal(htab_insert(&t, &items[i].node, (uint64_t)i * 8 + 1), 0);
 	}
 	assert_int_equal(t.n, N);
-	assert_true(t.n * 4 <= t.n_buckets * 3);
+	assert_true(t.n <= t.n_buckets);
 	for (int i = 0; i < N; i++) {
 		e = htab_find(&t, (uint64_t)i * 8 + 1, NULL);
 		assert_non_null(e);
@@ -138,8 +138,9 @@ static void test_htab_keys_in_steps_spread(void **state)
 		used += c > 0;
 		longest = c > longest ? c : longest;
 	}
-	/* Load 0.48 here: random keys use 38% of the buckets. */
-	assert_true(used * 100 >= t.n_buckets * 33);
+	/* Load 0.95 here: random keys use 61% of the buckets (the single
+	 * multiply used before reached about a quarter). */
+	assert_true(used * 100 >= t.n_buckets * 55);
 	assert_true(longest <= 12);
 	htab_free(&t);
 	free(items);
@@ -158,7 +159,7 @@ static void test_htab_reserve(void **state)
 	htab_init(&t);
 	assert_int_equal(htab_reserve(&t, N), 0);
 	nb = t.n_buckets;
-	assert_true(N * 4 <= nb * 3);
+	assert_true(N <= nb);
 	for (int i = 0; i < N; i++)
 		assert_int_equal(htab_insert(&t, &items[i].node, (uint64_t)i), 0);
 	assert_int_equal(t.n_buckets, nb);
