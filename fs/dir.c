@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "fs_internal.h"
-#include "array.h"
 
 /* Holes are squeezed out before an append once they outnumber the children
  * (and there are at least this many slots): amortised O(1) per removal. */
@@ -59,13 +58,13 @@ struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir
 
 static void compact(struct fs_dir *d)
 {
-	size_t j = 0;
+	uint32_t j = 0;
 
-	for (size_t i = 0; i < d->n_slots; i++) {
+	for (uint32_t i = 0; i < d->n_slots; i++) {
 		if (!d->slots[i].node)
 			continue;
 		d->slots[j] = d->slots[i];
-		d->slots[j].node->slot = (uint32_t)j;
+		d->slots[j].node->slot = j;
 		j++;
 	}
 	d->n_slots = j;
@@ -75,18 +74,27 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 {
 	struct fs_dir *d = dir->dir;
 
-	if (!d) {
-		if (!(d = calloc(1, sizeof(*d))))
-			return -ENOMEM;
-		d->next_off = FS_DIR_OFF_DOTDOT;
-		dir->dir = d;
-	}
-	if (d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
+	if (d && d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
 		compact(d);
-	/* Room for a plugin directory's three at once; one at first
-	 * elsewhere (allocs/ mostly holds one registration). */
-	if (PLUGFS_GROW(d->slots, d->cap, d->n_slots, small_dir(dir) ? 3 : 1) != 0)
-		return -ENOMEM;
+	if (!d || d->n_slots == d->cap) {
+		/* The slots live in the same allocation, which doubles; room
+		 * for a plugin directory's three at once, one at first
+		 * elsewhere (allocs/ mostly holds one registration). */
+		uint32_t cap = !d ? (small_dir(dir) ? 3 : 1) : d->cap * 2;
+		struct fs_dir *nd;
+
+		if (d && d->cap > UINT32_MAX / 2)
+			return -ENOMEM;
+		nd = realloc(d, sizeof(*d) + (size_t)cap * sizeof(d->slots[0]));
+		if (!nd)
+			return -ENOMEM;
+		if (!d) {
+			nd->next_off = FS_DIR_OFF_DOTDOT;
+			nd->n_slots = nd->n_live = 0;
+		}
+		nd->cap = cap;
+		d = dir->dir = nd;
+	}
 	if (!small_dir(dir) &&
 	    htab_insert(&v->names, &c->name_hnode, name_key(dir->ino, c->name)) != 0)
 		return -ENOMEM;
@@ -124,7 +132,7 @@ struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off)
 
 	if (!d)
 		return NULL;
-	for (; *i < d->n_slots; (*i)++) {
+	for (; *i < (size_t)d->n_slots; (*i)++) {
 		if (d->slots[*i].node) {
 			if (off)
 				*off = d->slots[*i].off;
@@ -163,8 +171,5 @@ size_t fs_dir_count(const struct fs_node *dir)
 
 void fs_dir_free(struct fs_dir *d)
 {
-	if (!d)
-		return;
-	free(d->slots);
 	free(d);
 }

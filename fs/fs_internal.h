@@ -59,10 +59,11 @@ struct fs_dirslot {
 	uint64_t off;	      /* the child's readdir offset */
 };
 struct fs_dir {
-	struct fs_dirslot *slots;
-	size_t n_slots, cap; /* slots in use (holes included), allocated */
-	size_t n_live;	     /* children */
-	uint64_t next_off;   /* the offset the next child gets, minus one */
+	uint64_t next_off; /* the offset the next child gets, minus one */
+	uint32_t n_slots;  /* slots in use, holes included */
+	uint32_t cap;	   /* slots allocated (in this allocation) */
+	uint32_t n_live;   /* children */
+	struct fs_dirslot slots[];
 };
 /* Readdir offsets: 1 and 2 are "." and "..", children start above. */
 #define FS_DIR_OFF_DOTDOT 2
