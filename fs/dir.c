@@ -29,7 +29,29 @@ static uint64_t name_key(uint64_t parent, const char *name)
 /* A directory whose few children are searched in its slots. */
 static bool small_dir(const struct fs_node *dir)
 {
-	return dir->ino > FS_INO_PLUGINS && dir->ino % 8 == FS_TAG_PLUGIN;
+	return fs_ino(dir) > FS_INO_PLUGINS && fs_ino(dir) % 8 == FS_TAG_PLUGIN;
+}
+
+/* The children of n, NULL when it is no directory or has none (the union
+ * holds a text for the others). */
+static struct fs_dir *dir_of(const struct fs_node *n)
+{
+	return n->kind == FS_DIR ? n->dir : NULL;
+}
+
+static struct fs_named *named(struct fs_node *n)
+{
+	return htab_entry(n, struct fs_named, n);
+}
+
+struct fs_node *fs_node_new(uint64_t ino)
+{
+	struct fs_node *n = calloc(1, fs_ino_named(ino) ? sizeof(struct fs_named)
+							: sizeof(struct fs_node));
+
+	if (n)
+		n->hnode.key = ino;
+	return n;
 }
 
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
@@ -46,11 +68,11 @@ struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir
 				return c;
 		return NULL;
 	}
-	key = name_key(dir->ino, name);
+	key = name_key(fs_ino(dir), name);
 	while ((e = htab_find(&v->names, key, e))) {
-		struct fs_node *n = htab_entry(e, struct fs_node, name_hnode);
+		struct fs_node *n = &htab_entry(e, struct fs_named, name_hnode)->n;
 
-		if (n->parent == dir->ino && strcmp(n->name, name) == 0)
+		if (n->parent == fs_ino(dir) && strcmp(n->name, name) == 0)
 			return n;
 	}
 	return NULL;
@@ -72,7 +94,11 @@ static void compact(struct fs_dir *d)
 
 int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 {
-	struct fs_dir *d = dir->dir;
+	struct fs_dir *d;
+
+	if (dir->kind != FS_DIR)
+		return -ENOTDIR; /* cannot happen: callers link under directories */
+	d = dir->dir;
 
 	if (d && d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
 		compact(d);
@@ -95,10 +121,14 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 		nd->cap = cap;
 		d = dir->dir = nd;
 	}
-	if (!small_dir(dir) &&
-	    htab_insert(&v->names, &c->name_hnode, name_key(dir->ino, c->name)) != 0)
-		return -ENOMEM;
-	c->parent = dir->ino;
+	if (!small_dir(dir)) {
+		if (!fs_ino_named(fs_ino(c)))
+			return -EINVAL; /* cannot happen: the tags say where a node goes */
+		if (htab_insert(&v->names, &named(c)->name_hnode, name_key(fs_ino(dir), c->name)) !=
+		    0)
+			return -ENOMEM;
+	}
+	c->parent = fs_ino(dir);
 	c->slot = (uint32_t)d->n_slots;
 	d->slots[d->n_slots].node = c;
 	d->slots[d->n_slots].off = ++d->next_off;
@@ -111,12 +141,12 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 
 void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 {
-	struct fs_dir *d = dir->dir;
+	struct fs_dir *d = dir_of(dir);
 
 	if (!d || c->slot >= d->n_slots || d->slots[c->slot].node != c)
 		return;
 	if (!small_dir(dir))
-		htab_remove(&v->names, &c->name_hnode);
+		htab_remove(&v->names, &named(c)->name_hnode);
 	d->slots[c->slot].node = NULL;
 	d->n_live--;
 	if (c->kind == FS_DIR)
@@ -128,7 +158,7 @@ void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 
 struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off)
 {
-	const struct fs_dir *d = dir->dir;
+	const struct fs_dir *d = dir_of(dir);
 
 	if (!d)
 		return NULL;
@@ -144,7 +174,7 @@ struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off)
 
 size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint)
 {
-	const struct fs_dir *d = dir->dir;
+	const struct fs_dir *d = dir_of(dir);
 	size_t lo = 0, hi;
 
 	if (!d)
@@ -166,7 +196,7 @@ size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint)
 
 size_t fs_dir_count(const struct fs_node *dir)
 {
-	return dir->dir ? dir->dir->n_live : 0;
+	return dir_of(dir) ? dir->dir->n_live : 0;
 }
 
 void fs_dir_free(struct fs_dir *d)

@@ -69,29 +69,58 @@ struct fs_dir {
 #define FS_DIR_OFF_DOTDOT 2
 
 /*
- * One inode.  Kept to 104 bytes (a 112-byte malloc chunk): there are four
- * per plugin and one per registration.
+ * One inode: 72 bytes (an 80-byte malloc chunk), 88 with the name index's
+ * link (struct fs_named): there are four per plugin and one per
+ * registration.  Its inode number is the key of hnode (fs_ino).
  */
 struct fs_node {
-	uint64_t ino;
-	uint64_t parent; /* ino of the parent (itself for the root) */
-	char *name;	 /* owned, unless name_static (a string the view outlives) */
-	/* Symlink target or file contents: an fs_str (tree.c), shared by the
-	 * nodes with the same text (a plugin's csi.sock and the allocs/ link
-	 * of its active registration); NULL for a directory. */
-	char *data;
-	int64_t mtime_ns;	     /* when this node last changed, ns since the epoch */
-	uint64_t nlookup;	     /* kernel references; atomic */
-	struct fs_dir *dir;	     /* the children of a directory; NULL until it has one */
-	struct htab_node hnode;	     /* in fs_view.nodes, keyed by ino */
-	struct htab_node name_hnode; /* in fs_view.names while in the tree (dir.c) */
-	uint32_t size;		     /* strlen(data) (targets are at most PATH_MAX) */
-	uint32_t slot;		     /* its slot in the parent's dir while in the tree */
-	uint32_t n_subdirs;	     /* for st_nlink */
-	unsigned char kind;	     /* enum fs_node_kind */
-	bool in_tree;		     /* false: removed, kept until forgotten */
+	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
+	uint64_t parent;	/* ino of the parent (itself for the root) */
+	char *name;		/* owned, unless name_static (a string the view outlives) */
+	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
+	uint64_t nlookup;	/* kernel references; atomic */
+	union {
+		struct { /* FS_LINK, FS_FILE */
+			/* Symlink target or file contents: an fs_str
+			 * (tree.c), shared by the nodes with the same text
+			 * (a plugin's csi.sock and the allocs/ link of its
+			 * active registration). */
+			char *data;
+			uint32_t size; /* strlen(data) */
+		};
+		struct {		  /* FS_DIR */
+			struct fs_dir *dir; /* its children; NULL until it has one */
+			uint32_t n_subdirs; /* for st_nlink */
+		};
+	};
+	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
+	unsigned char kind; /* enum fs_node_kind */
+	bool in_tree;	    /* false: removed, kept until forgotten */
 	bool name_static;
 };
+
+/* A node that can be in the (parent, name) index: every one but the three
+ * children of a plugin directory (dir.c finds those in its slots). */
+struct fs_named {
+	struct fs_node n;
+	struct htab_node name_hnode; /* in fs_view.names while in the tree */
+};
+
+static inline uint64_t fs_ino(const struct fs_node *n)
+{
+	return n->hnode.key;
+}
+/* Whether the node of inode ino is a struct fs_named (by its tag). */
+static inline bool fs_ino_named(uint64_t ino)
+{
+	unsigned tag = (unsigned)(ino % 8);
+
+	return ino <= FS_INO_PLUGINS ||
+	       (tag != FS_TAG_ACTIVE && tag != FS_TAG_ALLOCS && tag != FS_TAG_INFO);
+}
+/* A zeroed node of inode ino, of the size its tag needs; NULL when out of
+ * memory.  Freed with free(). */
+struct fs_node *fs_node_new(uint64_t ino);
 
 /* One kernel invalidation, queued by a view change. */
 enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };

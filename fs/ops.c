@@ -50,7 +50,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 static void fill_entry(struct plugfs_fs *fs, const struct fs_node *n, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->ino = n->ino;
+	e->ino = fs_ino(n);
 	e->attr_timeout = fs->cache_timeout;
 	e->entry_timeout = fs->cache_timeout;
 	fs_node_attr(n, &e->attr);
@@ -386,13 +386,13 @@ static ssize_t dir_list(struct plugfs_fs *fs, fuse_ino_t ino, fuse_req_t req, ch
 		rc = n ? -ENOTDIR : -ENOENT;
 		goto out;
 	}
-	if (off < 1 && !dirent_add(req, buf, size, &pos, ".", n->ino, S_IFDIR, 1))
+	if (off < 1 && !dirent_add(req, buf, size, &pos, ".", fs_ino(n), S_IFDIR, 1))
 		goto done;
 	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", n->parent, S_IFDIR, 2))
 		goto done;
 	i = fs_dir_seek(n, off, *hint);
 	for (size_t at = i; (c = fs_dir_next(n, &i, &coff)); at = i) {
-		if (!dirent_add(req, buf, size, &pos, c->name, c->ino, dirent_mode(c), coff)) {
+		if (!dirent_add(req, buf, size, &pos, c->name, fs_ino(c), dirent_mode(c), coff)) {
 			i = at;
 			break;
 		}

@@ -147,7 +147,7 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 		b->items = a;
 		b->cap = cap;
 	}
-	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = n->ino};
+	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = fs_ino(n)};
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));) {
 		char *name = strdup(c->name);
 
@@ -156,7 +156,7 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 			continue;
 		}
 		b->items[b->n++] =
-		    (struct fs_inval){.kind = FS_INVAL_ENTRY, .ino = n->ino, .name = name};
+		    (struct fs_inval){.kind = FS_INVAL_ENTRY, .ino = fs_ino(n), .name = name};
 	}
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
 		if (c->kind == FS_DIR)

@@ -109,8 +109,10 @@ static void node_free(struct fs_node *n)
 		return;
 	if (!n->name_static)
 		free(n->name);
-	str_unref(n->data);
-	fs_dir_free(n->dir);
+	if (n->kind == FS_DIR)
+		fs_dir_free(n->dir);
+	else
+		str_unref(n->data);
 	free(n);
 }
 
@@ -155,10 +157,9 @@ static struct fs_node *node_add_in(struct fs_view *v, struct fs_node *parent, ui
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
 	if (fresh) {
-		n = calloc(1, sizeof(*n));
+		n = fs_node_new(ino);
 		if (!n)
 			return NULL;
-		n->ino = ino;
 		/* In the table from here; taken out again on failure. */
 		if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
 			free(n);
@@ -233,7 +234,7 @@ void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
 	left = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
 	left = count >= left ? 0 : left - count;
 	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
-	if (left == 0 && !n->in_tree && n->ino > FS_INO_PLUGINS) {
+	if (left == 0 && !n->in_tree && fs_ino(n) > FS_INO_PLUGINS) {
 		table_remove(v, n);
 		node_free(n);
 	}
@@ -389,7 +390,7 @@ static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
 static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
 {
 	set_mtime(n, now);
-	batch_push(b, FS_INVAL_INODE, n->ino, NULL);
+	batch_push(b, FS_INVAL_INODE, fs_ino(n), NULL);
 }
 
 /*
@@ -406,7 +407,7 @@ static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs
 		struct fs_node *c;
 
 		for (size_t i = 0; (c = fs_dir_next(pdir, &i, NULL));)
-			batch_push(b, FS_INVAL_ENTRY, pdir->ino, c->name);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(pdir), c->name);
 		touch(pdir, now, b);
 	}
 	node_remove(v, tdir, pdir);
@@ -421,14 +422,13 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 	if (!tdir || fs_view_get(v, ino))
 		return 0; /* not a configured type, or known already */
-	n = calloc(1, sizeof(*n));
+	n = fs_node_new(ino);
 	if (!n || !(n->name = strdup(name))) {
 		free(n);
 		return -ENOMEM;
 	}
-	n->ino = ino;
 	n->kind = FS_DIR;
-	n->parent = tdir->ino;
+	n->parent = fs_ino(tdir);
 	set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
 		node_free(n);
@@ -477,9 +477,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (!tdir)
 		return 0; /* not a configured type */
 	pdir = fs_view_child(v, tdir, name);
-	if (pdir && (!act || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
+	if (pdir && (!act || fs_ino(pdir) != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
 		plugin_dir_remove(v, tdir, pdir, now, b);
-		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		batch_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
 		touch(tdir, now, b);
 		pdir = NULL;
 	}
@@ -499,9 +499,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		/* A directory the kernel still holds (a bind mount of it) is
 		 * taken back: drop what it cached as missing in it. */
 		if (kept && !kept->in_tree) {
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, v->socket_name);
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, "allocs");
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, "info");
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), v->socket_name);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), "allocs");
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), "info");
 		}
 		absent = !b && !kept;
 		pdir = node_add_in(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
@@ -510,7 +510,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			rc = -ENOMEM;
 			goto out;
 		}
-		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		batch_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
 		if (b)
 			touch(tdir, now, b);
 		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
@@ -534,7 +534,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	/* allocs/: drop the gone, add the new, retarget the moved. */
 	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
 		if (!has_alloc(p, l->name)) {
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
 			node_remove(v, allocs, l);
 			allocs_changed = true;
 		}
@@ -545,8 +545,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 
 		l = absent ? NULL : fs_view_child(v, allocs, r->alloc);
 
-		if (l && l->ino != FS_INO(r->id, FS_TAG_ALLOC)) {
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+		if (l && fs_ino(l) != FS_INO(r->id, FS_TAG_ALLOC)) {
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
 			node_remove(v, allocs, l);
 			l = NULL;
 		}
@@ -563,7 +563,7 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 				rc = -ENOMEM;
 				goto out;
 			}
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, r->alloc);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
 			allocs_changed = true;
 		} else if (strcmp(l->data, r->socket) != 0) {
 			if ((rc = set_data(l, r->socket)) != 0)
@@ -600,7 +600,7 @@ out:
 void fs_node_attr(const struct fs_node *n, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	st->st_ino = fs_ino(n);
 	st->st_uid = 0;
 	st->st_gid = 0;
 	st->st_blksize = 4096;

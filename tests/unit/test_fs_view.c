@@ -117,7 +117,7 @@ static void test_root_and_types(void **state)
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_gid, 0);
 	assert_non_null(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "csi-node"));
-	assert_int_equal(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "csi-node")->ino,
+	assert_int_equal(fs_ino(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "csi-node")),
 			 FS_INO(TYPE_ID, FS_TAG_TYPE));
 	assert_null(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "nope"));
 }
