@@ -488,7 +488,8 @@ static void default_plugfs(char *out, size_t len)
 	slash = strrchr(self, '/');
 	if (slash)
 		*slash = '\0';
-	snprintf(out, len, "%s/../../cli/plugfs", self);
+	if (snprintf(out, len, "%s/../../cli/plugfs", self) >= (int)len)
+		out[0] = '\0'; /* too long: run_scale says the binary is missing */
 }
 
 static int run_scale(const char *plugfs_arg, const char *sizes)
