@@ -138,6 +138,7 @@ struct fs_inval_batch {
 struct fs_view {
 	struct htab nodes; /* every node, in the tree or not yet forgotten */
 	struct htab names; /* the nodes in the tree, by (parent ino, name) */
+	size_t n_nodes;	   /* nodes known, in the table or not (statfs) */
 	char *socket_name;
 };
 

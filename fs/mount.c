@@ -104,9 +104,10 @@ static void load_locked(struct registry *r, void *arg)
 
 	clock_gettime(CLOCK_REALTIME, &now);
 	registry_counts(r, &n_plugins, &n_regs);
-	/* Room for it all at once: a plugin is four nodes and one name in
-	 * the index, a registration one of each. */
-	rc = htab_reserve(&fs->view.nodes, 4 * n_plugins + n_regs + 16);
+	/* Room for it all at once: a plugin is one node in the table and one
+	 * name in the index (its three children are in neither), a
+	 * registration one of each. */
+	rc = htab_reserve(&fs->view.nodes, n_plugins + n_regs + 16);
 	if (rc == 0)
 		rc = htab_reserve(&fs->view.names, n_plugins + n_regs + 16);
 	n_types = registry_types(r, &names, &ids);

@@ -485,7 +485,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	memset(&sv, 0, sizeof(sv));
 	pthread_rwlock_rdlock(&fs->lock);
-	sv.f_files = fs->view.nodes.n;
+	sv.f_files = fs->view.n_nodes;
 	pthread_rwlock_unlock(&fs->lock);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;

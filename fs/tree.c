@@ -29,11 +29,30 @@
 #define LINK_MODE (S_IFLNK | 0777)
 #define FILE_MODE (S_IFREG | 0444)
 
-struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
+static struct fs_node *table_get(const struct fs_view *v, uint64_t ino)
 {
 	struct htab_node *e = htab_find(&v->nodes, ino, NULL);
 
 	return e ? htab_entry(e, struct fs_node, hnode) : NULL;
+}
+
+/*
+ * The three children of a plugin directory (<socket_name>, allocs, info:
+ * the nodes !fs_ino_named) are in the table only while out of the tree; in
+ * the tree they are found in their directory's slots.  That is three
+ * inserts and three buckets less per plugin.
+ */
+struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
+{
+	struct fs_node *n = table_get(v, ino), *pdir, *c;
+
+	if (n || fs_ino_named(ino))
+		return n;
+	pdir = table_get(v, ino - ino % 8 + FS_TAG_PLUGIN);
+	for (size_t i = 0; pdir && (c = fs_dir_next(pdir, &i, NULL));)
+		if (fs_ino(c) == ino)
+			return c;
+	return NULL;
 }
 
 static void table_remove(struct fs_view *v, struct fs_node *n)
@@ -103,10 +122,11 @@ struct timespec fs_node_mtime(const struct fs_node *n)
 	return (struct timespec){.tv_sec = (time_t)sec, .tv_nsec = (long)ns};
 }
 
-static void node_free(struct fs_node *n)
+static void node_free(struct fs_view *v, struct fs_node *n)
 {
 	if (!n)
 		return;
+	v->n_nodes--;
 	if (!n->name_static)
 		free(n->name);
 	if (n->kind == FS_DIR)
@@ -160,9 +180,11 @@ static struct fs_node *node_add_in(struct fs_view *v, struct fs_node *parent, ui
 		n = fs_node_new(ino);
 		if (!n)
 			return NULL;
-		/* In the table from here; taken out again on failure. */
-		if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
-			free(n);
+		v->n_nodes++;
+		/* In the table from here (but for the three of a plugin
+		 * directory); taken out again on failure. */
+		if (fs_ino_named(ino) && htab_insert(&v->nodes, &n->hnode, ino) != 0) {
+			node_free(v, n);
 			return NULL;
 		}
 	}
@@ -182,6 +204,8 @@ static struct fs_node *node_add_in(struct fs_view *v, struct fs_node *parent, ui
 	}
 	if (!old_static)
 		free(old);
+	if (!fresh && !fs_ino_named(ino))
+		table_remove(v, n); /* back in its directory's slots */
 	set_mtime(n, mtime);
 	n->in_tree = true;
 	if (!fresh) {
@@ -193,8 +217,9 @@ fail:
 	if (!name_static)
 		free(nm);
 	if (fresh) {
-		table_remove(v, n);
-		node_free(n);
+		if (fs_ino_named(ino))
+			table_remove(v, n);
+		node_free(v, n);
 	}
 	return NULL;
 }
@@ -219,8 +244,14 @@ static void node_remove(struct fs_view *v, struct fs_node *parent, struct fs_nod
 		fs_dir_unlink(v, parent, n);
 	n->in_tree = false;
 	if (__atomic_load_n(&n->nlookup, __ATOMIC_RELAXED) == 0) {
-		table_remove(v, n);
-		node_free(n);
+		if (fs_ino_named(fs_ino(n)))
+			table_remove(v, n);
+		node_free(v, n);
+	} else if (!fs_ino_named(fs_ino(n)) &&
+		   htab_insert(&v->nodes, &n->hnode, fs_ino(n)) != 0) {
+		/* Out of memory: the kernel's later requests for it get
+		 * ENOENT, as after a forget. */
+		node_free(v, n);
 	}
 }
 
@@ -235,8 +266,8 @@ void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
 	left = count >= left ? 0 : left - count;
 	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
 	if (left == 0 && !n->in_tree && fs_ino(n) > FS_INO_PLUGINS) {
-		table_remove(v, n);
-		node_free(n);
+		table_remove(v, n); /* out of the tree: in the table */
+		node_free(v, n);
 	}
 }
 
@@ -268,8 +299,14 @@ void fs_view_free(struct fs_view *v)
 	size_t pos = 0;
 
 	for (e = htab_next(&v->nodes, &pos, NULL); e; e = next) {
+		struct fs_node *n = htab_entry(e, struct fs_node, hnode), *c;
+
 		next = htab_next(&v->nodes, &pos, e);
-		node_free(htab_entry(e, struct fs_node, hnode));
+		/* A plugin directory's three in the tree are not in the table. */
+		if (n->kind == FS_DIR && fs_ino(n) > FS_INO_PLUGINS && fs_ino(n) % 8 == FS_TAG_PLUGIN)
+			for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
+				node_free(v, c);
+		node_free(v, n);
 	}
 	htab_free(&v->nodes);
 	htab_free(&v->names);
@@ -423,15 +460,18 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 	if (!tdir || fs_view_get(v, ino))
 		return 0; /* not a configured type, or known already */
 	n = fs_node_new(ino);
-	if (!n || !(n->name = strdup(name))) {
-		free(n);
+	if (!n)
+		return -ENOMEM;
+	v->n_nodes++;
+	if (!(n->name = strdup(name))) {
+		node_free(v, n);
 		return -ENOMEM;
 	}
 	n->kind = FS_DIR;
 	n->parent = fs_ino(tdir);
 	set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
-		node_free(n);
+		node_free(v, n);
 		return -ENOMEM;
 	}
 	return 0;

@@ -240,8 +240,18 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	s = index_alloc_set_get_or_create(ix, g->alloc);
 	if (!s || plugin_reserve(p, p->pub.n_regs + 1) < 0 || alloc_set_reserve(s, s->n + 1) < 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	/* Rows arrive by seq, highest first: append keeps the stored order. */
-	p->pub.regs[p->pub.n_regs++] = *g;
+	/* The list by seq, highest first (rows come in no order of seq:
+	 * sorting them in SQLite cost more than these few moves). */
+	{
+		struct registration *v = p->pub.regs;
+		size_t pos = 0;
+
+		while (pos < p->pub.n_regs && v[pos].seq > g->seq)
+			pos++;
+		memmove(&v[pos + 1], &v[pos], (p->pub.n_regs - pos) * sizeof(*v));
+		v[pos] = *g;
+		p->pub.n_regs++;
+	}
 	s->v[s->n++] = p;
 	ix->n_regs++;
 	plugin_elect_active(p);

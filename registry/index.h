@@ -91,9 +91,9 @@ ssize_t plugin_find_alloc(const struct plugin_node *p, const char *alloc);
  * every change of p's list. */
 void plugin_elect_active(struct plugin_node *p);
 
-/* Appends g (taking its contents) to the plugin (g->type, g->name),
- * created with plugin_id when missing, as loading the store does: rows
- * come by seq, highest first.  0, -ENOMEM, or -EIO when the plugin already
+/* Enters g (taking its contents) in the list of the plugin (g->type,
+ * g->name) at its place by seq, highest first; the plugin is created with
+ * plugin_id when missing, as loading the store does.  0, -ENOMEM, or -EIO when the plugin already
  * has g->alloc; messages in err. */
 int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
 	       char *err, size_t errlen);

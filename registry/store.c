@@ -243,7 +243,7 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 				" r.kind, r.seq, r.registered_at, r.updated_at"
 				" FROM plugins p JOIN types t ON t.id = p.type_id"
 				" LEFT JOIN registrations r ON r.plugin_id = p.id"
-				" ORDER BY p.id, r.seq DESC",
+				" ORDER BY p.id",
 				-1, &st, NULL);
 	if (rc != SQLITE_OK) {
 		rc = store_fail(s, rc, "loading", err, errlen);

@@ -98,8 +98,9 @@ int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen);
  * one per plugin or registration):
  *
  * - fn for each stored registration, plugin by plugin (plugin id
- *   ascending), each plugin's registrations by seq, highest first; r is
- *   filled but for its options (strings owned by the callee on success);
+ *   ascending), a plugin's registrations in no particular order (the
+ *   callee orders them by seq); r is filled but for its options (strings
+ *   owned by the callee on success);
  * - empty_fn for each plugins row without registrations (its list
  *   emptied), in the same pass, type being the configured type's string;
  * - then opt_fn for each option, registration by registration, each one's
