@@ -196,51 +196,111 @@ void probe_first(const char *socket, const struct probe_options *o, struct reg_r
 	probe_next_runtime(&unknown, &res, o->failures, probe_now(o), rt);
 }
 
+/* What a round needs of one registration, its strings in the round's
+ * arena (offsets: the arena grows). */
+struct round_item {
+	size_t type, name, alloc, socket;
+	struct reg_runtime runtime;
+};
+
+struct round {
+	struct round_item *items;
+	size_t n, cap;
+	char *arena;
+	size_t len, acap;
+};
+
+static int arena_add(struct round *rd, const char *s, size_t *off)
+{
+	size_t l = strlen(s) + 1;
+
+	if (rd->len + l > rd->acap) {
+		size_t cap = rd->acap ? rd->acap : 4096;
+		char *a;
+
+		while (cap < rd->len + l)
+			cap *= 2;
+		if (!(a = realloc(rd->arena, cap)))
+			return -ENOMEM;
+		rd->arena = a;
+		rd->acap = cap;
+	}
+	memcpy(rd->arena + rd->len, s, l);
+	*off = rd->len;
+	rd->len += l;
+	return 0;
+}
+
+static int round_collect(void *arg, const struct reg_plugin *p)
+{
+	struct round *rd = arg;
+
+	for (size_t j = 0; j < p->n_regs; j++) {
+		const struct registration *g = &p->regs[j];
+		struct round_item *it;
+
+		if (rd->n == rd->cap) {
+			size_t cap = rd->cap ? rd->cap * 2 : 64;
+			struct round_item *v = realloc(rd->items, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			rd->items = v;
+			rd->cap = cap;
+		}
+		it = &rd->items[rd->n];
+		if (arena_add(rd, p->type, &it->type) < 0 || arena_add(rd, p->name, &it->name) < 0 ||
+		    arena_add(rd, g->alloc, &it->alloc) < 0 ||
+		    arena_add(rd, g->socket, &it->socket) < 0)
+			return -ENOMEM;
+		it->runtime = g->runtime;
+		rd->n++;
+	}
+	return 0;
+}
+
+/*
+ * One round: what it needs of every registration is copied under the
+ * registry mutex into two blocks (registry_each_plugin, no snapshot of the
+ * whole registry and no sort), the probes run with no lock held, then
+ * registry_set_runtime per registration.
+ */
 int probe_round(struct registry *r, const struct probe_options *o)
 {
-	struct reg_snapshot snap = {0};
-	const struct registration **regs = NULL;
+	struct round rd = {0};
 	const char **paths = NULL;
 	struct probe_result *res = NULL;
-	size_t n = 0, k = 0;
 	int64_t now;
 	int rc;
 
-	if ((rc = registry_snapshot(r, NULL, &snap)) < 0)
-		return rc;
-	for (size_t i = 0; i < snap.n_plugins; i++)
-		n += snap.plugins[i].n_regs;
-	regs = calloc(n ? n : 1, sizeof(*regs));
-	paths = calloc(n ? n : 1, sizeof(*paths));
-	res = calloc(n ? n : 1, sizeof(*res));
-	rc = -ENOMEM;
-	if (!regs || !paths || !res)
+	if ((rc = registry_each_plugin(r, round_collect, &rd)) < 0)
 		goto out;
-	for (size_t i = 0; i < snap.n_plugins; i++) {
-		for (size_t j = 0; j < snap.plugins[i].n_regs; j++) {
-			regs[k] = &snap.plugins[i].regs[j];
-			paths[k] = regs[k]->socket;
-			k++;
-		}
-	}
+	paths = calloc(rd.n ? rd.n : 1, sizeof(*paths));
+	res = calloc(rd.n ? rd.n : 1, sizeof(*res));
+	rc = -ENOMEM;
+	if (!paths || !res)
+		goto out;
+	for (size_t i = 0; i < rd.n; i++)
+		paths[i] = rd.arena + rd.items[i].socket;
 	/* No lock held while probing. */
-	if ((rc = probe_connect_many(paths, n, o->timeout_ms, res)) < 0)
+	if ((rc = probe_connect_many(paths, rd.n, o->timeout_ms, res)) < 0)
 		goto out;
 	now = probe_now(o);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < rd.n; i++) {
+		const struct round_item *it = &rd.items[i];
 		struct reg_runtime rt;
 		char err[REG_ERR_MAX];
 
-		probe_next_runtime(&regs[i]->runtime, &res[i], o->failures, now, &rt);
+		probe_next_runtime(&it->runtime, &res[i], o->failures, now, &rt);
 		/* -ENOENT: deregistered meanwhile; nothing to do. */
-		(void)registry_set_runtime(r, regs[i]->type, regs[i]->name, regs[i]->alloc, &rt,
-					   NULL, err, sizeof(err));
+		(void)registry_set_runtime(r, rd.arena + it->type, rd.arena + it->name,
+					   rd.arena + it->alloc, &rt, NULL, err, sizeof(err));
 	}
-	rc = (int)n;
+	rc = (int)rd.n;
 out:
-	free(regs);
+	free(rd.items);
+	free(rd.arena);
 	free(paths);
 	free(res);
-	reg_snapshot_free(&snap);
 	return rc;
 }

@@ -5,7 +5,7 @@
  * thread that probes every registration each interval and applies the
  * results with registry_set_runtime (docs/design.md, "Threads and locks").
  *
- * Probes never hold the registry mutex: a round takes a snapshot, probes
+ * Probes never hold the registry mutex: a round copies what it needs, probes
  * without any lock, then applies the results one registration at a time.
  */
 #ifndef PLUGFS_PROBE_H
@@ -60,7 +60,8 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 			unsigned failures, int64_t now, struct reg_runtime *out);
 
 /*
- * One round, synchronously on the calling thread: snapshots the registry,
+ * One round, synchronously on the calling thread: copies the type, name,
+ * alloc, socket and health of every registration (registry_each_plugin),
  * probes every registration in parallel (bounded by the timeout) and
  * applies the results with registry_set_runtime (events, and a new active
  * registration, go out then).  Used at start, before the daemon reports
