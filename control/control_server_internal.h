@@ -62,6 +62,7 @@ int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer);
  * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
 struct client {
 	struct client *next;
+	struct control_server *srv;
 	int fd;
 	unsigned long long serial;
 	struct ctl_peer peer;
@@ -77,9 +78,22 @@ struct client {
 	bool waiting;
 	bool resume; /* a wait ended: serve the lines held back */
 	char *wait_type, *wait_name;
+	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
 	int64_t last_active;   /* monotonic ms */
+};
+
+/* What `metrics' reports of the control server: owned by the server
+ * thread, but for the event counters, which the registry's event callback
+ * bumps on whatever thread mutated (atomics). */
+struct ctl_counters {
+	uint64_t requests[CTL_OP_COUNT]; /* parsed, by op */
+	uint64_t answers_ok;
+	uint64_t answers_error[CTL_E_COUNT]; /* by code */
+	uint64_t accepted, refused;	     /* connections */
+	uint64_t events[8];		     /* by enum reg_event_type (atomic) */
+	uint64_t active_switches;	     /* REG_EV_ACTIVE (atomic) */
 };
 
 /* One committed registry change, queued for the server thread. */
@@ -99,6 +113,9 @@ struct control_server {
 	/* control_options.probe and its argument. */
 	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
 	void *probe_arg;
+	/* control_options.metrics and its argument. */
+	void (*metrics)(struct metrics *m, void *arg);
+	void *metrics_arg;
 	int listen_fd, wake_fd;
 	dev_t sock_dev;
 	ino_t sock_ino;
@@ -114,6 +131,7 @@ struct control_server {
 	/* Owned by the server thread. */
 	struct client *clients;
 	size_t n_clients;
+	struct ctl_counters counters;
 	unsigned long long next_serial;
 	int64_t started_mono;
 	int64_t started_wall;
@@ -155,6 +173,8 @@ void ctl_conn_serve(struct control_server *srv, struct client *c);
 /* --- operations (ops.c) --- */
 
 /* Parses one request line, checks the peer may run it, runs it and answers. */
+/* `metrics' (metrics.c): the Prometheus text of the daemon, in "metrics". */
+void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
 			 size_t len);
 
@@ -171,10 +191,16 @@ void ctl_events_drop_queue(struct control_server *srv);
 /* Makes c a watcher of the n types (n = 0: every type); replaces an earlier
  * watch.  0 or -ENOMEM. */
 int ctl_watch_begin(struct client *c, const char *const *types, size_t n);
-/* Makes c wait for type/name, answering with id (borrowed, a reference is
- * taken) after timeout seconds (< 0: never).  0 or -ENOMEM. */
-int ctl_wait_begin(struct client *c, const char *type, const char *name, json_t *id,
-		   double timeout);
+/* Makes c wait for type/name to have an active registration (alloc's, when
+ * alloc is not NULL), answering with id (borrowed, a reference is taken)
+ * after timeout seconds (< 0: never).  0 or -ENOMEM. */
+int ctl_wait_begin(struct client *c, const char *type, const char *name, const char *alloc,
+		   json_t *id, double timeout);
+/* Whether plugin (its JSON) ends a wait for alloc: any active registration
+ * when alloc is NULL, else alloc's when it is the active one and not dead
+ * (the most recent of registrations that are all dead is active, but its
+ * socket does not answer). */
+bool ctl_wait_satisfied(const char *alloc, json_t *plugin);
 /* Ends c's wait: answers with plugin (borrowed), or with not_found when
  * plugin is NULL (the timeout), and marks c to resume serving lines. */
 void ctl_wait_done(struct client *c, json_t *plugin);

@@ -111,6 +111,16 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 				    req->kind);
 		return;
 	}
+	/* plugfs serves links there, not sockets, and no thread of the
+	 * daemon may look up a path on its own mount (a probe would). */
+	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
+				    "register: field `socket' must not be under the plugfs "
+				    "mountpoint %s (plugfs serves links there, not sockets), got "
+				    "`%.256s'",
+				    srv->mountpoint, req->socket);
+		return;
+	}
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
 	if (srv->probe) {
@@ -234,29 +244,46 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	struct reg_plugin p;
 	int rc;
 
+	char err[REG_ERR_MAX];
+	const struct registration *active;
+
 	if (check_plugin(srv, c, req))
 		return;
+	if (req->alloc && reg_validate_name("alloc", req->alloc, err, sizeof(err)) != 0) {
+		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "wait: %s", err);
+		return;
+	}
 	/* Events already committed go out first; anything committed after the
 	 * lookup below is still in the queue and completes the wait. */
 	ctl_events_deliver(srv);
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
-	if (rc == 0) {
+	active = rc == 0 ? reg_plugin_active(&p) : NULL;
+	if (active && (!req->alloc || (strcmp(active->alloc, req->alloc) == 0 &&
+				       active->runtime.health != REG_HEALTH_DEAD))) {
 		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
 	}
-	if (rc != -ENOENT) {
+	reg_plugin_free_contents(&p);
+	if (rc != 0 && rc != -ENOENT) {
 		send_registry_error(c, req, rc, "");
 		return;
 	}
 	if (req->timeout == 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-				    "wait: plugin %s/%s has no active registration (timeout 0 s)",
-				    req->type, req->name);
+		if (req->alloc)
+			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+					    "wait: alloc %s is not the active registration of "
+					    "plugin %s/%s (timeout 0 s)",
+					    req->alloc, req->type, req->name);
+		else
+			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
+					    "wait: plugin %s/%s has no active registration "
+					    "(timeout 0 s)",
+					    req->type, req->name);
 		return;
 	}
-	if (ctl_wait_begin(c, req->type, req->name, req->id, req->timeout) != 0)
+	if (ctl_wait_begin(c, req->type, req->name, req->alloc, req->id, req->timeout) != 0)
 		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "wait: out of memory");
 }
 
@@ -356,10 +383,9 @@ static op_fn *const ops[] = {
     [CTL_OP_REGISTER] = op_register, [CTL_OP_DEREGISTER] = op_deregister,
     [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
     [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
-    [CTL_OP_STATUS] = op_status,
+    [CTL_OP_STATUS] = op_status,     [CTL_OP_METRICS] = ctl_op_metrics,
 };
-_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_STATUS + 1,
-	       "one operation per enum ctl_op; CTL_OP_STATUS is the last");
+_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_COUNT, "one operation per enum ctl_op");
 
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
 {
@@ -374,6 +400,7 @@ void ctl_ops_handle_line(struct control_server *srv, struct client *c, const cha
 		ctl_conn_send(c, ctl_error_response(req.id, code, err));
 		goto out;
 	}
+	srv->counters.requests[req.op]++;
 	if (ctl_op_mutates(req.op) && !c->peer.may_mutate) {
 		log_warn("control: %s from pid %d uid %u refused: permission denied",
 			 ctl_op_name(req.op), (int)c->peer.pid, (unsigned)c->peer.uid);

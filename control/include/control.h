@@ -19,6 +19,8 @@
 
 struct control_server;
 
+struct metrics; /* common/metrics.h */
+
 struct control_options {
 	const char *socket_path;
 	const char *group; /* "" or NULL: mutations by uid 0 only */
@@ -39,6 +41,11 @@ struct control_options {
 	 * The answer then says the registration's health. */
 	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
 	void *probe_arg;
+	/* NULL, or what `metrics' adds for the rest of the daemon (the
+	 * filesystem, the probes): called on the server thread, it appends
+	 * families to m (common/metrics.h) and must not block. */
+	void (*metrics)(struct metrics *m, void *arg);
+	void *metrics_arg;
 };
 
 /* Creates the socket (0660, group set, never wider), starts the server

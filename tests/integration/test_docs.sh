@@ -149,6 +149,17 @@ sed "s|^ExecStart=/usr/bin/plugfs |ExecStart=$PLUGFS_BIN |" "$U" >"$T/plugfs.ser
 MANPATH=$T/man systemd-analyze verify "$T/plugfs.service" >"$T/verify" 2>&1
 check_eq "systemd-analyze verify plugfs.service (man pages included) exits 0" 0 $?
 check_eq "systemd-analyze verify prints nothing" "" "$(grep -v '^$' "$T/verify")"
+# The metrics timer and its service (the service's ExecStart= at the build).
+sed "s|^ExecStart=/usr/bin/plugfs |ExecStart=$PLUGFS_BIN |" "$SRC/contrib/plugfs-metrics.service" \
+	>"$T/plugfs-metrics.service"
+cp "$SRC/contrib/plugfs-metrics.timer" "$T/plugfs-metrics.timer"
+MANPATH=$T/man systemd-analyze verify "$T/plugfs-metrics.timer" "$T/plugfs-metrics.service" \
+	>"$T/verify" 2>&1
+check_eq "systemd-analyze verify plugfs-metrics.timer and .service exits 0" 0 $?
+check_eq "it prints nothing" "" "$(grep -v '^$' "$T/verify")"
+check "the metrics service writes the textfile with plugfs metrics" \
+	grep -q '^ExecStart=/usr/bin/plugfs metrics --textfile /var/lib/prometheus/node-exporter/plugfs.prom$' \
+	"$SRC/contrib/plugfs-metrics.service"
 check_eq "unit: Type=notify" "notify" "$(unit_setting Type)"
 check_eq "unit: ExecStart runs plugfs mount, leaving the mount to the next start" \
 	"/usr/bin/plugfs mount --keep-mount" "$(unit_setting ExecStart)"
@@ -172,8 +183,14 @@ check_eq "shellcheck of the package's maintainer scripts is clean" "" "$(cat "$T
 out=$(bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
 check "docker-consumer binds the plugin directory, rslave" \
 	grep -q 'source=/run/plugfs/plugins/csi-node/p1\\,target=/csi\\,readonly\\,bind-propagation=rslave' <<<"$out"
-check "docker-consumer binds the socket root at the same path" \
-	grep -q 'source=/var/lib/nomad/alloc\\,target=/var/lib/nomad/alloc\\,bind-propagation=rslave' <<<"$out"
+check "docker-consumer binds the socket root at the same path, read-only" \
+	grep -q 'source=/var/lib/nomad/client/csi/plugins\\,target=/var/lib/nomad/client/csi/plugins\\,readonly\\,bind-propagation=rslave' <<<"$out"
+check_eq "docker-consumer binds nothing read-write" 0 "$(grep -o 'type=bind[^ ]*' <<<"$out" | grep -vc readonly)"
+out2=$(PLUGFS_CONTAINER_ENGINE=podman bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
+check "docker-consumer with PLUGFS_CONTAINER_ENGINE=podman runs podman" grep -q '^podman run' <<<"$out2"
+PLUGFS_CONTAINER_ENGINE=lxc bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1 >/dev/null 2>"$T/err"
+check_eq "docker-consumer with an unknown engine: exit 2" 2 $?
+check "it names the variable and the choices" grep -q 'PLUGFS_CONTAINER_ENGINE must be docker or podman' "$T/err"
 check "docker-consumer never binds csi.sock itself" bash -c "! grep -q 'source=[^ ]*csi.sock' <<<'$out'"
 check "docker-consumer sets CSI_ENDPOINT to /csi/csi.sock" grep -q 'CSI_ENDPOINT=unix:///csi/csi.sock' <<<"$out"
 out=$(PLUGFS_MOUNTPOINT=/run/plugfs/fs bash "$SRC/contrib/docker-consumer.sh" --dry-run --around csi-node p1)
