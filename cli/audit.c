@@ -42,31 +42,38 @@ static void active_reason(const struct reg_event *ev, char *buf, size_t len)
 		snprintf(buf, len, " (%s: %s)", g->alloc, reg_health_name(g->runtime.health));
 }
 
-/* One line after the start-up round: how many were probed, which are dead. */
+struct dead_list {
+	char text[256];
+	size_t len, n;
+};
+
+static int list_dead(void *arg, const struct reg_plugin *p)
+{
+	struct dead_list *d = arg;
+
+	for (size_t j = 0; j < p->n_regs; j++) {
+		if (p->regs[j].runtime.health != REG_HEALTH_DEAD)
+			continue;
+		d->n++;
+		if (d->len < sizeof(d->text))
+			d->len += (size_t)snprintf(d->text + d->len, sizeof(d->text) - d->len,
+						   "%s %s/%s/%s (%s)", d->n > 1 ? "," : ":",
+						   p->type, p->name, p->regs[j].alloc,
+						   p->regs[j].runtime.error);
+	}
+	return 0;
+}
+
+/* One line after the start-up round: how many were probed, which are dead
+ * (the first few, in no particular order).  Read in place: a copy of the
+ * registry (and its sort) delayed readiness by a tenth of a second at
+ * 100,000 registrations. */
 void audit_probed_at_start(struct registry *r, int n)
 {
-	struct reg_snapshot snap = {0};
-	char dead[256] = "";
-	size_t len = 0, n_dead = 0;
+	struct dead_list d = {.len = 0};
 
-	if (registry_snapshot(r, NULL, &snap) == 0) {
-		for (size_t i = 0; i < snap.n_plugins; i++) {
-			const struct reg_plugin *p = &snap.plugins[i];
-
-			for (size_t j = 0; j < p->n_regs; j++) {
-				if (p->regs[j].runtime.health != REG_HEALTH_DEAD)
-					continue;
-				n_dead++;
-				if (len < sizeof(dead))
-					len += (size_t)snprintf(
-					    dead + len, sizeof(dead) - len, "%s %s/%s/%s (%s)",
-					    n_dead > 1 ? "," : ":", p->type, p->name,
-					    p->regs[j].alloc, p->regs[j].runtime.error);
-			}
-		}
-	}
-	reg_snapshot_free(&snap);
-	log_info("probe: %d registration(s) probed at start, %zu dead%s", n, n_dead, dead);
+	registry_each_plugin(r, list_dead, &d);
+	log_info("probe: %d registration(s) probed at start, %zu dead%s", n, d.n, d.text);
 }
 
 /* The daemon's log of committed changes, one line each, in commit order: what

@@ -71,7 +71,18 @@ struct daemon {
 	bool stored;
 	/* The handover under way is a stop, not a re-exec; atomic. */
 	bool stop_keeping;
+	/* The start's phases (CLOCK_MONOTONIC, ns): begin, state loaded,
+	 * probed, tree built and mounted; the ready line reports them. */
+	uint64_t t_start, t_loaded, t_probed, t_mounted;
 };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
 {
@@ -204,7 +215,19 @@ static void on_ready(void *arg)
 	rc = sd_notify_send(msg);
 	if (rc < 0)
 		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
-	log_info("ready: serving %s", d->cfg.mountpoint);
+	{
+		size_t n_plugins = 0, n_regs = 0;
+		uint64_t t = mono_ns(), t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
+
+		registry_counts(d->reg, &n_plugins, &n_regs);
+		log_info("ready: serving %s (%zu registration(s); %.1f ms from start: state %.1f, "
+			 "probe %.1f, tree and mount %.1f, until the kernel's handshake %.1f)",
+			 d->cfg.mountpoint, n_regs, (double)(t - d->t_start) / 1e6,
+			 (double)(d->t_loaded - d->t_start) / 1e6,
+			 (double)(d->t_probed - d->t_loaded) / 1e6,
+			 (double)((t_mounted ? t_mounted : t) - d->t_probed) / 1e6,
+			 (double)(t - (t_mounted ? t_mounted : t)) / 1e6);
+	}
 	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
 		__atomic_store_n(&((struct daemon *)arg)->stored, true, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&((struct daemon *)arg)->ready, true, __ATOMIC_SEQ_CST);
@@ -582,10 +605,12 @@ int mount_main(int argc, char *argv[])
 	cli_registry_options(&d.cfg, &ropts);
 	if (cli_make_parents(CMD, d.cfg.state_path) != EXIT_OK)
 		goto out;
+	d.t_start = mono_ns();
 	if (registry_open(d.cfg.state_path, &ropts, &d.reg, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
+	d.t_loaded = mono_ns();
 	/* Every registration probed once before the tree is built (so no
 	 * invalidation can wait on a loop that does not run yet) and before
 	 * the audit log subscribes (a start that fails says one line): none
@@ -595,6 +620,7 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 	n_probed = probe_enabled(&d.probe) ? probe_round(d.reg, &d.probe) : 0;
+	d.t_probed = mono_ns();
 	d.audit_sub = registry_subscribe(d.reg, audit_log_change, NULL);
 	if (d.audit_sub < 0) {
 		cli_error(CMD, "cannot subscribe to the registry: %s", strerror(-d.audit_sub));
@@ -616,6 +642,7 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "%s", err);
 		goto out;
 	}
+	__atomic_store_n(&d.t_mounted, mono_ns(), __ATOMIC_SEQ_CST);
 
 	/* The control server after the mount: an `ok' is only ever given with
 	 * the tree in place. */

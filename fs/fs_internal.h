@@ -46,21 +46,81 @@ enum fs_ino_tag {
 
 enum fs_node_kind { FS_DIR, FS_LINK, FS_FILE };
 
-struct fs_node {
-	uint64_t ino;
-	enum fs_node_kind kind;
-	uint64_t parent; /* ino of the parent (itself for the root) */
-	char *name;
-	char *data;	       /* symlink target or file contents, NUL-terminated */
-	size_t size;	       /* strlen(data) */
-	struct timespec mtime; /* when this node last changed */
-	uint64_t nlookup;      /* kernel references; atomic */
-	bool in_tree;	       /* false: removed, kept until forgotten */
-	unsigned n_subdirs;    /* for st_nlink */
-	struct fs_node **children;
-	size_t n_children, cap_children;
-	struct htab_node hnode; /* in fs_view.nodes, keyed by ino */
+/*
+ * The children of a directory (dir.c), in readdir order: slot i holds a
+ * child and its readdir offset; offsets only grow, so a readdir that goes on
+ * from an offset neither skips nor repeats a child that stays while others
+ * come and go.  A removed child leaves a hole (NULL), so removal is O(1);
+ * holes are squeezed out when they outnumber the children, before an append.
+ * Names are found through the view's (parent, name) index, not here.
+ */
+struct fs_dirslot {
+	struct fs_node *node; /* NULL: a hole */
+	uint64_t off;	      /* the child's readdir offset */
 };
+struct fs_dir {
+	uint64_t next_off; /* the offset the next child gets, minus one */
+	uint32_t n_slots;  /* slots in use, holes included */
+	uint32_t cap;	   /* slots allocated (in this allocation) */
+	uint32_t n_live;   /* children */
+	struct fs_dirslot slots[];
+};
+/* Readdir offsets: 1 and 2 are "." and "..", children start above. */
+#define FS_DIR_OFF_DOTDOT 2
+
+/*
+ * One inode: 72 bytes (an 80-byte malloc chunk), 88 with the name index's
+ * link (struct fs_named): there are four per plugin and one per
+ * registration.  Its inode number is the key of hnode (fs_ino).
+ */
+struct fs_node {
+	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
+	uint64_t parent;	/* ino of the parent (itself for the root) */
+	char *name;		/* owned, unless name_static (a string the view outlives) */
+	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
+	uint64_t nlookup;	/* kernel references; atomic */
+	union {
+		struct { /* FS_LINK, FS_FILE */
+			/* Symlink target or file contents: an fs_str
+			 * (tree.c), shared by the nodes with the same text
+			 * (a plugin's csi.sock and the allocs/ link of its
+			 * active registration). */
+			char *data;
+			uint32_t size; /* strlen(data) */
+		};
+		struct {		  /* FS_DIR */
+			struct fs_dir *dir; /* its children; NULL until it has one */
+			uint32_t n_subdirs; /* for st_nlink */
+		};
+	};
+	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
+	unsigned char kind; /* enum fs_node_kind */
+	bool in_tree;	    /* false: removed, kept until forgotten */
+	bool name_static;
+};
+
+/* A node that can be in the (parent, name) index: every one but the three
+ * children of a plugin directory (dir.c finds those in its slots). */
+struct fs_named {
+	struct fs_node n;
+	struct htab_node name_hnode; /* in fs_view.names while in the tree */
+};
+
+static inline uint64_t fs_ino(const struct fs_node *n)
+{
+	return n->hnode.key;
+}
+/* Whether the node of inode ino is a struct fs_named (by its tag). */
+static inline bool fs_ino_named(uint64_t ino)
+{
+	unsigned tag = (unsigned)(ino % 8);
+
+	return ino <= FS_INO_PLUGINS ||
+	       (tag != FS_TAG_ACTIVE && tag != FS_TAG_ALLOCS && tag != FS_TAG_INFO);
+}
+/* A zeroed node of inode ino, of the size its tag needs; NULL when out of
+ * memory.  Freed with free(). */
+struct fs_node *fs_node_new(uint64_t ino);
 
 /* One kernel invalidation, queued by a view change. */
 enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };
@@ -77,6 +137,8 @@ struct fs_inval_batch {
 
 struct fs_view {
 	struct htab nodes; /* every node, in the tree or not yet forgotten */
+	struct htab names; /* the nodes in the tree, by (parent ino, name) */
+	size_t n_nodes;	   /* nodes known, in the table or not (statfs) */
 	char *socket_name;
 };
 
@@ -142,11 +204,34 @@ struct plugfs_fs {
 	uint64_t open_count;
 };
 
+/* dir.c: a directory's children and the (parent, name) index; O(1) on
+ * average each, under fs->lock (read for the lookups, write for changes). */
+/* The child of dir called name, or NULL. */
+struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
+			      const char *name);
+/* Links c (its name set) under dir: in dir's slots with a new offset and in
+ * the name index; sets c->parent.  0 or -ENOMEM with nothing changed. */
+int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
+/* Unlinks c, a child of dir.  Never moves the other children: an iteration
+ * with fs_dir_next may unlink the child it was just given. */
+void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
+/* The next child of dir from slot *i on (start at 0 or at fs_dir_seek),
+ * its offset into *off (may be NULL); *i moves past it.  NULL at the end. */
+struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off);
+/* The first slot whose offset is above off: hint when it is that slot
+ * (O(1): a readdir that goes on where the last one stopped), else found by
+ * binary search. */
+size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint);
+/* How many children dir has. */
+size_t fs_dir_count(const struct fs_node *dir);
+void fs_dir_free(struct fs_dir *d);
+
 /* tree.c */
+/* A node's mtime as a timespec. */
+struct timespec fs_node_mtime(const struct fs_node *n);
 int fs_view_init(struct fs_view *v, const char *socket_name);
 void fs_view_free(struct fs_view *v);
 struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino);
-struct fs_node *fs_view_child(struct fs_node *dir, const char *name);
 /* Adds the type directories and the plugins of snapshot-like data. */
 int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 		     const struct timespec *mtime);

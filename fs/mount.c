@@ -81,37 +81,42 @@ static int add_empty(void *arg, const char *type, const char *name, int64_t plug
 	return fs_view_add_empty_plugin(&e->fs->view, type, name, plugin_id, e->now);
 }
 
-/* With the registry mutex held: no event is missed or seen twice. */
+/* A plugin with registrations, as loaded at start. */
+static int add_plugin(void *arg, const struct reg_plugin *p)
+{
+	struct empty_ctx *e = arg;
+
+	return fs_view_sync_plugin(&e->fs->view, p->type, p->name, p->id, p, e->now, NULL);
+}
+
+/* With the registry mutex held: no event is missed or seen twice.  The
+ * plugins are read in place (registry_each_plugin), not copied. */
 static void load_locked(struct registry *r, void *arg)
 {
 	struct load_ctx *c = arg;
 	struct plugfs_fs *fs = c->fs;
-	struct reg_snapshot snap = {0};
 	const char *const *names = NULL;
 	const int64_t *ids = NULL;
 	struct timespec now;
-	size_t n_types;
+	struct empty_ctx e = {.fs = fs, .now = &now};
+	size_t n_types, n_plugins = 0, n_regs = 0;
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &now);
-	rc = registry_snapshot(r, NULL, &snap);
-	if (rc != 0) {
-		plugfs_seterr(c->err, c->errlen, "cannot read the registry: %s", strerror(-rc));
-		goto out;
-	}
+	registry_counts(r, &n_plugins, &n_regs);
+	/* Room for it all at once: a plugin is one node in the table and one
+	 * name in the index (its three children are in neither), a
+	 * registration one of each. */
+	rc = htab_reserve(&fs->view.nodes, n_plugins + n_regs + 16);
+	if (rc == 0)
+		rc = htab_reserve(&fs->view.names, n_plugins + n_regs + 16);
 	n_types = registry_types(r, &names, &ids);
 	for (size_t i = 0; i < n_types && rc == 0; i++)
 		rc = fs_view_add_type(&fs->view, ids[i], names[i], &now);
-	for (size_t i = 0; i < snap.n_plugins && rc == 0; i++) {
-		const struct reg_plugin *p = &snap.plugins[i];
-
-		rc = fs_view_sync_plugin(&fs->view, p->type, p->name, p->id, p, &now, NULL);
-	}
-	if (rc == 0) {
-		struct empty_ctx e = {.fs = fs, .now = &now};
-
+	if (rc == 0)
+		rc = registry_each_plugin(r, add_plugin, &e);
+	if (rc == 0)
 		rc = registry_each_empty_plugin(r, add_empty, &e);
-	}
 	if (rc != 0) {
 		plugfs_seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
 		goto out;
@@ -125,7 +130,6 @@ static void load_locked(struct registry *r, void *arg)
 	fs->sub_id = rc;
 	rc = 0;
 out:
-	reg_snapshot_free(&snap);
 	c->rc = rc;
 }
 

@@ -78,7 +78,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 static void fill_entry(struct plugfs_fs *fs, const struct fs_node *n, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
-	e->ino = n->ino;
+	e->ino = fs_ino(n);
 	e->attr_timeout = fs->cache_timeout;
 	e->entry_timeout = fs->cache_timeout;
 	fs_node_attr(n, &e->attr);
@@ -104,7 +104,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		err = ENOENT;
 	} else if (dir->kind != FS_DIR) {
 		err = ENOTDIR;
-	} else if ((n = fs_view_child(dir, name)) != NULL) {
+	} else if ((n = fs_view_child(&fs->view, dir, name)) != NULL) {
 		__atomic_fetch_add(&n->nlookup, 1, __ATOMIC_RELAXED);
 		fill_entry(fs, n, &e);
 	} else {
@@ -180,7 +180,8 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 		 * the buffer holds. */
 		size_t len = n->size < PATH_MAX ? n->size : PATH_MAX;
 
-		memcpy(target, n->data, len);
+		if (len)
+			memcpy(target, n->data, len);
 		target[len] = '\0';
 	}
 	pthread_rwlock_unlock(&fs->lock);
@@ -197,15 +198,12 @@ struct fs_handle {
 	char data[];
 };
 
-struct fs_dirent {
-	char *name;
-	uint64_t ino;
-	mode_t mode;
-};
+/* An open directory: no copy.  Each readdir lists the directory as it is
+ * then, from the offset the kernel asks for (offsets are stable, dir.c);
+ * hint is the slot where the last readdir of this handle stopped. */
 struct fs_dirhandle {
 	struct fs_open o;
-	size_t n;
-	struct fs_dirent ents[];
+	size_t hint; /* atomic */
 };
 
 static void open_track(struct plugfs_fs *fs, struct fs_open *o, bool is_dir)
@@ -362,74 +360,88 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 
 static void dirhandle_free(struct fs_dirhandle *d)
 {
-	if (!d)
-		return;
-	for (size_t i = 0; i < d->n; i++)
-		free(d->ents[i].name);
 	free(d);
 }
 
-static int dirhandle_add(struct fs_dirhandle *d, const char *name, uint64_t ino, mode_t mode)
+/* 0 when ino is a directory of the view, else the errno to answer. */
+static int dir_check(struct plugfs_fs *fs, fuse_ino_t ino)
 {
-	struct fs_dirent *e = &d->ents[d->n];
+	const struct fs_node *n;
+	int err = 0;
 
-	if (!(e->name = strdup(name)))
-		return ENOMEM;
-	e->ino = ino;
-	e->mode = mode;
-	d->n++;
-	return 0;
-}
-
-/* A listing of directory ino; NULL with *err set. */
-static struct fs_dirhandle *dirhandle_new(struct plugfs_fs *fs, fuse_ino_t ino, int *err)
-{
-	struct fs_dirhandle *d = NULL;
-	struct fs_node *n;
-
-	*err = 0;
 	pthread_rwlock_rdlock(&fs->lock);
 	n = fs_view_get(&fs->view, ino);
-	if (!n) {
-		*err = ENOENT;
-		goto unlock;
-	}
-	if (n->kind != FS_DIR) {
-		*err = ENOTDIR;
-		goto unlock;
-	}
-	d = calloc(1, sizeof(*d) + (n->n_children + 2) * sizeof(d->ents[0]));
-	if (!d) {
-		*err = ENOMEM;
-		goto unlock;
-	}
-	*err = dirhandle_add(d, ".", n->ino, S_IFDIR);
-	if (!*err)
-		*err = dirhandle_add(d, "..", n->parent, S_IFDIR);
-	for (size_t i = 0; !*err && i < n->n_children; i++) {
-		const struct fs_node *c = n->children[i];
-
-		*err = dirhandle_add(d, c->name, c->ino,
-				     c->kind == FS_DIR	  ? S_IFDIR
-				     : c->kind == FS_LINK ? S_IFLNK
-							  : S_IFREG);
-	}
-unlock:
+	if (!n)
+		err = ENOENT;
+	else if (n->kind != FS_DIR)
+		err = ENOTDIR;
 	pthread_rwlock_unlock(&fs->lock);
-	if (*err) {
-		dirhandle_free(d);
-		d = NULL;
+	return err;
+}
+
+static mode_t dirent_mode(const struct fs_node *c)
+{
+	return c->kind == FS_DIR ? S_IFDIR : c->kind == FS_LINK ? S_IFLNK : S_IFREG;
+}
+
+/* Adds one entry to buf; false when it does not fit. */
+static bool dirent_add(fuse_req_t req, char *buf, size_t size, size_t *pos, const char *name,
+		       uint64_t ino, mode_t mode, uint64_t off)
+{
+	struct stat st = {.st_ino = ino, .st_mode = mode};
+	size_t need = fuse_add_direntry(req, buf + *pos, size - *pos, name, &st, (off_t)off);
+
+	if (need > size - *pos)
+		return false;
+	*pos += need;
+	return true;
+}
+
+/* The entries of directory ino after offset off that fit in size bytes
+ * into buf; *hint: where to look for off (in), where this stopped (out).
+ * The byte count, or -errno. */
+static ssize_t dir_list(struct plugfs_fs *fs, fuse_ino_t ino, fuse_req_t req, char *buf,
+			size_t size, uint64_t off, size_t *hint)
+{
+	const struct fs_node *n, *c;
+	size_t pos = 0, i;
+	uint64_t coff;
+	ssize_t rc;
+
+	pthread_rwlock_rdlock(&fs->lock);
+	n = fs_view_get(&fs->view, ino);
+	if (!n || n->kind != FS_DIR) {
+		rc = n ? -ENOTDIR : -ENOENT;
+		goto out;
 	}
-	return d;
+	if (off < 1 && !dirent_add(req, buf, size, &pos, ".", fs_ino(n), S_IFDIR, 1))
+		goto done;
+	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", n->parent, S_IFDIR, 2))
+		goto done;
+	i = fs_dir_seek(n, off, *hint);
+	for (size_t at = i; (c = fs_dir_next(n, &i, &coff)); at = i) {
+		if (!dirent_add(req, buf, size, &pos, c->name, fs_ino(c), dirent_mode(c), coff)) {
+			i = at;
+			break;
+		}
+	}
+	*hint = i;
+done:
+	rc = (ssize_t)pos;
+out:
+	pthread_rwlock_unlock(&fs->lock);
+	return rc;
 }
 
 static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct plugfs_fs *fs = fs_of(req);
-	int err;
-	struct fs_dirhandle *d = dirhandle_new(fs, ino, &err);
+	int err = dir_check(fs, ino);
+	struct fs_dirhandle *d = NULL;
 
-	if (!d) {
+	if (!err && !(d = calloc(1, sizeof(*d))))
+		err = ENOMEM;
+	if (err) {
 		reply_err(req, err);
 		return;
 	}
@@ -445,39 +457,25 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
 	struct plugfs_fs *fs = fs_of(req);
-	const struct fs_dirhandle *d = (const struct fs_dirhandle *)open_find(fs, fi->fh, true);
-	struct fs_dirhandle *tmp = NULL;
-	char *buf = NULL;
-	size_t pos = 0;
-	int err;
+	struct fs_dirhandle *d = (struct fs_dirhandle *)open_find(fs, fi->fh, true);
+	size_t hint = d ? __atomic_load_n(&d->hint, __ATOMIC_RELAXED) : 0;
+	char *buf = malloc(size);
+	ssize_t n;
 
-	/* A handle of the previous process: list the directory as it is now
-	 * (offsets are positions in the listing). */
-	if (!d) {
-		if (!(tmp = dirhandle_new(fs, ino, &err))) {
-			reply_err(req, err);
-			return;
-		}
-		d = tmp;
-	}
-	buf = malloc(size);
+	/* A handle of the previous process lists the same way: offsets are
+	 * the directory's, not the handle's. */
 	if (!buf) {
 		reply_err(req, ENOMEM);
-		dirhandle_free(tmp);
 		return;
 	}
-	for (size_t i = off < 0 ? 0 : (size_t)off; i < d->n; i++) {
-		struct stat st = {.st_ino = d->ents[i].ino, .st_mode = d->ents[i].mode};
-		size_t need = fuse_add_direntry(req, buf + pos, size - pos, d->ents[i].name, &st,
-						(off_t)(i + 1));
-
-		if (need > size - pos)
-			break;
-		pos += need;
-	}
-	fuse_reply_buf(req, buf, pos);
+	n = dir_list(fs, ino, req, buf, size, off < 0 ? 0 : (uint64_t)off, &hint);
+	if (d)
+		__atomic_store_n(&d->hint, hint, __ATOMIC_RELAXED);
+	if (n < 0)
+		reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
 	free(buf);
-	dirhandle_free(tmp);
 }
 
 static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -515,7 +513,7 @@ static void fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 	memset(&sv, 0, sizeof(sv));
 	pthread_rwlock_rdlock(&fs->lock);
-	sv.f_files = fs->view.nodes.n;
+	sv.f_files = fs->view.n_nodes;
 	pthread_rwlock_unlock(&fs->lock);
 	sv.f_bsize = 4096;
 	sv.f_frsize = 4096;

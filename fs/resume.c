@@ -130,7 +130,8 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf)
 static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch *b, int depth)
 {
 	struct fs_inval *a;
-	size_t need = b->n + 1 + n->n_children;
+	struct fs_node *c;
+	size_t need = b->n + 1 + fs_dir_count(n);
 
 	if (depth > 8)
 		return;
@@ -146,20 +147,20 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 		b->items = a;
 		b->cap = cap;
 	}
-	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = n->ino};
-	for (size_t i = 0; i < n->n_children; i++) {
-		char *name = strdup(n->children[i]->name);
+	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = fs_ino(n)};
+	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));) {
+		char *name = strdup(c->name);
 
 		if (!name) {
 			b->oom = true;
 			continue;
 		}
 		b->items[b->n++] =
-		    (struct fs_inval){.kind = FS_INVAL_ENTRY, .ino = n->ino, .name = name};
+		    (struct fs_inval){.kind = FS_INVAL_ENTRY, .ino = fs_ino(n), .name = name};
 	}
-	for (size_t i = 0; i < n->n_children; i++)
-		if (n->children[i]->kind == FS_DIR)
-			collect(v, n->children[i], b, depth + 1);
+	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
+		if (c->kind == FS_DIR)
+			collect(v, c, b, depth + 1);
 }
 
 static int notify(int fd, int code)

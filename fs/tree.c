@@ -4,13 +4,17 @@
  *
  *   /plugins/<type>/<name>/{<socket_name>, allocs/<alloc>, info}
  *
- * Nodes live in a hash table keyed by inode number.  A node removed from the
- * tree stays in the table while the kernel holds references to it (its
- * lookup count), so getattr, readlink and read keep answering until forget.
+ * Nodes live in a hash table keyed by inode number; those in the tree are
+ * also in the (parent, name) index of dir.c, and in their parent's slots.
+ * Every step is O(1) on average: building the view of n plugins costs O(n).
+ * A node removed from the tree stays in the table while the kernel holds
+ * references to it (its lookup count), so getattr, readlink and read keep
+ * answering until forget.
  * A plugin whose list emptied keeps its id (registry.h), so its directory
  * stays such a node, empty, and is taken back when the plugin returns.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +29,30 @@
 #define LINK_MODE (S_IFLNK | 0777)
 #define FILE_MODE (S_IFREG | 0444)
 
-struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
+static struct fs_node *table_get(const struct fs_view *v, uint64_t ino)
 {
 	struct htab_node *e = htab_find(&v->nodes, ino, NULL);
 
 	return e ? htab_entry(e, struct fs_node, hnode) : NULL;
+}
+
+/*
+ * The three children of a plugin directory (<socket_name>, allocs, info:
+ * the nodes !fs_ino_named) are in the table only while out of the tree; in
+ * the tree they are found in their directory's slots.  That is three
+ * inserts and three buckets less per plugin.
+ */
+struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino)
+{
+	struct fs_node *n = table_get(v, ino), *pdir, *c;
+
+	if (n || fs_ino_named(ino))
+		return n;
+	pdir = table_get(v, ino - ino % 8 + FS_TAG_PLUGIN);
+	for (size_t i = 0; pdir && (c = fs_dir_next(pdir, &i, NULL));)
+		if (fs_ino(c) == ino)
+			return c;
+	return NULL;
 }
 
 static void table_remove(struct fs_view *v, struct fs_node *n)
@@ -40,57 +63,96 @@ static void table_remove(struct fs_view *v, struct fs_node *n)
 static int batch_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
 		      const char *name);
 
-static void node_free(struct fs_node *n)
+/*
+ * fs_str: a NUL-terminated text with a reference count in front, so that
+ * nodes with the same text share one copy.  The count changes only under
+ * the view's write lock; handlers read the text under the read lock.
+ */
+struct fs_str {
+	uint32_t refs;
+	char s[];
+};
+
+static struct fs_str *str_of(char *s)
+{
+	return (struct fs_str *)(void *)(s - offsetof(struct fs_str, s));
+}
+
+static char *str_new(const char *text)
+{
+	size_t len = strlen(text);
+	struct fs_str *fs = malloc(sizeof(*fs) + len + 1);
+
+	if (!fs)
+		return NULL;
+	fs->refs = 1;
+	memcpy(fs->s, text, len + 1);
+	return fs->s;
+}
+
+static char *str_ref(char *s)
+{
+	str_of(s)->refs++;
+	return s;
+}
+
+static void str_unref(char *s)
+{
+	if (s && --str_of(s)->refs == 0)
+		free(str_of(s));
+}
+
+static void set_mtime(struct fs_node *n, const struct timespec *t)
+{
+	/* Clamped to what 64 bits of ns hold (years 1678 to 2262). */
+	const int64_t lim = INT64_MAX / 1000000000 - 1;
+	int64_t sec = t->tv_sec > lim ? lim : t->tv_sec < -lim ? -lim : (int64_t)t->tv_sec;
+
+	n->mtime_ns = sec * 1000000000 + t->tv_nsec;
+}
+
+struct timespec fs_node_mtime(const struct fs_node *n)
+{
+	int64_t sec = n->mtime_ns / 1000000000, ns = n->mtime_ns % 1000000000;
+
+	if (ns < 0) {
+		sec--;
+		ns += 1000000000;
+	}
+	return (struct timespec){.tv_sec = (time_t)sec, .tv_nsec = (long)ns};
+}
+
+static void node_free(struct fs_view *v, struct fs_node *n)
 {
 	if (!n)
 		return;
-	free(n->name);
-	free(n->data);
-	free(n->children);
+	v->n_nodes--;
+	if (!n->name_static)
+		free(n->name);
+	if (n->kind == FS_DIR)
+		fs_dir_free(n->dir);
+	else
+		str_unref(n->data);
 	free(n);
 }
 
-struct fs_node *fs_view_child(struct fs_node *dir, const char *name)
+/* Sets n's text to s (a reference is taken). */
+static void set_str(struct fs_node *n, char *s)
 {
-	for (size_t i = 0; i < dir->n_children; i++)
-		if (strcmp(dir->children[i]->name, name) == 0)
-			return dir->children[i];
-	return NULL;
-}
-
-static int child_add(struct fs_node *dir, struct fs_node *c)
-{
-	if (PLUGFS_GROW(dir->children, dir->cap_children, dir->n_children, 4) != 0)
-		return -ENOMEM;
-	dir->children[dir->n_children++] = c;
-	if (c->kind == FS_DIR)
-		dir->n_subdirs++;
-	return 0;
-}
-
-static void child_del(struct fs_node *dir, struct fs_node *c)
-{
-	for (size_t i = 0; i < dir->n_children; i++) {
-		if (dir->children[i] == c) {
-			memmove(&dir->children[i], &dir->children[i + 1],
-				(dir->n_children - i - 1) * sizeof(dir->children[0]));
-			dir->n_children--;
-			if (c->kind == FS_DIR)
-				dir->n_subdirs--;
-			return;
-		}
-	}
+	str_ref(s);
+	str_unref(n->data);
+	n->data = s;
+	n->size = (uint32_t)strlen(s);
 }
 
 static int set_data(struct fs_node *n, const char *data)
 {
-	char *d = strdup(data);
+	char *d = str_new(data);
 
 	if (!d)
 		return -ENOMEM;
-	free(n->data);
-	n->data = d;
-	n->size = strlen(d);
+	set_str(n, d);
+	str_unref(d);
 	return 0;
 }
 
@@ -99,37 +161,52 @@ static int set_data(struct fs_node *n, const char *data)
  * given name.  A node still in the table (removed, not yet forgotten) is
  * taken back, keeping its lookup count.
  */
-static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-				enum fs_node_kind kind, const char *name, const char *data,
-				const struct timespec *mtime, struct fs_inval_batch *b)
+/* NAME_STATIC: name outlives the view (the socket name, a literal). */
+#define NAME_STATIC true
+#define NAME_COPY false
+
+static struct fs_node *node_add_in(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+				   enum fs_node_kind kind, const char *name, bool name_static,
+				   const char *data, const struct timespec *mtime,
+				   struct fs_inval_batch *b, bool absent)
 {
-	struct fs_node *n = fs_view_get(v, ino);
-	bool fresh = n == NULL;
-	char *nm = NULL;
+	struct fs_node *n = absent ? NULL : fs_view_get(v, ino);
+	bool fresh = n == NULL, old_static;
+	char *nm = NULL, *old = NULL;
 
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
 	if (fresh) {
-		n = calloc(1, sizeof(*n));
+		n = fs_node_new(ino);
 		if (!n)
 			return NULL;
-		n->ino = ino;
-		/* In the table from here; taken out again on failure. */
-		if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
-			free(n);
+		v->n_nodes++;
+		/* In the table from here (but for the three of a plugin
+		 * directory); taken out again on failure. */
+		if (fs_ino_named(ino) && htab_insert(&v->nodes, &n->hnode, ino) != 0) {
+			node_free(v, n);
 			return NULL;
 		}
 	}
-	nm = strdup(name);
+	nm = name_static ? (char *)name : strdup(name);
 	if (!nm || (data && set_data(n, data) != 0))
 		goto fail;
-	n->kind = kind;
-	if (parent && child_add(parent, n) != 0)
-		goto fail;
-	free(n->name);
+	n->kind = (unsigned char)kind;
+	old = n->name;
+	old_static = n->name_static;
 	n->name = nm;
-	n->parent = parent ? parent->ino : ino;
-	n->mtime = *mtime;
+	n->name_static = name_static;
+	n->parent = ino;
+	if (parent && fs_dir_link(v, parent, n) != 0) {
+		n->name = old;
+		n->name_static = old_static;
+		goto fail;
+	}
+	if (!old_static)
+		free(old);
+	if (!fresh && !fs_ino_named(ino))
+		table_remove(v, n); /* back in its directory's slots */
+	set_mtime(n, mtime);
 	n->in_tree = true;
 	if (!fresh) {
 		/* Taken back while the kernel still knows it: drop what it cached. */
@@ -137,26 +214,44 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 	}
 	return n;
 fail:
-	free(nm);
+	if (!name_static)
+		free(nm);
 	if (fresh) {
-		table_remove(v, n);
-		node_free(n);
+		if (fs_ino_named(ino))
+			table_remove(v, n);
+		node_free(v, n);
 	}
 	return NULL;
+}
+
+static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+				enum fs_node_kind kind, const char *name, bool name_static,
+				const char *data, const struct timespec *mtime,
+				struct fs_inval_batch *b)
+{
+	return node_add_in(v, parent, ino, kind, name, name_static, data, mtime, b, false);
 }
 
 /* Takes n (and what is below it) out of the tree; frees what the kernel does
  * not reference. */
 static void node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n)
 {
-	while (n->n_children > 0)
-		node_remove(v, n, n->children[n->n_children - 1]);
+	struct fs_node *c;
+
+	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
+		node_remove(v, n, c);
 	if (parent)
-		child_del(parent, n);
+		fs_dir_unlink(v, parent, n);
 	n->in_tree = false;
 	if (__atomic_load_n(&n->nlookup, __ATOMIC_RELAXED) == 0) {
-		table_remove(v, n);
-		node_free(n);
+		if (fs_ino_named(fs_ino(n)))
+			table_remove(v, n);
+		node_free(v, n);
+	} else if (!fs_ino_named(fs_ino(n)) &&
+		   htab_insert(&v->nodes, &n->hnode, fs_ino(n)) != 0) {
+		/* Out of memory: the kernel's later requests for it get
+		 * ENOENT, as after a forget. */
+		node_free(v, n);
 	}
 }
 
@@ -170,9 +265,9 @@ void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
 	left = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
 	left = count >= left ? 0 : left - count;
 	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
-	if (left == 0 && !n->in_tree && n->ino > FS_INO_PLUGINS) {
-		table_remove(v, n);
-		node_free(n);
+	if (left == 0 && !n->in_tree && fs_ino(n) > FS_INO_PLUGINS) {
+		table_remove(v, n); /* out of the tree: in the table */
+		node_free(v, n);
 	}
 }
 
@@ -183,12 +278,14 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 
 	memset(v, 0, sizeof(*v));
 	htab_init(&v->nodes);
+	htab_init(&v->names);
 	v->socket_name = strdup(socket_name);
 	if (!v->socket_name)
 		goto fail;
 	clock_gettime(CLOCK_REALTIME, &now);
-	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NULL, &now, NULL);
-	if (!root || !node_add(v, root, FS_INO_PLUGINS, FS_DIR, "plugins", NULL, &now, NULL))
+	root = node_add(v, NULL, FS_INO_ROOT, FS_DIR, "", NAME_STATIC, NULL, &now, NULL);
+	if (!root ||
+	    !node_add(v, root, FS_INO_PLUGINS, FS_DIR, "plugins", NAME_STATIC, NULL, &now, NULL))
 		goto fail;
 	return 0;
 fail:
@@ -202,10 +299,17 @@ void fs_view_free(struct fs_view *v)
 	size_t pos = 0;
 
 	for (e = htab_next(&v->nodes, &pos, NULL); e; e = next) {
+		struct fs_node *n = htab_entry(e, struct fs_node, hnode), *c;
+
 		next = htab_next(&v->nodes, &pos, e);
-		node_free(htab_entry(e, struct fs_node, hnode));
+		/* A plugin directory's three in the tree are not in the table. */
+		if (n->kind == FS_DIR && fs_ino(n) > FS_INO_PLUGINS && fs_ino(n) % 8 == FS_TAG_PLUGIN)
+			for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
+				node_free(v, c);
+		node_free(v, n);
 	}
 	htab_free(&v->nodes);
+	htab_free(&v->names);
 	free(v->socket_name);
 	memset(v, 0, sizeof(*v));
 }
@@ -215,9 +319,10 @@ int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 {
 	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
 
-	if (!node_add(v, plugins, FS_INO(type_id, FS_TAG_TYPE), FS_DIR, type, NULL, mtime, NULL))
+	if (!node_add(v, plugins, FS_INO(type_id, FS_TAG_TYPE), FS_DIR, type, NAME_COPY, NULL,
+		      mtime, NULL))
 		return -ENOMEM;
-	plugins->mtime = *mtime;
+	set_mtime(plugins, mtime);
 	return 0;
 }
 
@@ -251,16 +356,46 @@ void fs_inval_batch_free(struct fs_inval_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
+/* Appends a formatted line to *text (length *len, room *cap); -ENOMEM. */
+static int text_addf(char **text, size_t *len, size_t *cap, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int text_addf(char **text, size_t *len, size_t *cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(*text + *len, *cap - *len, fmt, ap);
+		va_end(ap);
+		if (n < 0)
+			return -ENOMEM;
+		if ((size_t)n < *cap - *len) {
+			*len += (size_t)n;
+			return 0;
+		}
+		size_t ncap = *cap * 2 > *len + (size_t)n + 1 ? *cap * 2 : *len + (size_t)n + 1;
+		char *t = realloc(*text, ncap);
+
+		if (!t)
+			return -ENOMEM;
+		*text = t;
+		*cap = ncap;
+	}
+}
+
+/* Built with vsnprintf into a buffer sized for a few lines, not with
+ * open_memstream: at start this runs once per plugin, and the stream's
+ * buffers made malloc consolidate its free lists each time. */
 char *fs_render_info(const struct reg_plugin *p)
 {
-	char *text = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-
-	if (!f)
-		return NULL;
 	const struct registration *act = reg_plugin_active(p);
+	size_t len = 0, cap = 128 * (p->n_regs ? p->n_regs : 1);
+	char *text = malloc(cap);
 
+	if (!text)
+		return NULL;
+	text[0] = '\0';
 	/* The active one first, then the others in list order. */
 	for (size_t k = 0; k < p->n_regs + (act != NULL); k++) {
 		const struct registration *r = k == 0 && act ? act : &p->regs[k - (act != NULL)];
@@ -270,13 +405,12 @@ char *fs_render_info(const struct reg_plugin *p)
 		if (k > 0 && r == act)
 			continue;
 		plugfs_format_time(r->registered_at, -1, when, sizeof(when));
-		fprintf(f, "%s %s %s %s %s %s\n", r->alloc, r->socket,
-			r->version && r->version[0] ? r->version : "-", kind ? kind : "-", when,
-			reg_health_name(r->runtime.health));
-	}
-	if (fclose(f) != 0) {
-		free(text);
-		return NULL;
+		if (text_addf(&text, &len, &cap, "%s %s %s %s %s %s\n", r->alloc, r->socket,
+			      r->version && r->version[0] ? r->version : "-", kind ? kind : "-",
+			      when, reg_health_name(r->runtime.health)) != 0) {
+			free(text);
+			return NULL;
+		}
 	}
 	return text;
 }
@@ -285,15 +419,15 @@ static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
 {
 	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
 
-	return plugins ? fs_view_child(plugins, type) : NULL;
+	return plugins ? fs_view_child(v, plugins, type) : NULL;
 }
 
 /* Marks a node changed: new mtime, and the kernel's attributes (and cached
  * symlink target or contents) of it are dropped. */
 static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
 {
-	n->mtime = *now;
-	batch_push(b, FS_INVAL_INODE, n->ino, NULL);
+	set_mtime(n, now);
+	batch_push(b, FS_INVAL_INODE, fs_ino(n), NULL);
 }
 
 /*
@@ -307,8 +441,10 @@ static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs
 			      const struct timespec *now, struct fs_inval_batch *b)
 {
 	if (__atomic_load_n(&pdir->nlookup, __ATOMIC_RELAXED) > 0) {
-		for (size_t i = 0; i < pdir->n_children; i++)
-			batch_push(b, FS_INVAL_ENTRY, pdir->ino, pdir->children[i]->name);
+		struct fs_node *c;
+
+		for (size_t i = 0; (c = fs_dir_next(pdir, &i, NULL));)
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(pdir), c->name);
 		touch(pdir, now, b);
 	}
 	node_remove(v, tdir, pdir);
@@ -323,17 +459,19 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 	if (!tdir || fs_view_get(v, ino))
 		return 0; /* not a configured type, or known already */
-	n = calloc(1, sizeof(*n));
-	if (!n || !(n->name = strdup(name))) {
-		free(n);
+	n = fs_node_new(ino);
+	if (!n)
+		return -ENOMEM;
+	v->n_nodes++;
+	if (!(n->name = strdup(name))) {
+		node_free(v, n);
 		return -ENOMEM;
 	}
-	n->ino = ino;
 	n->kind = FS_DIR;
-	n->parent = tdir->ino;
-	n->mtime = *mtime;
+	n->parent = fs_ino(tdir);
+	set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
-		node_free(n);
+		node_free(v, n);
 		return -ENOMEM;
 	}
 	return 0;
@@ -366,18 +504,22 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 {
 	struct fs_node *tdir = find_type_dir(v, type);
 	const struct registration *act = reg_plugin_active(p);
-	struct fs_node *pdir, *active, *allocs, *info;
+	struct fs_node *pdir, *active = NULL, *allocs, *info, *l, *act_link = NULL;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
+	/* Building the view at start (no batch), a plugin directory not in
+	 * the table yet: nothing of it is (its inode numbers are its own), so
+	 * its nodes are added without looking for them first. */
+	bool absent = false;
 	char *text = NULL;
 	int rc = 0;
 
 	if (!tdir)
 		return 0; /* not a configured type */
-	pdir = fs_view_child(tdir, name);
-	if (pdir && (!act || pdir->ino != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
+	pdir = fs_view_child(v, tdir, name);
+	if (pdir && (!act || fs_ino(pdir) != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
 		plugin_dir_remove(v, tdir, pdir, now, b);
-		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		batch_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
 		touch(tdir, now, b);
 		pdir = NULL;
 	}
@@ -397,54 +539,54 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		/* A directory the kernel still holds (a bind mount of it) is
 		 * taken back: drop what it cached as missing in it. */
 		if (kept && !kept->in_tree) {
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, v->socket_name);
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, "allocs");
-			batch_push(b, FS_INVAL_ENTRY, kept->ino, "info");
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), v->socket_name);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), "allocs");
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(kept), "info");
 		}
-		pdir =
-		    node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name, NULL, &mt, b);
+		absent = !b && !kept;
+		pdir = node_add_in(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
+				   NAME_COPY, NULL, &mt, b, absent);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		batch_push(b, FS_INVAL_ENTRY, tdir->ino, name);
+		batch_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
 		if (b)
 			touch(tdir, now, b);
-		else if (mt.tv_sec > tdir->mtime.tv_sec)
-			tdir->mtime = mt;
+		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
+			set_mtime(tdir, &mt);
 	}
-	active = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
-			  act->socket, &mt, b);
-	allocs =
-	    node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs", NULL, &mt, b);
-	info = node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", text, &mt, b);
+	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
+	active = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
+			     NAME_STATIC, NULL, &mt, b, absent);
+	allocs = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs",
+			     NAME_STATIC, NULL, &mt, b, absent);
+	info = node_add_in(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", NAME_STATIC,
+			   text, &mt, b, absent);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	if (strcmp(active->data, act->socket) != 0) {
-		if ((rc = set_data(active, act->socket)) != 0)
-			goto out;
+	if (active->data && strcmp(active->data, act->socket) != 0) {
 		touch(active, now, b);
 		changed = true;
 	}
 	/* allocs/: drop the gone, add the new, retarget the moved. */
-	for (size_t i = allocs->n_children; i-- > 0;) {
-		struct fs_node *l = allocs->children[i];
-
+	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
 		if (!has_alloc(p, l->name)) {
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
 			node_remove(v, allocs, l);
 			allocs_changed = true;
 		}
 	}
 	for (size_t i = 0; i < p->n_regs; i++) {
 		const struct registration *r = &p->regs[i];
-		struct fs_node *l = fs_view_child(allocs, r->alloc);
 		struct timespec lt = mt;
 
-		if (l && l->ino != FS_INO(r->id, FS_TAG_ALLOC)) {
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, l->name);
+		l = absent ? NULL : fs_view_child(v, allocs, r->alloc);
+
+		if (l && fs_ino(l) != FS_INO(r->id, FS_TAG_ALLOC)) {
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
 			node_remove(v, allocs, l);
 			l = NULL;
 		}
@@ -455,13 +597,13 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 									      : r->registered_at);
 				lt.tv_nsec = 0;
 			}
-			l = node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
-				     r->socket, &lt, b);
+			l = node_add_in(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
+					NAME_COPY, r->socket, &lt, b, absent);
 			if (!l) {
 				rc = -ENOMEM;
 				goto out;
 			}
-			batch_push(b, FS_INVAL_ENTRY, allocs->ino, r->alloc);
+			batch_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
 			allocs_changed = true;
 		} else if (strcmp(l->data, r->socket) != 0) {
 			if ((rc = set_data(l, r->socket)) != 0)
@@ -469,7 +611,12 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			touch(l, now, b);
 			changed = true;
 		}
+		if (r == act)
+			act_link = l;
 	}
+	/* csi.sock: one text with the active registration's allocs/ link. */
+	if (active->data != act_link->data)
+		set_str(active, act_link->data);
 	if (allocs_changed) {
 		touch(allocs, now, b);
 		changed = true;
@@ -483,6 +630,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (changed && b)
 		touch(pdir, now, b);
 out:
+	/* Out of memory on the way: csi.sock keeps a text of its own. */
+	if (active && !active->data && set_data(active, act->socket) != 0)
+		rc = -ENOMEM;
 	free(text);
 	return rc;
 }
@@ -490,13 +640,13 @@ out:
 void fs_node_attr(const struct fs_node *n, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	st->st_ino = fs_ino(n);
 	st->st_uid = 0;
 	st->st_gid = 0;
 	st->st_blksize = 4096;
-	st->st_mtim = n->mtime;
-	st->st_ctim = n->mtime;
-	st->st_atim = n->mtime;
+	st->st_mtim = fs_node_mtime(n);
+	st->st_ctim = st->st_mtim;
+	st->st_atim = st->st_mtim;
 	switch (n->kind) {
 	case FS_DIR:
 		st->st_mode = DIR_MODE;

@@ -1,49 +1,60 @@
 /* SPDX-License-Identifier: MIT */
 /* The registry's indexes: plugins by (type, name), plugins by alloc. */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "index.h"
 #include "internal.h"
 
-/* "type/name": neither may contain '/' (validated), so keys are unique.
- * Returns false when the key does not fit (such a plugin cannot exist). */
-static bool plugin_key(char *buf, size_t len, const char *type, const char *name)
+/* The key of (type, name): the hash of name scoped by the hash of type. */
+static uint64_t plugin_key(const char *type, const char *name)
 {
-	int n = snprintf(buf, len, "%s/%s", type, name);
-
-	return n >= 0 && (size_t)n < len;
+	return htab_hash_scoped(htab_hash_string(type), name);
 }
-
-#define PLUGIN_KEY_MAX (2 * REG_NAME_MAX + 2)
 
 struct plugin_node *index_find_plugin(const struct reg_index *ix, const char *type,
 				      const char *name)
 {
-	char key[PLUGIN_KEY_MAX];
+	struct htab_node *e = NULL;
 
-	if (!plugin_key(key, sizeof(key), type, name))
-		return NULL;
-	return hash_get(&ix->plugins, key);
+	while ((e = htab_find(&ix->plugins, plugin_key(type, name), e))) {
+		struct plugin_node *p = htab_entry(e, struct plugin_node, hnode);
+
+		if (strcmp(p->pub.name, name) == 0 && strcmp(p->pub.type, type) == 0)
+			return p;
+	}
+	return NULL;
 }
 
 int index_add_plugin(struct reg_index *ix, struct plugin_node *p)
 {
-	char key[PLUGIN_KEY_MAX];
-
-	if (!plugin_key(key, sizeof(key), p->pub.type, p->pub.name))
-		return -ENOMEM; /* cannot happen: names are validated */
-	return hash_put(&ix->plugins, key, p);
+	return htab_insert(&ix->plugins, &p->hnode, plugin_key(p->pub.type, p->pub.name));
 }
 
 void index_del_plugin(struct reg_index *ix, struct plugin_node *p)
 {
-	char key[PLUGIN_KEY_MAX];
+	htab_remove(&ix->plugins, &p->hnode);
+}
 
-	if (plugin_key(key, sizeof(key), p->pub.type, p->pub.name))
-		hash_del(&ix->plugins, key);
+struct plugin_node *index_next_plugin(const struct reg_index *ix, size_t *pos,
+				      const struct plugin_node *p)
+{
+	struct htab_node *e = htab_next(&ix->plugins, pos, p ? &p->hnode : NULL);
+
+	return e ? htab_entry(e, struct plugin_node, hnode) : NULL;
+}
+
+int index_reserve(struct reg_index *ix, size_t n_plugins, size_t n_allocs)
+{
+	int rc = htab_reserve(&ix->plugins, n_plugins);
+
+	return rc < 0 ? rc : htab_reserve(&ix->allocs, n_allocs);
+}
+
+size_t index_count_plugins(const struct reg_index *ix)
+{
+	return ix->plugins.n;
 }
 
 ssize_t plugin_find_alloc(const struct plugin_node *p, const char *alloc)
@@ -112,13 +123,19 @@ int plugin_reserve(struct plugin_node *p, size_t n)
 int alloc_set_reserve(struct alloc_set *s, size_t n)
 {
 	struct plugin_node **v;
-	size_t cap = s->cap ? s->cap : 2;
+	size_t cap = s->cap > 1 ? s->cap : 2;
 
 	if (n <= s->cap)
 		return 0;
 	while (cap < n)
 		cap *= 2;
-	v = realloc(s->v, cap * sizeof(*v));
+	if (s->v == &s->one_v) {
+		v = malloc(cap * sizeof(*v));
+		if (v)
+			memcpy(v, s->v, s->n * sizeof(*v));
+	} else {
+		v = realloc(s->v, cap * sizeof(*v));
+	}
 	if (!v)
 		return -ENOMEM;
 	s->v = v;
@@ -126,21 +143,40 @@ int alloc_set_reserve(struct alloc_set *s, size_t n)
 	return 0;
 }
 
+static void alloc_set_free(struct alloc_set *s)
+{
+	if (s->v != &s->one_v)
+		free(s->v);
+	free(s);
+}
+
 struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc)
 {
-	return hash_get(&ix->allocs, alloc);
+	struct htab_node *e = NULL;
+
+	while ((e = htab_find(&ix->allocs, htab_hash_string(alloc), e))) {
+		struct alloc_set *s = htab_entry(e, struct alloc_set, hnode);
+
+		if (strcmp(s->alloc, alloc) == 0)
+			return s;
+	}
+	return NULL;
 }
 
 struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char *alloc)
 {
-	struct alloc_set *s = hash_get(&ix->allocs, alloc);
+	struct alloc_set *s = index_alloc_set(ix, alloc);
+	size_t len = strlen(alloc);
 
 	if (s)
 		return s;
-	s = calloc(1, sizeof(*s));
+	s = calloc(1, sizeof(*s) + len + 1);
 	if (!s)
 		return NULL;
-	if (hash_put(&ix->allocs, alloc, s) < 0) {
+	memcpy(s->alloc, alloc, len + 1);
+	s->v = &s->one_v;
+	s->cap = 1;
+	if (htab_insert(&ix->allocs, &s->hnode, htab_hash_string(alloc)) < 0) {
 		free(s);
 		return NULL;
 	}
@@ -149,16 +185,16 @@ struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char
 
 void index_alloc_set_drop_if_empty(struct reg_index *ix, const char *alloc, struct alloc_set *s)
 {
+	(void)alloc;
 	if (s->n != 0)
 		return;
-	hash_del(&ix->allocs, alloc);
-	free(s->v);
-	free(s);
+	htab_remove(&ix->allocs, &s->hnode);
+	alloc_set_free(s);
 }
 
 void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plugin_node *p)
 {
-	struct alloc_set *s = hash_get(&ix->allocs, alloc);
+	struct alloc_set *s = index_alloc_set(ix, alloc);
 
 	if (!s)
 		return;
@@ -204,11 +240,50 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	s = index_alloc_set_get_or_create(ix, g->alloc);
 	if (!s || plugin_reserve(p, p->pub.n_regs + 1) < 0 || alloc_set_reserve(s, s->n + 1) < 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	/* Rows arrive by seq, highest first: append keeps the stored order. */
-	p->pub.regs[p->pub.n_regs++] = *g;
+	/* The list by seq, highest first (rows come in no order of seq:
+	 * sorting them in SQLite cost more than these few moves). */
+	{
+		struct registration *v = p->pub.regs;
+		size_t pos = 0;
+
+		while (pos < p->pub.n_regs && v[pos].seq > g->seq)
+			pos++;
+		memmove(&v[pos + 1], &v[pos], (p->pub.n_regs - pos) * sizeof(*v));
+		v[pos] = *g;
+		p->pub.n_regs++;
+	}
 	s->v[s->n++] = p;
 	ix->n_regs++;
 	plugin_elect_active(p);
+	return 0;
+}
+
+int index_load_option(struct reg_index *ix, const char *type, const char *name, const char *alloc,
+		      const char *key, const char *value, char *err, size_t errlen)
+{
+	struct plugin_node *p = index_find_plugin(ix, type, name);
+	ssize_t idx = p ? plugin_find_alloc(p, alloc) : -1;
+	struct registration *g;
+	struct reg_option *o;
+
+	if (idx < 0)
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file: an option of %s/%s alloc %s, which has no registration",
+				   type, name, alloc);
+	g = &p->pub.regs[idx];
+	o = realloc(g->options, (g->n_options + 1) * sizeof(*o));
+	if (!o)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	g->options = o;
+	o = &g->options[g->n_options];
+	o->key = strdup(key);
+	o->value = strdup(value);
+	if (!o->key || !o->value) {
+		free(o->key);
+		free(o->value);
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	}
+	g->n_options++;
 	return 0;
 }
 
@@ -228,21 +303,20 @@ int index_load_empty(struct reg_index *ix, size_t type_idx, int64_t plugin_id, c
 
 void index_free(struct reg_index *ix)
 {
-	struct hash_entry *e = NULL;
+	struct htab_node *e, *next;
 	size_t pos = 0;
 
-	while ((e = hash_next(&ix->plugins, &pos, e)))
-		plugin_node_free(e->value);
-	hash_free(&ix->plugins);
-	pos = 0;
-	e = NULL;
-	while ((e = hash_next(&ix->allocs, &pos, e))) {
-		struct alloc_set *s = e->value;
-
-		free(s->v);
-		free(s);
+	for (e = htab_next(&ix->plugins, &pos, NULL); e; e = next) {
+		next = htab_next(&ix->plugins, &pos, e);
+		plugin_node_free(htab_entry(e, struct plugin_node, hnode));
 	}
-	hash_free(&ix->allocs);
+	htab_free(&ix->plugins);
+	pos = 0;
+	for (e = htab_next(&ix->allocs, &pos, NULL); e; e = next) {
+		next = htab_next(&ix->allocs, &pos, e);
+		alloc_set_free(htab_entry(e, struct alloc_set, hnode));
+	}
+	htab_free(&ix->allocs);
 	ix->n_regs = 0;
 	ix->n_empty = 0;
 }

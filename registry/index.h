@@ -20,21 +20,28 @@
  * plugin whose list emptied stays in the index with n_regs 0 (counted in
  * n_empty), so that it keeps its persisted id; getters pass over it. */
 struct plugin_node {
-	struct reg_plugin pub; /* regs ordered by seq, highest first */
-	size_t cap;	       /* slots allocated in pub.regs */
-	size_t type_idx;       /* index of its type in the configured types */
+	struct reg_plugin pub;	/* regs ordered by seq, highest first */
+	size_t cap;		/* slots allocated in pub.regs */
+	size_t type_idx;	/* index of its type in the configured types */
+	struct htab_node hnode; /* in reg_index.plugins, by (type, name) */
 };
 
-/* The plugins holding a registration of one alloc. */
+/* The plugins holding a registration of one alloc.  One allocation with
+ * its key; room for one plugin inside (an alloc mostly registers one). */
 struct alloc_set {
-	struct plugin_node **v;
+	struct htab_node hnode; /* in reg_index.allocs, by alloc */
+	struct plugin_node **v; /* one_v or an array of its own */
 	size_t n, cap;
 	size_t pending; /* inserts planned by the current mutation */
+	struct plugin_node *one_v;
+	char alloc[];
 };
 
+/* Intrusive tables of the project's hash (hash.h): a node or set is one
+ * allocation with its key, no entry or key copied beside it. */
 struct reg_index {
-	struct hash plugins; /* "type/name" -> struct plugin_node */
-	struct hash allocs;  /* alloc -> struct alloc_set */
+	struct htab plugins; /* struct plugin_node, by (type, name) */
+	struct htab allocs;  /* struct alloc_set, by alloc */
 	size_t n_regs;	     /* registrations over all plugins */
 	size_t n_empty;	     /* plugins whose list emptied (kept for their id) */
 };
@@ -50,6 +57,15 @@ struct plugin_node *index_find_plugin(const struct reg_index *ix, const char *ty
 int index_add_plugin(struct reg_index *ix, struct plugin_node *p);
 /* Removes p from the lookup by (type, name); p is not freed. */
 void index_del_plugin(struct reg_index *ix, struct plugin_node *p);
+/* Iteration over every plugin (empty ones included): start with *pos = 0
+ * and p = NULL; the next plugin or NULL.  The index must not change. */
+struct plugin_node *index_next_plugin(const struct reg_index *ix, size_t *pos,
+				      const struct plugin_node *p);
+/* Room for n_plugins plugins and n_allocs allocs without growing the
+ * tables (loading the store); 0 or -ENOMEM. */
+int index_reserve(struct reg_index *ix, size_t n_plugins, size_t n_allocs);
+/* Plugins in the index, empty ones included. */
+size_t index_count_plugins(const struct reg_index *ix);
 
 /* The set of alloc, or NULL. */
 struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc);
@@ -75,12 +91,17 @@ ssize_t plugin_find_alloc(const struct plugin_node *p, const char *alloc);
  * every change of p's list. */
 void plugin_elect_active(struct plugin_node *p);
 
-/* Appends g (taking its contents) to the plugin (g->type, g->name),
- * created with plugin_id when missing, as loading the store does: rows
- * come by seq, highest first.  0, -ENOMEM, or -EIO when the plugin already
+/* Enters g (taking its contents) in the list of the plugin (g->type,
+ * g->name) at its place by seq, highest first; the plugin is created with
+ * plugin_id when missing, as loading the store does.  0, -ENOMEM, or -EIO when the plugin already
  * has g->alloc; messages in err. */
 int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct registration *g,
 	       char *err, size_t errlen);
+/* Appends the option key=value (options come by key) to the registration
+ * of alloc in the plugin (type, name), as loading the store does after the
+ * registrations.  0, -ENOMEM, or -EIO when there is no such registration. */
+int index_load_option(struct reg_index *ix, const char *type, const char *name, const char *alloc,
+		      const char *key, const char *value, char *err, size_t errlen);
 /* Enters the plugin (type, name) with plugin_id and an empty list, as
  * loading the store does for a plugins row without registrations.  0 or
  * -ENOMEM. */

@@ -273,21 +273,19 @@ static int plugin_cmp(const void *a, const void *b)
 
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out)
 {
-	struct hash_entry *e = NULL;
-	size_t pos = 0;
+	const struct plugin_node *p = NULL;
+	size_t pos = 0, n;
 	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
 	lock(r);
-	out->plugins = calloc(hash_count(&r->ix.plugins) ? hash_count(&r->ix.plugins) : 1,
-			      sizeof(*out->plugins));
+	n = index_count_plugins(&r->ix);
+	out->plugins = calloc(n ? n : 1, sizeof(*out->plugins));
 	if (!out->plugins) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	while ((e = hash_next(&r->ix.plugins, &pos, e))) {
-		const struct plugin_node *p = e->value;
-
+	while ((p = index_next_plugin(&r->ix, &pos, p))) {
 		if (p->pub.n_regs == 0 || (type && strcmp(type, p->pub.type) != 0))
 			continue;
 		if ((rc = reg_plugin_copy(&p->pub, &out->plugins[out->n_plugins])) < 0)
@@ -321,16 +319,29 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 
 int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg)
 {
-	struct hash_entry *e = NULL;
+	const struct plugin_node *p = NULL;
 	size_t pos = 0;
 	int rc = 0;
 
 	lock(r);
-	while (rc == 0 && (e = hash_next(&r->ix.plugins, &pos, e))) {
-		const struct plugin_node *p = e->value;
-
+	while (rc == 0 && (p = index_next_plugin(&r->ix, &pos, p))) {
 		if (p->pub.n_regs == 0)
 			rc = fn(arg, p->pub.type, p->pub.name, p->pub.id);
+	}
+	unlock(r);
+	return rc;
+}
+
+int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg)
+{
+	const struct plugin_node *p = NULL;
+	size_t pos = 0;
+	int rc = 0;
+
+	lock(r);
+	while (rc == 0 && (p = index_next_plugin(&r->ix, &pos, p))) {
+		if (p->pub.n_regs > 0)
+			rc = fn(arg, &p->pub);
 	}
 	unlock(r);
 	return rc;
@@ -349,7 +360,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 {
 	lock(r);
 	if (n_plugins)
-		*n_plugins = hash_count(&r->ix.plugins) - r->ix.n_empty;
+		*n_plugins = index_count_plugins(&r->ix) - r->ix.n_empty;
 	if (n_registrations)
 		*n_registrations = r->ix.n_regs;
 	unlock(r);
@@ -387,6 +398,12 @@ static int load_empty(void *arg, size_t type_idx, int64_t plugin_id, const char 
 		      const char *name, char *err, size_t errlen)
 {
 	return index_load_empty(arg, type_idx, plugin_id, type, name, err, errlen);
+}
+
+static int load_option(void *arg, const char *type, const char *name, const char *alloc,
+		       const char *key, const char *value, char *err, size_t errlen)
+{
+	return index_load_option(arg, type, name, alloc, key, value, err, errlen);
 }
 
 static char **copy_strv(const char *const *v, size_t n)
@@ -448,7 +465,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	struct registry *r = NULL;
 	pthread_mutexattr_t attr;
 	struct store_open_options so;
-	int64_t n;
+	int64_t n, n_plugins = 0, n_regs = 0;
 	int rc;
 
 	*out = NULL;
@@ -485,11 +502,20 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	};
 	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;
+	/* The index sized once for what the store holds, not doubled
+	 * (and rehashed) a dozen times while it loads. */
+	if ((rc = store_query_int(&r->st, "SELECT count(*) FROM plugins", &n_plugins,
+				  "counting plugins", err, errlen)) < 0 ||
+	    (rc = store_query_int(&r->st, "SELECT count(*) FROM registrations", &n_regs,
+				  "counting registrations", err, errlen)) < 0)
+		goto fail;
+	if (index_reserve(&r->ix, (size_t)n_plugins, (size_t)n_regs) < 0) {
+		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
-	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one, &r->ix,
-			     err, errlen)) < 0 ||
-	    (rc = store_load_empty(&r->st, (const char *const *)r->types, r->n_types, load_empty,
-				   &r->ix, err, errlen)) < 0 ||
+	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one,
+			     load_empty, load_option, &r->ix, err, errlen)) < 0 ||
 	    (!r->read_only &&
 	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
 		goto fail;

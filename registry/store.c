@@ -215,67 +215,88 @@ static const char *col_text_or_empty(sqlite3_stmt *st, int i)
 	return t ? (const char *)t : "";
 }
 
-static int load_options(struct store *s, sqlite3_stmt *st, struct registration *r, char *err,
-			size_t errlen)
+/* The configured type named by column col of st: its index, or n_types. */
+static size_t type_index(sqlite3_stmt *st, int col, const char *const *types, size_t n_types)
 {
-	size_t cap = 0;
-	int rc;
+	const char *type = (const char *)sqlite3_column_text(st, col);
+	size_t ti;
 
-	sqlite3_reset(st);
-	sqlite3_bind_int64(st, 1, r->id);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct reg_option *o;
+	for (ti = 0; ti < n_types; ti++)
+		if (type && strcmp(type, types[ti]) == 0)
+			break;
+	return ti;
+}
 
-		if (PLUGFS_GROW(r->options, cap, r->n_options, 4) != 0)
-			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-		o = &r->options[r->n_options];
-		o->key = col_strdup(st, 0);
-		o->value = col_strdup(st, 1);
-		r->n_options++;
-		if (!o->key || !o->value)
-			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	}
-	if (rc != SQLITE_DONE)
+/* Every option, registration by registration, to opt_fn. */
+static int load_options(struct store *s, const char *const *types, size_t n_types,
+			store_load_opt_fn fn, void *arg, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT t.name, p.name, r.alloc, o.key, o.value"
+				    " FROM reg_options o JOIN registrations r ON r.id = o.reg_id"
+				    " JOIN plugins p ON p.id = r.plugin_id"
+				    " JOIN types t ON t.id = p.type_id ORDER BY o.reg_id, o.key",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "loading options", err, errlen);
-	return 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		size_t ti = type_index(st, 0, types, n_types);
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		const char *alloc = (const char *)sqlite3_column_text(st, 2);
+		const char *key = (const char *)sqlite3_column_text(st, 3);
+		const char *value = (const char *)sqlite3_column_text(st, 4);
+
+		if (ti == n_types || !name || !alloc || !key || !value)
+			continue; /* a type no longer configured: kept, not served */
+		if ((rc = fn(arg, types[ti], name, alloc, key, value, err, errlen)) < 0)
+			goto out;
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "loading options", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
 }
 
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
-	       void *arg, char *err, size_t errlen)
+	       store_load_empty_fn empty_fn, store_load_opt_fn opt_fn, void *arg, char *err,
+	       size_t errlen)
 {
-	sqlite3_stmt *st = NULL, *opt = NULL;
+	sqlite3_stmt *st = NULL;
 	struct registration r;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
+	/* Every plugin, with its registrations or one row of NULLs. */
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"
 				" r.kind, r.seq, r.registered_at, r.updated_at, r.probe, r.csi_name"
-				" FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
-				" JOIN types t ON t.id = p.type_id ORDER BY p.id, r.seq DESC",
+				" FROM plugins p JOIN types t ON t.id = p.type_id"
+				" LEFT JOIN registrations r ON r.plugin_id = p.id"
+				" ORDER BY p.id",
 				-1, &st, NULL);
-	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(s->db,
-					"SELECT key, value FROM reg_options WHERE reg_id = ?1"
-					" ORDER BY key",
-					-1, &opt, NULL);
 	if (rc != SQLITE_OK) {
 		rc = store_fail(s, rc, "loading", err, errlen);
 		goto out;
 	}
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *type = (const char *)sqlite3_column_text(st, 0);
+		size_t ti = type_index(st, 0, types, n_types);
 		const char *kind = (const char *)sqlite3_column_text(st, 7);
-		size_t ti;
 
-		for (ti = 0; ti < n_types; ti++)
-			if (type && strcmp(type, types[ti]) == 0)
-				break;
 		if (ti == n_types)
 			continue; /* a type no longer configured: kept, not served */
+		if (sqlite3_column_type(st, 3) == SQLITE_NULL) {
+			const char *name = (const char *)sqlite3_column_text(st, 2);
+
+			if (name && (rc = empty_fn(arg, ti, sqlite3_column_int64(st, 1), types[ti],
+						   name, err, errlen)) < 0)
+				goto out;
+			continue;
+		}
 		memset(&r, 0, sizeof(r));
 		r.id = sqlite3_column_int64(st, 3);
-		r.type = strdup(type);
+		r.type = strdup(types[ti]);
 		r.name = col_strdup(st, 2);
 		r.alloc = col_strdup(st, 4);
 		r.socket = col_strdup(st, 5);
@@ -302,17 +323,18 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 					s->path, (long long)r.id, col_text_or_empty(st, 11));
 			goto out;
 		}
-		if ((rc = load_options(s, opt, &r, err, errlen)) < 0)
-			goto out;
 		if ((rc = fn(arg, ti, sqlite3_column_int64(st, 1), &r, err, errlen)) < 0)
 			goto out;
 		memset(&r, 0, sizeof(r)); /* now owned by fn */
 	}
-	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "loading", err, errlen);
+	if (rc != SQLITE_DONE) {
+		rc = store_fail(s, rc, "loading", err, errlen);
+		goto out;
+	}
+	rc = load_options(s, types, n_types, opt_fn, arg, err, errlen);
 out:
 	registration_free_contents(&r);
 	sqlite3_finalize(st);
-	sqlite3_finalize(opt);
 	return rc;
 }
 
@@ -330,39 +352,6 @@ int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int6
 		return rc;
 	*id = sqlite3_last_insert_rowid(s->db);
 	return 0;
-}
-
-int store_load_empty(struct store *s, const char *const *types, size_t n_types,
-		     store_load_empty_fn fn, void *arg, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT t.name, p.id, p.name FROM plugins p"
-				    " JOIN types t ON t.id = p.type_id WHERE NOT EXISTS"
-				    " (SELECT 1 FROM registrations r WHERE r.plugin_id = p.id)"
-				    " ORDER BY p.id",
-				    -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "loading plugins", err, errlen);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *type = (const char *)sqlite3_column_text(st, 0);
-		const char *name = (const char *)sqlite3_column_text(st, 2);
-		size_t ti;
-
-		for (ti = 0; ti < n_types; ti++)
-			if (type && strcmp(type, types[ti]) == 0)
-				break;
-		if (ti == n_types || !name)
-			continue; /* a type no longer configured: kept, not served */
-		if ((rc = fn(arg, ti, sqlite3_column_int64(st, 1), types[ti], name, err, errlen)) <
-		    0)
-			goto out;
-	}
-	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "loading plugins", err, errlen);
-out:
-	sqlite3_finalize(st);
-	return rc;
 }
 
 static void bind_tomb_key(sqlite3_stmt *st, const char *type, const char *name, const char *alloc)

@@ -95,24 +95,34 @@ void store_rollback(struct store *s);
 /* The highest seq ever given (meta 'seq', registrations, tombstones). */
 int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen);
 
-/* Called for each stored registration of a configured type, plugin by plugin
- * (plugin id ascending), each plugin's registrations by seq, highest first.
- * r is filled (strings owned by the callee on success); type_idx indexes the
- * configured types.  A negative return stops the load. */
+/*
+ * Loads what the store holds for the configured types, in two queries (not
+ * one per plugin or registration):
+ *
+ * - fn for each stored registration, plugin by plugin (plugin id
+ *   ascending), a plugin's registrations in no particular order (the
+ *   callee orders them by seq); r is filled but for its options (strings
+ *   owned by the callee on success);
+ * - empty_fn for each plugins row without registrations (its list
+ *   emptied), in the same pass, type being the configured type's string;
+ * - then opt_fn for each option, registration by registration, each one's
+ *   by key, with the (type, name, alloc) it belongs to (type: the
+ *   configured type's string).
+ *
+ * type_idx indexes the configured types.  A negative return stops the load.
+ */
 typedef int (*store_load_fn)(void *arg, size_t type_idx, int64_t plugin_id, struct registration *r,
 			     char *err, size_t errlen);
+typedef int (*store_load_empty_fn)(void *arg, size_t type_idx, int64_t plugin_id, const char *type,
+				   const char *name, char *err, size_t errlen);
+typedef int (*store_load_opt_fn)(void *arg, const char *type, const char *name, const char *alloc,
+				 const char *key, const char *value, char *err, size_t errlen);
 int store_load(struct store *s, const char *const *types, size_t n_types, store_load_fn fn,
-	       void *arg, char *err, size_t errlen);
+	       store_load_empty_fn empty_fn, store_load_opt_fn opt_fn, void *arg, char *err,
+	       size_t errlen);
 
 int store_insert_plugin(struct store *s, int64_t type_id, const char *name, int64_t *id, char *err,
 			size_t errlen);
-/* Called for each plugins row of a configured type without registrations
- * (its list emptied), by id; type is the configured type's string.  A
- * negative return stops the load. */
-typedef int (*store_load_empty_fn)(void *arg, size_t type_idx, int64_t plugin_id, const char *type,
-				   const char *name, char *err, size_t errlen);
-int store_load_empty(struct store *s, const char *const *types, size_t n_types,
-		     store_load_empty_fn fn, void *arg, char *err, size_t errlen);
 /* Looks up and deletes the tombstone of (type, name, alloc).  *seq receives
  * its seq when it exists and deleted_at > cutoff, else 0. */
 int store_take_tombstone(struct store *s, const char *type, const char *name, const char *alloc,

@@ -7,14 +7,16 @@
  * An integer key (an inode number) is stored as is and is the whole key; a
  * string key is stored as its 64-bit hash (htab_hash_string) and the caller
  * compares the strings of the nodes htab_find returns.  Bucket indexes come
- * from a multiplicative mix of the key, so sequential keys spread.
+ * from a full 64-bit mix of the key (MurmurHash3's finaliser), so keys in
+ * steps (inode numbers) spread evenly.
  *
  * struct hash is a map from strings to borrowed pointers built on it: it
  * copies and owns the keys, never the values.
  *
  * Both cost O(1) on average for find, insert and remove: a table doubles
- * before an insert would take it past a load factor of 3/4 (and fails with
- * -ENOMEM before changing anything).  Neither is thread-safe: the owner's
+ * before an insert would take it past a load factor of 1 (and fails with
+ * -ENOMEM before changing anything); with the full mix of the key chains
+ * stay short at that load, and the buckets cost 8 to 16 bytes per node.  Neither is thread-safe: the owner's
  * lock guards it (the registry mutex, fs->lock).
  */
 #ifndef PLUGFS_HASH_H
@@ -46,10 +48,16 @@ void htab_free(struct htab *t);
  * every key plugfs stores passed validation and came from a privileged
  * client. */
 uint64_t htab_hash_string(const char *s);
+/* The same over the 8 bytes of scope, then s: the key of a name within a
+ * scope (a directory's entries, keyed by the directory's inode number). */
+uint64_t htab_hash_scoped(uint64_t scope, const char *s);
 
 /* Links node into the table under key (several nodes may share a key).
  * 0, or -ENOMEM with the table unchanged. */
 int htab_insert(struct htab *t, struct htab_node *node, uint64_t key);
+/* Room for n nodes without growing (one rehash now instead of one per
+ * doubling while n are inserted).  0, or -ENOMEM with t unchanged. */
+int htab_reserve(struct htab *t, size_t n);
 /* Unlinks node, which must be in t. */
 void htab_remove(struct htab *t, struct htab_node *node);
 /* The next node under key after `after` (NULL: the first), or NULL. */

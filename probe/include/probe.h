@@ -5,7 +5,7 @@
  * thread that probes every registration each interval and applies the
  * results with registry_set_runtime (docs/design.md, "Threads and locks").
  *
- * Probes never hold the registry mutex: a round takes a snapshot, probes
+ * Probes never hold the registry mutex: a round copies what it needs, probes
  * without any lock, then applies the results one registration at a time.
  */
 #ifndef PLUGFS_PROBE_H

@@ -342,6 +342,15 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 typedef int (*registry_empty_fn)(void *arg, const char *type, const char *name, int64_t plugin_id);
 int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg);
 
+/*
+ * Every plugin with at least one registration, without copying: calls fn
+ * for each, in no particular order, with the registry mutex held (p is
+ * borrowed for the call); stops at fn's first non-zero return and returns
+ * it, else 0.  O(n): what building the filesystem view at start uses.
+ */
+typedef int (*registry_plugin_fn)(void *arg, const struct reg_plugin *p);
+int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg);
+
 /* Configured types and their persisted ids (stable across restarts).  The
  * arrays belong to the registry and live as long as it. */
 size_t registry_types(struct registry *r, const char *const **names, const int64_t **ids);

@@ -19,6 +19,11 @@
  *      returned an older target).
  *
  *   plugfs-bench [--iterations N] [--connects N] [--switches N] [--quick]
+ *   plugfs-bench --scale N[,N...] [--plugfs PATH]
+ *
+ * --scale runs instead the daemon at each plugin count, side by side (start
+ * to ready, RSS per registration, uncached lookup: bench_scale.c), with the
+ * plugfs binary of the build tree (or --plugfs PATH).
  *
  * Needs root and /dev/fuse: without them it says why and exits 77 (skip),
  * except under CI=true where that is a failure.  Exit 1 on an error or a
@@ -43,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_scale.h"
 #include "fs.h"
 #include "log.h"
 #include "registry.h"
@@ -471,6 +477,45 @@ static double requests_per_listing(struct bench *b, int n)
 	return (double)(fs_requests_served(b->fs) - r0) / n;
 }
 
+/* The plugfs binary of the build tree this bench was built in. */
+static void default_plugfs(char *out, size_t len)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	self[n > 0 ? n : 0] = '\0';
+	slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	if (snprintf(out, len, "%s/../../cli/plugfs", self) >= (int)len)
+		out[0] = '\0'; /* too long: run_scale says the binary is missing */
+}
+
+static int run_scale(const char *plugfs_arg, const char *sizes)
+{
+	char plugfs[PATH_MAX], tmp[256], cmd[PATH_MAX + 16];
+	const char *shm = tmpfs_dir();
+	int rc;
+
+	if (plugfs_arg)
+		snprintf(plugfs, sizeof(plugfs), "%s", plugfs_arg);
+	else
+		default_plugfs(plugfs, sizeof(plugfs));
+	if (!shm) {
+		fprintf(stderr, "plugfs-bench: no writable tmpfs (/dev/shm, /run, /tmp)\n");
+		return 1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/plugfs-bench.XXXXXX", shm);
+	if (!mkdtemp(tmp))
+		die("mkdtemp");
+	rc = bench_scale(plugfs, tmp, sizes);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	if (system(cmd) != 0)
+		fprintf(stderr, "plugfs-bench: could not remove %s\n", tmp);
+	return rc;
+}
+
 int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
@@ -478,6 +523,8 @@ int main(int argc, char *argv[])
 	    {"connects", required_argument, NULL, 'c'},
 	    {"switches", required_argument, NULL, 's'},
 	    {"quick", no_argument, NULL, 'q'},
+	    {"scale", required_argument, NULL, 'S'},
+	    {"plugfs", required_argument, NULL, 'P'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -485,7 +532,7 @@ int main(int argc, char *argv[])
 	static const double targets[] = {1.3, 1.3, 1.15};
 	double shm_ns[3], fuse_ns[3], med, p99, ack_med;
 	unsigned long long req0, req1, ack_stale;
-	const char *ci = getenv("CI");
+	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL;
 	struct utsname u;
 	int c, rc = 0;
 
@@ -505,9 +552,15 @@ int main(int argc, char *argv[])
 			b.connects = 5000;
 			b.switches = 50;
 			break;
+		case 'S':
+			scale = optarg;
+			break;
+		case 'P':
+			plugfs = optarg;
+			break;
 		case 'h':
 			printf("usage: plugfs-bench [--iterations N] [--connects N] [--switches N] "
-			       "[--quick]\n");
+			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH]\n");
 			return 0;
 		default:
 			return 2;
@@ -527,6 +580,8 @@ int main(int argc, char *argv[])
 			in_ci ? "FAIL (CI=true: not skipping)" : "SKIP");
 		return in_ci ? 1 : 77;
 	}
+	if (scale)
+		return run_scale(plugfs, scale);
 	plog_set_level(PLOG_WARN);
 	setup(&b);
 

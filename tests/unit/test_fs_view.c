@@ -116,10 +116,10 @@ static void test_root_and_types(void **state)
 	assert_int_equal(st.st_nlink, 4); /* 2 + two types */
 	assert_int_equal(st.st_uid, 0);
 	assert_int_equal(st.st_gid, 0);
-	assert_non_null(fs_view_child(node(f, FS_INO_PLUGINS), "csi-node"));
-	assert_int_equal(fs_view_child(node(f, FS_INO_PLUGINS), "csi-node")->ino,
+	assert_non_null(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "csi-node"));
+	assert_int_equal(fs_ino(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "csi-node")),
 			 FS_INO(TYPE_ID, FS_TAG_TYPE));
-	assert_null(fs_view_child(node(f, FS_INO_PLUGINS), "nope"));
+	assert_null(fs_view_child(&f->v, node(f, FS_INO_PLUGINS), "nope"));
 }
 
 static void test_load_builds_nodes_from_ids(void **state)
@@ -134,12 +134,12 @@ static void test_load_builds_nodes_from_ids(void **state)
 	info = node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO));
 	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
 	assert_non_null(pdir);
-	assert_ptr_equal(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
-	assert_ptr_equal(fs_view_child(pdir, "csi.sock"), active);
+	assert_ptr_equal(fs_view_child(&f->v, node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
+	assert_ptr_equal(fs_view_child(&f->v, pdir, "csi.sock"), active);
 	assert_string_equal(active->data, "/run/a1/csi.sock");
 	assert_non_null(a0);
 	assert_string_equal(a0->data, "/run/a0/csi.sock");
-	assert_ptr_equal(fs_view_child(node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"), a0);
+	assert_ptr_equal(fs_view_child(&f->v, node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"), a0);
 
 	fs_node_attr(active, &st);
 	assert_int_equal(st.st_mode, S_IFLNK | 0777);
@@ -184,8 +184,8 @@ static void test_switch_queues_invalidations(void **state)
 		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
 	assert_string_equal(batch_text(&b), want);
 	assert_string_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->data, "/run/a2/csi.sock");
-	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_sec, 9000);
-	assert_int_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))->mtime.tv_nsec, 5);
+	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_sec, 9000);
+	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_nsec, 5);
 	assert_non_null(node(f, FS_INO(12, FS_TAG_ALLOC)));
 	fs_inval_batch_free(&b);
 
@@ -212,7 +212,7 @@ static void test_removed_node_kept_until_forgotten(void **state)
 	snprintf(want, sizeof(want), "entry %d a0\n", PLUGIN_ID * 8 + FS_TAG_ALLOCS);
 	assert_non_null(strstr(batch_text(&b), want));
 	fs_inval_batch_free(&b);
-	assert_null(fs_view_child(node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"));
+	assert_null(fs_view_child(&f->v, node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"));
 	/* Out of the tree, still answerable. */
 	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
 	assert_false(a0->in_tree);
@@ -283,7 +283,7 @@ static void test_plugin_removed_and_back(void **state)
 	snprintf(want, sizeof(want), "entry %d ebs\ninode %d\n", TYPE_ID * 8, TYPE_ID * 8);
 	assert_string_equal(batch_text(&b), want);
 	fs_inval_batch_free(&b);
-	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+	assert_null(fs_view_child(&f->v, node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
 	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN))); /* unreferenced: freed */
 	assert_null(node(f, FS_INO(11, FS_TAG_ALLOC)));
 	assert_ptr_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE)), active); /* referenced */
@@ -330,10 +330,10 @@ static void test_emptied_dir_held_comes_back(void **state)
 		 (unsigned long long)dino, TYPE_ID * 8, TYPE_ID * 8);
 	assert_string_equal(batch_text(&b), want);
 	fs_inval_batch_free(&b);
-	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+	assert_null(fs_view_child(&f->v, node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
 	assert_ptr_equal(node(f, dino), pdir);
 	assert_false(pdir->in_tree);
-	assert_int_equal(pdir->n_children, 0);
+	assert_int_equal(fs_dir_count(pdir), 0);
 	fs_node_attr(pdir, &st);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_nlink, 2);
@@ -352,8 +352,8 @@ static void test_emptied_dir_held_comes_back(void **state)
 	assert_ptr_equal(node(f, dino), pdir);
 	assert_true(pdir->in_tree);
 	assert_int_equal(pdir->nlookup, 1);
-	assert_string_equal(fs_view_child(pdir, "csi.sock")->data, "/run/a3/csi.sock");
-	assert_non_null(fs_view_child(fs_view_child(pdir, "allocs"), "a3"));
+	assert_string_equal(fs_view_child(&f->v, pdir, "csi.sock")->data, "/run/a3/csi.sock");
+	assert_non_null(fs_view_child(&f->v, fs_view_child(&f->v, pdir, "allocs"), "a3"));
 }
 
 /* A plugin whose list emptied before this process started: its directory is
@@ -375,8 +375,8 @@ static void test_empty_plugin_at_load(void **state)
 	assert_non_null(pdir);
 	assert_false(pdir->in_tree);
 	assert_int_equal(pdir->kind, FS_DIR);
-	assert_int_equal(pdir->n_children, 0);
-	assert_null(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
+	assert_int_equal(fs_dir_count(pdir), 0);
+	assert_null(fs_view_child(&f->v, node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"));
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
@@ -385,7 +385,7 @@ static void test_empty_plugin_at_load(void **state)
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, dino), pdir);
 	assert_true(pdir->in_tree);
-	assert_ptr_equal(fs_view_child(node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
+	assert_ptr_equal(fs_view_child(&f->v, node(f, FS_INO(TYPE_ID, FS_TAG_TYPE)), "ebs"), pdir);
 
 	/* Not held by the kernel: a forget frees it once out of the tree. */
 	assert_int_equal(fs_view_add_empty_plugin(&f->v, "csi-node", "gone", 42, &now), 0);

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs-bench --scale N[,N...]: what the daemon costs at N plugins, as a new
+ * user would see it, the sizes side by side in one run.
+ *
+ * For each N it writes a legacy registry of N plugins (csi-node/plugin-K,
+ * one allocation each, sockets that do not exist), imports it with `plugfs
+ * state import` (synchronous=normal, state on tmpfs), starts `plugfs mount`
+ * and measures:
+ *
+ *   - start to ready: from fork to the daemon's "ready:" line (the FUSE
+ *     handshake answered), [probe] mode = none; and again with mode =
+ *     connect, every probe failing on a missing socket; the best of
+ *     STARTS starts each (the least disturbed on a shared machine);
+ *   - RSS per registration: the daemon's VmRSS at ready, minus that of a
+ *     daemon with no registration measured in the same run, over N;
+ *   - an uncached lookup in the type directory: stat of <type>/<name> for
+ *     names the kernel has not seen (each a FUSE LOOKUP), median over up to
+ *     2,000 names.
+ *
+ * Targets: start to ready <= 1000 ms (goal 200 ms); RSS per registration
+ * <= 1024 bytes (judged from 10,000 registrations on, where it is above the
+ * noise of a page count); uncached lookup <= 2x the median at the smallest
+ * size of the run (flat cost).  Timings never fail the run.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_scale.h"
+
+#define SCALE_MAX_SIZES 8
+#define STARTS 3
+#define LOOKUPS 2000
+#define START_TARGET_MS 1000.0
+#define START_GOAL_MS 200.0
+#define RSS_TARGET_B 1024.0
+#define RSS_JUDGED_FROM 10000
+#define LOOKUP_TARGET_RATIO 2.0
+
+struct scale_run {
+	long n;
+	double start_ms, start_connect_ms;
+	double start_cpu_ms; /* CPU (user + system) of the daemon until ready, best start */
+	long rss_kib;
+	double rss_per_reg;
+	double lookup_us;
+	char phases[512]; /* the ready line's breakdown, mode none */
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int write_config(const char *dir, const char *state, const char *probe, char *cfg,
+			size_t len)
+{
+	FILE *f;
+
+	snprintf(cfg, len, "%s/plugfs-%s.ini", dir, probe);
+	f = fopen(cfg, "w");
+	if (!f)
+		return -1;
+	fprintf(f,
+		"[mount]\nmountpoint = %s/mnt\nallow_other = true\ncache_timeout = 60\n\n"
+		"[state]\npath = %s\nsynchronous = normal\n\n"
+		"[control]\nsocket = %s/ctl.sock\n\n"
+		"[registry]\ntypes = csi-controller csi-node\n\n"
+		"[probe]\nmode = %s\ntimeout = 1\n",
+		dir, state, dir, probe);
+	return fclose(f);
+}
+
+/* The legacy JSON of n plugins into path. */
+static int write_legacy(const char *path, const char *dir, long n)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f)
+		return -1;
+	fputs("{\"Plugins\": {\"csi-node\": {", f);
+	for (long i = 0; i < n; i++)
+		fprintf(f,
+			"%s\"plugin-%06ld\": {\"Type\": \"node\", \"Version\": \"1.0\", "
+			"\"AllocID\": \"%08lx-0000-4000-8000-%012lx\", \"ConnectionInfo\": "
+			"{\"SocketPath\": \"%s/sock/%06ld/csi.sock\"}}",
+			i ? ", " : "", i, i, i, dir, i);
+	fputs("}}}\n", f);
+	return fclose(f);
+}
+
+static int run_wait(char *const argv[])
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		if (fd >= 0)
+			dup2(fd, 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+struct daemon {
+	pid_t pid;
+	FILE *log; /* its stderr */
+};
+
+/* Starts `plugfs -c cfg mount` and reads its log until the ready line (copied
+ * into ready); the time from fork to it in *ms.  0 or -1. */
+static int daemon_start(const char *plugfs, const char *cfg, struct daemon *d, double *ms,
+			char *ready, size_t readylen)
+{
+	char line[1024];
+	int p[2];
+	uint64_t t0;
+
+	if (pipe(p) != 0)
+		return -1;
+	t0 = mono_ns();
+	d->pid = fork();
+	if (d->pid < 0)
+		return -1;
+	if (d->pid == 0) {
+		close(p[0]);
+		dup2(p[1], 2);
+		close(p[1]);
+		execl(plugfs, plugfs, "-c", cfg, "mount", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	d->log = fdopen(p[0], "r");
+	if (!d->log)
+		return -1;
+	while (fgets(line, sizeof(line), d->log)) {
+		char *r = strstr(line, "ready: serving");
+
+		if (r) {
+			*ms = (double)(mono_ns() - t0) / 1e6;
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(ready, readylen, "%s", r);
+			return 0;
+		}
+	}
+	fprintf(stderr, "plugfs-bench: the daemon exited before it was ready\n");
+	return -1;
+}
+
+static long daemon_rss_kib(const struct daemon *d)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)d->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+/* The CPU time (user + system) the daemon used so far, in ms; -1. */
+static double daemon_cpu_ms(const struct daemon *d)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut, st;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)d->pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields 14 and 15, after the command name in parentheses. */
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			 &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
+}
+
+static int daemon_stop(struct daemon *d)
+{
+	char line[1024];
+	int status = 0;
+
+	kill(d->pid, SIGTERM);
+	/* Drain the log so that the daemon never blocks on a full pipe. */
+	while (d->log && fgets(line, sizeof(line), d->log))
+		;
+	if (d->log)
+		fclose(d->log);
+	d->log = NULL;
+	if (waitpid(d->pid, &status, 0) != d->pid)
+		return -1;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Median of stat() of up to LOOKUPS names of the type directory, each the
+ * first lookup of that name since the mount (the kernel has not cached it). */
+static double uncached_lookup_us(const char *dir, long n)
+{
+	long k = n < LOOKUPS ? n : LOOKUPS;
+	uint64_t *t = calloc((size_t)k, sizeof(*t));
+	char path[PATH_MAX];
+	struct stat st;
+	double med;
+
+	if (!t)
+		return -1;
+	for (long i = 0; i < k; i++) {
+		/* Spread over the whole directory. */
+		long idx = (long)((double)i * (double)n / (double)k);
+
+		snprintf(path, sizeof(path), "%s/mnt/plugins/csi-node/plugin-%06ld", dir, idx);
+		uint64_t t0 = mono_ns();
+
+		if (stat(path, &st) != 0) {
+			fprintf(stderr, "plugfs-bench: stat %s: %s\n", path, strerror(errno));
+			free(t);
+			return -1;
+		}
+		t[i] = mono_ns() - t0;
+	}
+	qsort(t, (size_t)k, sizeof(*t), cmp_u64);
+	med = (double)t[k / 2] / 1000.0;
+	free(t);
+	return med;
+}
+
+/* One size: state, starts in both probe modes, RSS, lookups. */
+static int run_size(const char *plugfs, const char *dir, long n, struct scale_run *out)
+{
+	char state[PATH_MAX], json[PATH_MAX], cfg_none[PATH_MAX], cfg_conn[PATH_MAX];
+	char ready[512];
+	struct daemon d = {0};
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	out->n = n;
+	snprintf(state, sizeof(state), "%s/state-%ld.db", dir, n);
+	snprintf(json, sizeof(json), "%s/legacy-%ld.json", dir, n);
+	if (write_config(dir, state, "none", cfg_none, sizeof(cfg_none)) != 0 ||
+	    write_config(dir, state, "connect", cfg_conn, sizeof(cfg_conn)) != 0)
+		return -1;
+	if (n > 0) {
+		char *const argv[] = {(char *)plugfs, "-c", cfg_none, "state", "import", json, NULL};
+
+		if (write_legacy(json, dir, n) != 0 || run_wait(argv) != 0) {
+			fprintf(stderr, "plugfs-bench: cannot import %ld registrations\n", n);
+			return -1;
+		}
+		unlink(json);
+	}
+	out->start_ms = out->start_connect_ms = 1e12;
+	for (int k = 0; k < STARTS; k++) {
+		double ms;
+
+		if (daemon_start(plugfs, cfg_none, &d, &ms, ready, sizeof(ready)) != 0)
+			goto out;
+		if (ms < out->start_ms) {
+			const char *p = strchr(ready, '(');
+
+			out->start_ms = ms;
+			out->start_cpu_ms = daemon_cpu_ms(&d);
+			snprintf(out->phases, sizeof(out->phases), "%s", p ? p : ready);
+		}
+		/* The last start is measured further: RSS, lookups. */
+		if (k == STARTS - 1) {
+			out->rss_kib = daemon_rss_kib(&d);
+			out->lookup_us = n > 0 ? uncached_lookup_us(dir, n) : 0;
+		}
+		if (daemon_stop(&d) != 0 || out->lookup_us < 0)
+			goto out;
+	}
+	for (int k = 0; k < STARTS; k++) {
+		double ms;
+
+		if (daemon_start(plugfs, cfg_conn, &d, &ms, ready, sizeof(ready)) != 0)
+			goto out;
+		if (ms < out->start_connect_ms)
+			out->start_connect_ms = ms;
+		if (daemon_stop(&d) != 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	if (rc != 0 && d.pid > 0 && d.log)
+		daemon_stop(&d);
+	unlink(state);
+	return rc;
+}
+
+static const char *verdict(bool judged, bool met)
+{
+	return !judged ? "-" : met ? "met" : "MISSED";
+}
+
+int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
+{
+	struct scale_run runs[SCALE_MAX_SIZES], base;
+	long ns[SCALE_MAX_SIZES];
+	size_t k = 0;
+	char *copy = strdup(sizes), *save = NULL;
+
+	if (!copy)
+		return 1;
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		char *end;
+		long n = strtol(t, &end, 10);
+
+		if (*end || n < 1 || n > 10000000 || k == SCALE_MAX_SIZES) {
+			fprintf(stderr,
+				"plugfs-bench: --scale `%s': a comma-separated list of at most %d "
+				"plugin counts, each 1-10000000\n",
+				sizes, SCALE_MAX_SIZES);
+			free(copy);
+			return 2;
+		}
+		ns[k++] = n;
+	}
+	free(copy);
+	if (k == 0) {
+		fprintf(stderr, "plugfs-bench: --scale: no plugin count given\n");
+		return 2;
+	}
+	if (access(plugfs, X_OK) != 0) {
+		fprintf(stderr, "plugfs-bench: %s: %s (give --plugfs PATH)\n", plugfs,
+			strerror(errno));
+		return 1;
+	}
+	/* The fixed base: a daemon with no registration. */
+	if (run_size(plugfs, tmpdir, 0, &base) != 0)
+		return 1;
+	for (size_t i = 0; i < k; i++) {
+		if (run_size(plugfs, tmpdir, ns[i], &runs[i]) != 0)
+			return 1;
+		runs[i].rss_per_reg =
+		    (double)(runs[i].rss_kib - base.rss_kib) * 1024.0 / (double)runs[i].n;
+	}
+
+	printf("plugfs-bench --scale: `plugfs mount' at N plugins (one registration each, state "
+	       "imported, synchronous=normal, on tmpfs)\n");
+	printf("base: a daemon with no registration: RSS %ld KiB, start to ready %.1f ms\n",
+	       base.rss_kib, base.start_ms);
+	printf("start to ready: the best of %d starts; CPU in clock ticks of 1/%ld s\n\n", STARTS,
+	       sysconf(_SC_CLK_TCK));
+	printf("%-34s", "N");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", runs[i].n);
+	printf("   target\n");
+
+	printf("%-34s", "start to ready, probe none (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.1f %-6s", runs[i].start_ms,
+		       verdict(true, runs[i].start_ms <= START_TARGET_MS));
+	printf("   <= %.0f (goal %.0f)\n", START_TARGET_MS, START_GOAL_MS);
+
+	printf("%-34s", "  its CPU time, user+sys (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16.0f", runs[i].start_cpu_ms);
+	printf("   (the start on an idle machine)\n");
+
+	printf("%-34s", "start to ready, probe connect (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.1f %-6s", runs[i].start_connect_ms,
+		       verdict(true, runs[i].start_connect_ms <= START_TARGET_MS));
+	printf("   <= %.0f (every socket missing)\n", START_TARGET_MS);
+
+	printf("%-34s", "RSS at ready (KiB)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", runs[i].rss_kib);
+	printf("\n");
+
+	printf("%-34s", "RSS per registration (bytes)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.0f %-6s", runs[i].rss_per_reg,
+		       verdict(runs[i].n >= RSS_JUDGED_FROM, runs[i].rss_per_reg <= RSS_TARGET_B));
+	printf("   <= %.0f beyond the base (judged from %d)\n", RSS_TARGET_B, RSS_JUDGED_FROM);
+
+	printf("%-34s", "uncached lookup in the type dir (us)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.1f %-6s", runs[i].lookup_us,
+		       verdict(true,
+			       runs[i].lookup_us <= LOOKUP_TARGET_RATIO * runs[0].lookup_us));
+	printf("   <= %.0fx the smallest N (median of up to %d)\n", LOOKUP_TARGET_RATIO, LOOKUPS);
+
+	printf("\nwhere the start went (the daemon's ready line, probe none):\n");
+	for (size_t i = 0; i < k; i++)
+		printf("  N=%-8ld %s\n", runs[i].n, runs[i].phases);
+	return 0;
+}
