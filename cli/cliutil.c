@@ -26,7 +26,10 @@ static void vmessage(const char *cmd, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "plugfs%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
+	/* Under systemd (`plugfs mount' failing to start, stop-post) at
+	 * priority error in the journal. */
+	fprintf(stderr, "%splugfs%s%s: %s\n", plog_journal() ? "<3>" : "", cmd ? " " : "",
+		cmd ? cmd : "", msg);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -5,6 +5,7 @@
  * exactly once, now or (wait) when the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,36 @@
 #include "log.h"
 #include "strutil.h"
 #include "timefmt.h"
+
+/* --- refusals --- */
+
+/*
+ * Answers req with the error "<op>: <message>" and logs it: a mutation
+ * refused for the client's own mistake (a bad field, nothing to remove) at
+ * notice, a request the daemon could not carry out (the state file, memory)
+ * at error, a read that found nothing at debug.  The permission check logs
+ * its own refusals at warn (ctl_ops_handle_line).
+ */
+static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
+		   ...)
+{
+	bool theirs = code == CTL_E_INVALID_ARGUMENT || code == CTL_E_NOT_FOUND ||
+		      code == CTL_E_PERMISSION_DENIED;
+	enum plugfs_log_level l = !theirs		    ? PLOG_ERROR
+				  : ctl_op_mutates(req->op) ? PLOG_NOTICE
+							    : PLOG_DEBUG;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	plog(l, "control: %s from pid %d uid %u %s: %s", ctl_op_name(req->op), (int)c->peer.pid,
+	     (unsigned)c->peer.uid, theirs ? "refused" : "failed", msg);
+	ctl_conn_send_error(c, req->id, code, "%s: %s", ctl_op_name(req->op), msg);
+}
 
 /* --- checks shared by the operations --- */
 
@@ -41,10 +72,9 @@ static int check_type(struct control_server *srv, struct client *c, struct ctl_r
 	if (type_known(srv, type))
 		return 0;
 	plugfs_join(list, sizeof(list), names, n, ", ");
-	ctl_conn_send_error(
-	    c, req->id, CTL_E_INVALID_ARGUMENT,
-	    "%s: field `%s': unknown type `%.128s'; configured types (registry.types): %s",
-	    ctl_op_name(req->op), field, type, list);
+	refuse(c, req, CTL_E_INVALID_ARGUMENT,
+	       "field `%s': unknown type `%.128s'; configured types (registry.types): %s", field,
+	       type, list);
 	return -EINVAL;
 }
 
@@ -54,8 +84,7 @@ static int check_name(struct client *c, struct ctl_request *req)
 
 	if (reg_validate_name("name", req->name, err, sizeof(err)) == 0)
 		return 0;
-	ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "%s: %s", ctl_op_name(req->op),
-			    err);
+	refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
 	return -EINVAL;
 }
 
@@ -67,10 +96,7 @@ static int check_plugin(struct control_server *srv, struct client *c, struct ctl
 
 static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
 {
-	log_info("control: %s from pid %d uid %u refused: %s", ctl_op_name(req->op),
-		 (int)c->peer.pid, (unsigned)c->peer.uid, err[0] ? err : strerror(-rc));
-	ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc), "%s: %s", ctl_op_name(req->op),
-			    err[0] ? err : strerror(-rc));
+	refuse(c, req, ctl_code_from_errno(rc), "%s", err[0] ? err : strerror(-rc));
 }
 
 /* The JSON of p, with its health when the daemon probes. */
@@ -105,10 +131,9 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	int rc;
 
 	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
-				    "register: field `kind' must be controller, node or monolith, "
-				    "got `%.128s'",
-				    req->kind);
+		refuse(c, req, CTL_E_INVALID_ARGUMENT,
+		       "field `kind' must be controller, node or monolith, got `%.128s'",
+		       req->kind);
 		return;
 	}
 	/* Probed before it is stored (no lock held): a new registration whose
@@ -217,8 +242,8 @@ static void op_show(struct control_server *srv, struct client *c, struct ctl_req
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
 	if (rc == -ENOENT) {
-		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-				    "show: plugin %s/%s has no registration", req->type, req->name);
+		refuse(c, req, CTL_E_NOT_FOUND, "plugin %s/%s has no registration", req->type,
+		       req->name);
 		return;
 	}
 	if (rc) {
@@ -251,13 +276,13 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	}
 	if (req->timeout == 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-				    "wait: plugin %s/%s has no active registration (timeout 0 s)",
-				    req->type, req->name);
+		refuse(c, req, CTL_E_NOT_FOUND,
+		       "plugin %s/%s has no active registration (timeout 0 s)", req->type,
+		       req->name);
 		return;
 	}
 	if (ctl_wait_begin(c, req->type, req->name, req->id, req->timeout) != 0)
-		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "wait: out of memory");
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 static void op_watch(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -274,7 +299,7 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 	 * only: this watcher sees the changes after its answer. */
 	ctl_events_deliver(srv);
 	if (ctl_watch_begin(c, req->types, req->n_types) != 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "watch: out of memory");
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 		return;
 	}
 	/* The answer names the types watched: those asked for, or all. */
