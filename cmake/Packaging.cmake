@@ -37,6 +37,8 @@ install(CODE "
   file(READ \"${PROJECT_SOURCE_DIR}/contrib/plugfs.service\" _unit)
   string(REPLACE \"ExecStart=/usr/bin/plugfs \"
     \"ExecStart=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/plugfs \" _unit \"\${_unit}\")
+  string(REPLACE \"ExecReload=/usr/bin/plugfs \"
+    \"ExecReload=\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/plugfs \" _unit \"\${_unit}\")
   string(REPLACE \"ExecStopPost=-/usr/bin/plugfs \"
     \"ExecStopPost=-\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/plugfs \" _unit \"\${_unit}\")
   file(WRITE \"${PROJECT_BINARY_DIR}/contrib/plugfs.service\" \"\${_unit}\")

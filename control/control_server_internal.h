@@ -99,6 +99,9 @@ struct control_server {
 	/* control_options.probe and its argument. */
 	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
 	void *probe_arg;
+	/* control_options.reload and its argument. */
+	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
+	void *reload_arg;
 	int listen_fd, wake_fd;
 	dev_t sock_dev;
 	ino_t sock_ino;

@@ -372,6 +372,35 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	ctl_conn_send(c, o);
 }
 
+/* reload: the daemon reads its config again (control_options.reload). */
+static void op_reload(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	char err[CTL_RELOAD_ERR_MAX] = "";
+	json_t *info = NULL, *o = NULL;
+	int rc;
+
+	if (!srv->reload) {
+		refuse(c, req, CTL_E_UNAVAILABLE, "this daemon does not reload over the socket");
+		return;
+	}
+	rc = srv->reload(srv->reload_arg, &info, err, sizeof(err));
+	if (rc != 0) {
+		/* The daemon logged it at error already. */
+		ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc),
+				    "reload: %s; the running config is kept",
+				    err[0] ? err : strerror(-rc));
+		json_decref(info);
+		return;
+	}
+	o = ctl_ok_response(req->id);
+	if (o && info && json_object_update(o, info) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	json_decref(info);
+	ctl_conn_send(c, o);
+}
+
 /* --- dispatch --- */
 
 typedef void op_fn(struct control_server *srv, struct client *c, struct ctl_request *req);
@@ -381,10 +410,10 @@ static op_fn *const ops[] = {
     [CTL_OP_REGISTER] = op_register, [CTL_OP_DEREGISTER] = op_deregister,
     [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
     [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
-    [CTL_OP_STATUS] = op_status,
+    [CTL_OP_STATUS] = op_status,     [CTL_OP_RELOAD] = op_reload,
 };
-_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_STATUS + 1,
-	       "one operation per enum ctl_op; CTL_OP_STATUS is the last");
+_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_RELOAD + 1,
+	       "one operation per enum ctl_op; CTL_OP_RELOAD is the last");
 
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
 {

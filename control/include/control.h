@@ -19,6 +19,9 @@
 
 struct control_server;
 
+/* Room for the message of a refused reload (control_options.reload). */
+#define CTL_RELOAD_ERR_MAX 1024
+
 struct control_options {
 	const char *socket_path;
 	const char *group; /* "" or NULL: mutations by uid 0 only */
@@ -39,6 +42,13 @@ struct control_options {
 	 * The answer then says the registration's health. */
 	void (*probe)(const char *socket, struct reg_runtime *out, void *arg);
 	void *probe_arg;
+	/* NULL (`reload' answers unavailable), or reloads the daemon's config
+	 * for `reload', on the server thread: 0 when the new config is in
+	 * force, with *info NULL or an object (owned by the caller then) whose
+	 * members go into the answer; -errno when it was refused and the
+	 * running config is kept, with err naming the file, line and key. */
+	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
+	void *reload_arg;
 };
 
 /* Creates the socket (0660, group set, never wider), starts the server
