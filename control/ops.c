@@ -62,7 +62,7 @@ static bool type_known(struct control_server *srv, const char *type)
 
 /* 0, or sends invalid_argument naming the field and returns -EINVAL. */
 static int check_type(struct control_server *srv, struct client *c, struct ctl_request *req,
-		      const char *field, const char *type)
+		      const char *type)
 {
 	const char *const *names = NULL;
 	const int64_t *ids = NULL;
@@ -72,9 +72,9 @@ static int check_type(struct control_server *srv, struct client *c, struct ctl_r
 	if (type_known(srv, type))
 		return 0;
 	plugfs_join(list, sizeof(list), names, n, ", ");
+	/* The registry's wording for the same mistake (register's). */
 	refuse(c, req, CTL_E_INVALID_ARGUMENT,
-	       "field `%s': unknown type `%.128s'; configured types (registry.types): %s", field,
-	       type, list);
+	       "type `%.128s': must be one of the configured types (%s)", type, list);
 	return -EINVAL;
 }
 
@@ -91,7 +91,7 @@ static int check_name(struct client *c, struct ctl_request *req)
 /* check_type and check_name of the request's type and name. */
 static int check_plugin(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
-	return check_type(srv, c, req, "type", req->type) || check_name(c, req) ? -EINVAL : 0;
+	return check_type(srv, c, req, req->type) || check_name(c, req) ? -EINVAL : 0;
 }
 
 static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
@@ -189,7 +189,7 @@ static void op_deregister(struct control_server *srv, struct client *c, struct c
 	if (req->type) {
 		bool one = false;
 
-		if (check_type(srv, c, req, "type", req->type) || check_name(c, req))
+		if (check_type(srv, c, req, req->type) || check_name(c, req))
 			return;
 		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, &one, err,
 					 sizeof(err));
@@ -210,7 +210,7 @@ static void op_list(struct control_server *srv, struct client *c, struct ctl_req
 	json_t *o = NULL;
 	int rc;
 
-	if (req->type && check_type(srv, c, req, "type", req->type))
+	if (req->type && check_type(srv, c, req, req->type))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	rc = registry_snapshot(srv->reg, req->type, &snap);
@@ -293,7 +293,7 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 	json_t *types = NULL;
 
 	for (size_t i = 0; i < req->n_types; i++)
-		if (check_type(srv, c, req, "types", req->types[i]))
+		if (check_type(srv, c, req, req->types[i]))
 			return;
 	/* Deliver what was committed before this request to earlier watchers
 	 * only: this watcher sees the changes after its answer. */
