@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* plugfs wait: returns once a plugin has an active registration. */
+/* plugfs wait: returns once a plugin has an active registration (or a given
+ * alloc is the active one). */
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -11,7 +12,8 @@
 
 struct wait {
 	bool have_timeout;
-	double timeout; /* --timeout, in seconds */
+	double timeout;	   /* --timeout, in seconds */
+	const char *alloc; /* --alloc, or NULL */
 };
 
 static int wait_option(void *st, int c, char *arg)
@@ -19,6 +21,10 @@ static int wait_option(void *st, int c, char *arg)
 	struct wait *w = st;
 	char *end = NULL;
 
+	if (c == 'a') {
+		w->alloc = arg; /* the daemon validates it */
+		return EXIT_OK;
+	}
 	/* --timeout */
 	errno = 0;
 	w->timeout = strtod(arg, &end);
@@ -36,6 +42,8 @@ static int wait_request(void *st, const struct cli_args *args, json_t **req, int
 	int rc = ctlcli_plugin_request("wait", args->argc, args->argv, req);
 
 	/* The daemon checks the range; it answers when the timeout passes. */
+	if (rc == EXIT_OK && w->alloc)
+		json_object_set_new(*req, "alloc", json_string(w->alloc));
 	if (rc == EXIT_OK && w->have_timeout) {
 		json_object_set_new(*req, "timeout", json_real(w->timeout));
 		if (w->timeout >= 0 && w->timeout < 1e6)
@@ -58,6 +66,7 @@ static int wait_print(void *st, const struct cli_args *args, json_t *resp,
 
 static const struct option wait_longopts[] = {
     {"timeout", required_argument, NULL, 't'},
+    {"alloc", required_argument, NULL, 'a'},
     {NULL, 0, NULL, 0},
 };
 
@@ -65,15 +74,19 @@ static const struct ctlcli_verb wait_verb = {
     .cli =
 	{
 	    .name = "wait",
-	    .usage = "Usage: plugfs wait TYPE NAME [--timeout SECONDS] [-c FILE]\n\n"
+	    .usage = "Usage: plugfs wait TYPE NAME [--alloc ID] [--timeout SECONDS] [-c FILE]\n\n"
 		     "Waits until plugin NAME of TYPE has an active registration, then prints\n"
 		     "its active alloc and socket.  Returns at once when it already has one.\n"
-		     "Without --timeout it waits without limit.\n\n"
+		     "With --alloc, waits until alloc ID is the active one: registered, and\n"
+		     "with probing on, its socket found alive (a hook that registered an\n"
+		     "allocation waits so until csi.sock leads to it).  Without --timeout it\n"
+		     "waits without limit.\n\n"
+		     "  -a, --alloc ID    wait until ID is the active registration\n"
 		     "  -t, --timeout S   give up after S seconds (0 = only check; decimals ok)\n"
 		     "  -c FILE           config file (for control.socket)\n\n"
 		     "Exit codes: 0 registered, 1 timed out or rejected, 2 usage error,\n"
 		     "3 daemon unreachable.\n",
-	    .shortopts = "t:",
+	    .shortopts = "t:a:",
 	    .longopts = wait_longopts,
 	    .n_operands = CLI_OPERANDS_ANY, /* TYPE NAME: ctlcli_plugin_request */
 	    .option = wait_option,

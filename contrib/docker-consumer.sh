@@ -19,18 +19,22 @@
 #     bind mount of a symlink is resolved once, when the container starts,
 #     and then keeps pointing at that allocation's socket after it is gone.
 #     Through the directory, every connect() resolves the symlink anew.
-#  2. The symlink's target is a host path (e.g. /var/lib/nomad/alloc/<id>/
-#     alloc/csi.sock): the directories holding the sockets must be mounted
-#     at the SAME paths in the container.  Mount their common root, so that
-#     allocations started later are visible too.
+#  2. The symlink's target is a host path (for Nomad,
+#     <data_dir>/client/csi/plugins/<alloc id>/csi.sock): the directories
+#     holding the sockets must be mounted at the SAME paths in the container.
+#     Mount the directory that holds them, so that allocations started later
+#     are visible too, and only that: read-only, with nothing but sockets in
+#     it (never an allocation directory with its secrets).
 #  3. rslave propagation: mounts made on the host under those directories
 #     after the container started reach it.
 #
 # Environment:
 #   PLUGFS_MOUNTPOINT    the plugfs mountpoint (default /run/plugfs)
 #   PLUGFS_SOCKET_ROOTS  space-separated directories that hold plugin sockets,
-#                        mounted at the same paths (default /var/lib/nomad/alloc;
-#                        use the [registry] socket_roots of plugfs.ini)
+#                        mounted read-only at the same paths (default
+#                        /var/lib/nomad/client/csi/plugins; use the
+#                        [registry] socket_roots of plugfs.ini)
+#   PLUGFS_CONTAINER_ENGINE  docker (default) or podman
 set -euo pipefail
 
 dry_run=false
@@ -53,7 +57,15 @@ image=${1:-debian:12-slim}
 [ $# -gt 0 ] && shift
 mnt=${PLUGFS_MOUNTPOINT:-/run/plugfs}
 plugin_dir=$mnt/plugins/$type/$name
-roots=${PLUGFS_SOCKET_ROOTS:-/var/lib/nomad/alloc}
+roots=${PLUGFS_SOCKET_ROOTS:-/var/lib/nomad/client/csi/plugins}
+engine=${PLUGFS_CONTAINER_ENGINE:-docker}
+case $engine in
+docker | podman) ;;
+*)
+  echo "$0: PLUGFS_CONTAINER_ENGINE must be docker or podman, not \`$engine'" >&2
+  exit 2
+  ;;
+esac
 if $around; then
   parent=$(dirname "$mnt")
   case $parent in
@@ -85,15 +97,15 @@ else
   # 1. the plugin directory (read-only: consumers only connect)
   args+=(--mount "type=bind,source=$plugin_dir,target=/csi,readonly,bind-propagation=rslave")
 fi
-# 2. + 3. the socket directories, at the same paths
+# 2. + 3. the socket directories, at the same paths, read-only
 for r in $roots; do
-  args+=(--mount "type=bind,source=$r,target=$r,bind-propagation=rslave")
+  args+=(--mount "type=bind,source=$r,target=$r,readonly,bind-propagation=rslave")
 done
 args+=(--env "CSI_ENDPOINT=unix://$endpoint" "$image" "$@")
 
 if $dry_run; then
-  printf '%q ' docker "${args[@]}"
+  printf '%q ' "$engine" "${args[@]}"
   echo
   exit 0
 fi
-exec docker "${args[@]}"
+exec "$engine" "${args[@]}"

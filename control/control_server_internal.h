@@ -77,6 +77,7 @@ struct client {
 	bool waiting;
 	bool resume; /* a wait ended: serve the lines held back */
 	char *wait_type, *wait_name;
+	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
 	int64_t last_active;   /* monotonic ms */
@@ -174,10 +175,16 @@ void ctl_events_drop_queue(struct control_server *srv);
 /* Makes c a watcher of the n types (n = 0: every type); replaces an earlier
  * watch.  0 or -ENOMEM. */
 int ctl_watch_begin(struct client *c, const char *const *types, size_t n);
-/* Makes c wait for type/name, answering with id (borrowed, a reference is
- * taken) after timeout seconds (< 0: never).  0 or -ENOMEM. */
-int ctl_wait_begin(struct client *c, const char *type, const char *name, json_t *id,
-		   double timeout);
+/* Makes c wait for type/name to have an active registration (alloc's, when
+ * alloc is not NULL), answering with id (borrowed, a reference is taken)
+ * after timeout seconds (< 0: never).  0 or -ENOMEM. */
+int ctl_wait_begin(struct client *c, const char *type, const char *name, const char *alloc,
+		   json_t *id, double timeout);
+/* Whether plugin (its JSON) ends a wait for alloc: any active registration
+ * when alloc is NULL, else alloc's when it is the active one and not dead
+ * (the most recent of registrations that are all dead is active, but its
+ * socket does not answer). */
+bool ctl_wait_satisfied(const char *alloc, json_t *plugin);
 /* Ends c's wait: answers with plugin (borrowed), or with not_found when
  * plugin is NULL (the timeout), and marks c to resume serving lines. */
 void ctl_wait_done(struct client *c, json_t *plugin);

@@ -131,8 +131,9 @@ static void wait_clear(struct client *c)
 {
 	free(c->wait_type);
 	free(c->wait_name);
+	free(c->wait_alloc);
 	json_decref(c->wait_id);
-	c->wait_type = c->wait_name = NULL;
+	c->wait_type = c->wait_name = c->wait_alloc = NULL;
 	c->wait_id = NULL;
 }
 
@@ -160,11 +161,13 @@ int ctl_watch_begin(struct client *c, const char *const *types, size_t n)
 	return 0;
 }
 
-int ctl_wait_begin(struct client *c, const char *type, const char *name, json_t *id, double timeout)
+int ctl_wait_begin(struct client *c, const char *type, const char *name, const char *alloc,
+		   json_t *id, double timeout)
 {
 	c->wait_type = strdup(type);
 	c->wait_name = strdup(name);
-	if (!c->wait_type || !c->wait_name) {
+	c->wait_alloc = alloc ? strdup(alloc) : NULL;
+	if (!c->wait_type || !c->wait_name || (alloc && !c->wait_alloc)) {
 		wait_clear(c);
 		return -ENOMEM;
 	}
@@ -179,9 +182,16 @@ void ctl_wait_done(struct client *c, json_t *plugin)
 	if (plugin) {
 		ctl_conn_send_ok(c, c->wait_id, "plugin", json_incref(plugin));
 	} else {
-		ctl_conn_send_error(c, c->wait_id, CTL_E_NOT_FOUND,
-				    "wait: plugin %s/%s has no active registration: timed out",
-				    c->wait_type, c->wait_name);
+		if (c->wait_alloc)
+			ctl_conn_send_error(c, c->wait_id, CTL_E_NOT_FOUND,
+					    "wait: alloc %s is not the active registration of "
+					    "plugin %s/%s: timed out",
+					    c->wait_alloc, c->wait_type, c->wait_name);
+		else
+			ctl_conn_send_error(
+			    c, c->wait_id, CTL_E_NOT_FOUND,
+			    "wait: plugin %s/%s has no active registration: timed out",
+			    c->wait_type, c->wait_name);
 	}
 	wait_clear(c);
 	c->waiting = false;
@@ -189,6 +199,31 @@ void ctl_wait_done(struct client *c, json_t *plugin)
 	/* Requests sent after the wait were held back; the loop serves them
 	 * (not from here: this may run inside ctl_events_deliver). */
 	c->resume = true;
+}
+
+bool ctl_wait_satisfied(const char *alloc, json_t *plugin)
+{
+	const char *active = json_string_value(json_object_get(plugin, "active"));
+	json_t *regs = json_object_get(plugin, "registrations"), *r;
+	size_t i;
+
+	if (!active)
+		return false;
+	if (!alloc)
+		return true;
+	if (strcmp(alloc, active) != 0)
+		return false;
+	/* The active one is dead only when every one is: not served yet. */
+	json_array_foreach(regs, i, r)
+	{
+		const char *a = json_string_value(json_object_get(r, "alloc"));
+		const char *h =
+		    json_string_value(json_object_get(json_object_get(r, "health"), "state"));
+
+		if (a && strcmp(a, alloc) == 0)
+			return !h || strcmp(h, "dead") != 0;
+	}
+	return false;
 }
 
 static bool watches(const struct client *c, const char *type)
@@ -227,7 +262,8 @@ void ctl_events_deliver(struct control_server *srv)
 				ctl_conn_write(c, line, len);
 			if (it->plugin && c->waiting && !c->dead &&
 			    strcmp(c->wait_type, it->type) == 0 &&
-			    strcmp(c->wait_name, it->name) == 0)
+			    strcmp(c->wait_name, it->name) == 0 &&
+			    ctl_wait_satisfied(c->wait_alloc, it->plugin))
 				ctl_wait_done(c, it->plugin);
 		}
 		if (!line)

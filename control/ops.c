@@ -136,6 +136,15 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		       req->kind);
 		return;
 	}
+	/* plugfs serves links there, not sockets, and no thread of the
+	 * daemon may look up a path on its own mount (a probe would). */
+	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
+		refuse(c, req, CTL_E_INVALID_ARGUMENT,
+		       "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
+		       "links there, not sockets), got `%.256s'",
+		       srv->mountpoint, req->socket);
+		return;
+	}
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
 	if (srv->probe) {
@@ -259,29 +268,45 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	struct reg_plugin p;
 	int rc;
 
+	char err[REG_ERR_MAX];
+	const struct registration *active;
+
 	if (check_plugin(srv, c, req))
 		return;
+	if (req->alloc && reg_validate_name("alloc", req->alloc, err, sizeof(err)) != 0) {
+		refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
+		return;
+	}
 	/* Events already committed go out first; anything committed after the
 	 * lookup below is still in the queue and completes the wait. */
 	ctl_events_deliver(srv);
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
-	if (rc == 0) {
+	active = rc == 0 ? reg_plugin_active(&p) : NULL;
+	if (active && (!req->alloc || (strcmp(active->alloc, req->alloc) == 0 &&
+				       active->runtime.health != REG_HEALTH_DEAD))) {
 		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
 	}
-	if (rc != -ENOENT) {
+	reg_plugin_free_contents(&p);
+	if (rc != 0 && rc != -ENOENT) {
 		send_registry_error(c, req, rc, "");
 		return;
 	}
 	if (req->timeout == 0) {
-		refuse(c, req, CTL_E_NOT_FOUND,
-		       "plugin %s/%s has no active registration (timeout 0 s)", req->type,
-		       req->name);
+		if (req->alloc)
+			refuse(c, req, CTL_E_NOT_FOUND,
+			       "alloc %s is not the active registration of plugin %s/%s "
+			       "(timeout 0 s)",
+			       req->alloc, req->type, req->name);
+		else
+			refuse(c, req, CTL_E_NOT_FOUND,
+			       "plugin %s/%s has no active registration (timeout 0 s)", req->type,
+			       req->name);
 		return;
 	}
-	if (ctl_wait_begin(c, req->type, req->name, req->id, req->timeout) != 0)
+	if (ctl_wait_begin(c, req->type, req->name, req->alloc, req->id, req->timeout) != 0)
 		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 

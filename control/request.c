@@ -64,7 +64,7 @@ static const struct op_desc ops[] = {
     {"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
     {"list", CTL_OP_LIST, {"type", NULL}},
     {"show", CTL_OP_SHOW, {"type", "name", NULL}},
-    {"wait", CTL_OP_WAIT, {"type", "name", "timeout", NULL}},
+    {"wait", CTL_OP_WAIT, {"type", "name", "alloc", "timeout", NULL}},
     {"watch", CTL_OP_WATCH, {"types", NULL}},
     {"status", CTL_OP_STATUS, {NULL}},
     {"reload", CTL_OP_RELOAD, {NULL}},
@@ -354,7 +354,9 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 		    (rc = get_string(req->root, d->name, "name", true, &req->name, code, err,
 				     errlen)))
 			return rc;
-		if (d->op == CTL_OP_WAIT && (rc = get_timeout(req, code, err, errlen)))
+		if (d->op == CTL_OP_WAIT && ((rc = get_string(req->root, d->name, "alloc", false,
+							      &req->alloc, code, err, errlen)) ||
+					     (rc = get_timeout(req, code, err, errlen))))
 			return rc;
 		break;
 	case CTL_OP_WATCH:

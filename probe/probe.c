@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connector.h"
 #include "probe.h"
 
 static void set_error(struct probe_result *res, int e)
@@ -52,36 +53,14 @@ static int64_t now_ms(void)
 	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/*
- * Starts the probe of path: -1 when it finished at once (res set), else
- * the socket of a connect in progress.
- */
-static int start_connect(const char *path, struct probe_result *res)
+/* A connect's outcome: made, or a full backlog (EAGAIN: a listener is
+ * there, busy) is alive; anything else is dead. */
+static void set_outcome(struct probe_result *res, int e)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		set_error(res, ENAMETOOLONG);
-		return -1;
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		set_error(res, errno);
-		return -1;
-	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
-		/* Connected, or a full backlog: a listener is there. */
+	if (e == 0 || e == EAGAIN)
 		set_ok(res);
-		close(fd);
-		return -1;
-	}
-	if (errno == EINPROGRESS)
-		return fd;
-	set_error(res, errno);
-	close(fd);
-	return -1;
+	else
+		set_error(res, e);
 }
 
 /* A connect in progress became writable: its outcome. */
@@ -92,72 +71,129 @@ static void finish_connect(int fd, struct probe_result *res)
 
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
-	if (e == 0 || e == EAGAIN)
-		set_ok(res);
-	else
-		set_error(res, e);
+	set_outcome(res, e);
 }
 
+/* One probe in flight, by connector slot. */
 struct slot {
+	bool used;
 	size_t idx;	  /* into paths and out */
 	int64_t deadline; /* monotonic ms */
+	int fd;		  /* -1 while its connect() is on a connector thread */
 };
+
+/* The connects that returned: finished (set *done), or in progress (their
+ * socket is kept and polled). */
+static void take_returned(struct connector_batch *b, struct slot *slot, struct probe_result *out,
+			  size_t *live)
+{
+	unsigned s;
+	int fd, e;
+
+	while (connector_next(b, &s, &fd, &e)) {
+		if (e == EINPROGRESS) {
+			slot[s].fd = fd;
+			continue;
+		}
+		set_outcome(&out[slot[s].idx], e);
+		if (fd >= 0)
+			close(fd);
+		slot[s].used = false;
+		(*live)--;
+	}
+}
 
 int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_result *out)
 {
-	struct pollfd pfd[PROBE_MAX_INFLIGHT];
-	struct slot slot[PROBE_MAX_INFLIGHT];
+	struct pollfd pfd[PROBE_MAX_INFLIGHT + 1];
+	unsigned pslot[PROBE_MAX_INFLIGHT + 1];
+	struct slot slot[PROBE_MAX_INFLIGHT] = {0};
+	struct connector_batch *b;
 	size_t next = 0, live = 0;
+	int rc = 0;
 
+	_Static_assert(PROBE_MAX_INFLIGHT <= CONNECTOR_BATCH_SLOTS, "a slot per probe");
+	if (n == 0)
+		return 0;
+	if (!(b = connector_batch_new()))
+		return -errno;
 	while (next < n || live > 0) {
 		int64_t t = now_ms(), wait = -1;
+		nfds_t np = 1;
 
-		/* Fill the window. */
-		while (next < n && live < PROBE_MAX_INFLIGHT) {
-			int fd = start_connect(paths[next], &out[next]);
+		/* Fill the window: each connect() runs on a connector thread. */
+		for (unsigned s = 0; next < n && live < PROBE_MAX_INFLIGHT; s++) {
+			int e;
 
-			if (fd >= 0) {
-				pfd[live] = (struct pollfd){.fd = fd, .events = POLLOUT};
-				slot[live] = (struct slot){.idx = next, .deadline = t + timeout_ms};
+			if (slot[s].used)
+				continue;
+			e = connector_start(b, s, paths[next]);
+			if (e < 0) {
+				set_error(&out[next], -e);
+			} else {
+				slot[s] = (struct slot){.used = true,
+							.idx = next,
+							.deadline = t + timeout_ms,
+							.fd = -1};
 				live++;
 			}
 			next++;
 		}
 		if (live == 0)
 			continue;
-		for (size_t i = 0; i < live; i++) {
-			int64_t left = slot[i].deadline - t;
+		pfd[0] = (struct pollfd){.fd = connector_batch_fd(b), .events = POLLIN};
+		for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++) {
+			int64_t left;
 
+			if (!slot[s].used)
+				continue;
+			left = slot[s].deadline - t;
 			if (left < 0)
 				left = 0;
 			if (wait < 0 || left < wait)
 				wait = left;
-		}
-		if (poll(pfd, live, (int)wait) < 0 && errno != EINTR)
-			return -errno;
-		t = now_ms();
-		for (size_t i = 0; i < live;) {
-			bool done = true;
-
-			if (pfd[i].revents)
-				finish_connect(pfd[i].fd, &out[slot[i].idx]);
-			else if (t >= slot[i].deadline)
-				set_error(&out[slot[i].idx], ETIMEDOUT);
-			else
-				done = false;
-			if (!done) {
-				pfd[i].revents = 0;
-				i++;
-				continue;
+			if (slot[s].fd >= 0) {
+				pfd[np] = (struct pollfd){.fd = slot[s].fd, .events = POLLOUT};
+				pslot[np++] = s;
 			}
-			close(pfd[i].fd);
+		}
+		if (wait > CONNECTOR_STUCK_MS)
+			wait = CONNECTOR_STUCK_MS; /* to kick the connectors (a hung path) */
+		if (poll(pfd, np, (int)wait) < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		t = now_ms();
+		for (nfds_t i = 1; i < np; i++) {
+			struct slot *sl = &slot[pslot[i]];
+
+			if (!pfd[i].revents)
+				continue;
+			finish_connect(sl->fd, &out[sl->idx]);
+			close(sl->fd);
+			sl->used = false;
 			live--;
-			pfd[i] = pfd[live];
-			slot[i] = slot[live];
+		}
+		take_returned(b, slot, out, &live);
+		connector_kick();
+		for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++) {
+			if (!slot[s].used || t < slot[s].deadline)
+				continue;
+			set_error(&out[slot[s].idx], ETIMEDOUT);
+			if (slot[s].fd >= 0)
+				close(slot[s].fd);
+			else
+				connector_abandon(b, s); /* stuck in connect(): a hung path */
+			slot[s].used = false;
+			live--;
 		}
 	}
-	return 0;
+	for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++)
+		if (slot[s].used && slot[s].fd >= 0)
+			close(slot[s].fd);
+	connector_batch_free(b);
+	return rc;
 }
 
 void probe_next_runtime(const struct reg_runtime *old, const struct probe_result *res,

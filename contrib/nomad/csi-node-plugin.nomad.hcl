@@ -1,34 +1,56 @@
 # A CSI node plugin run by Nomad and published through plugfs.
 #
-# Every allocation of this job puts its socket in its own allocation
-# directory, so two allocations on one host (a rolling update, a restore
-# after an agent restart) never share a socket path.  A poststart task
-# registers the allocation with plugfs once the socket accepts connections;
-# a poststop task deregisters it.  Consumers on the host use the stable path
+# The plugin task has a csi_plugin block, so Nomad itself registers and uses
+# it as a CSI plugin.  For such a task Nomad makes a socket directory per
+# allocation on the host, <data_dir>/client/csi/plugins/<alloc id>/, and
+# bind-mounts it at mount_dir (/csi) in the task; the plugin listens on
+# /csi/csi.sock.  Two allocations on one host therefore never share a socket
+# path, and nothing but sockets is in those directories: consumers can be
+# given them read-only without seeing any allocation's files or secrets.
+#
+# A poststart task registers the allocation's socket with plugfs and waits
+# until plugfs serves it: `plugfs register' probes the socket, and
+# `plugfs wait --alloc' returns once csi.sock leads to this allocation (its
+# socket accepts connections, and no newer allocation is alive).  A poststop
+# task deregisters it.  Consumers on the host use the stable path
 #
 #   /run/plugfs/plugins/csi-node/hostpath/csi.sock
 #
-# which always leads to the most recent live allocation.
+# which leads to the most recent allocation whose socket is alive.
 #
-# Needs on every client: plugfs running (contrib/plugfs.service), and the
-# raw_exec driver enabled for the two hook tasks, which run the plugfs CLI on
-# the host (they see host paths, so NOMAD_ALLOC_DIR below is the host path of
-# the allocation directory):
+# A system job runs one allocation per client.  On one client, allocations
+# of it overlap when a client restart restores the old one next to a
+# replacement, when an allocation is replaced while its predecessor is
+# still stopping, or when the task restarts on the same socket (a short
+# outage, ridden out by plugfs's probes); an update itself stops the old
+# allocation before it places the new one.  plugfs keeps consumers on one
+# path through all of it.
 #
-#   plugin "raw_exec" { config { enabled = true } }
-#
-# Recommended in /etc/plugfs/plugfs.ini, so that only sockets inside Nomad
-# allocation directories can be registered:
-#
-#   [registry]
-#   socket_roots = /var/lib/nomad/alloc
+# Needs on every client:
+#   - plugfs running (the plugfs package's unit), with
+#       [registry] socket_roots = <data_dir>/client/csi/plugins
+#     so that only such sockets can be registered;
+#   - the docker driver allowing privileged containers (a node plugin mounts
+#     volumes on the host):
+#       plugin "docker" { config { allow_privileged = true } }
+#   - the raw_exec driver for the two hook tasks, which run the plugfs CLI
+#     on the host:
+#       plugin "raw_exec" { config { enabled = true } }
+#   - the client's data_dir given to this job when it is not the default:
+#       nomad job run -var nomad_data_dir=/opt/nomad csi-node-plugin.nomad.hcl
+
+variable "nomad_data_dir" {
+  type        = string
+  default     = "/var/lib/nomad"
+  description = "The Nomad client's data_dir: plugin sockets are under <data_dir>/client/csi/plugins."
+}
 
 job "csi-hostpath-node" {
   type = "system" # a node plugin runs on every client
 
   update {
     max_parallel = 1
-    min_healthy_time = "10s"
+    stagger      = "30s"
   }
 
   group "node" {
@@ -39,8 +61,6 @@ job "csi-hostpath-node" {
       mode     = "delay"
     }
 
-    # The plugin itself.  Inside the container the allocation directory is
-    # /alloc; on the host it is NOMAD_ALLOC_DIR of the raw_exec tasks.
     task "plugin" {
       driver = "docker"
 
@@ -49,9 +69,15 @@ job "csi-hostpath-node" {
         privileged = true
         args = [
           "--drivername=hostpath.csi.k8s.io",
-          "--endpoint=unix:///alloc/csi.sock",
+          "--endpoint=unix:///csi/csi.sock",
           "--nodeid=${node.unique.name}",
         ]
+      }
+
+      csi_plugin {
+        id        = "hostpath"
+        type      = "node"
+        mount_dir = "/csi"
       }
 
       resources {
@@ -60,8 +86,9 @@ job "csi-hostpath-node" {
       }
     }
 
-    # Registers this allocation once its socket is there.  A failure (plugfs
-    # not running: exit 3) is retried by the restart block above.
+    # Registers this allocation's socket and waits (120 s) until plugfs
+    # serves it.  A failure (plugfs not running: exit 3; the socket never
+    # came alive: exit 1) fails the hook, and the restart block above applies.
     task "plugfs-register" {
       lifecycle {
         hook    = "poststart"
@@ -70,36 +97,17 @@ job "csi-hostpath-node" {
 
       driver = "raw_exec"
 
-      template {
-        destination = "local/register.sh"
-        perms       = "0755"
-        data        = <<-EOT
-          #!/bin/sh
-          # Waits (120 s) for the plugin's socket, then registers it.
-          sock="$PLUGFS_SOCKET"
-          i=0
-          while [ "$i" -lt 120 ]; do
-            if [ -S "$sock" ]; then
-              exec /usr/bin/plugfs register --type csi-node --name hostpath \
-                --alloc "$NOMAD_ALLOC_ID" --socket "$sock" \
-                --kind node --version 1.11.0
-            fi
-            i=$((i + 1))
-            sleep 1
-          done
-          echo "plugfs-register: no socket at $sock after 120 s" >&2
-          exit 1
-          EOT
-      }
-
       config {
-        command = "local/register.sh"
+        command = "/bin/sh"
+        args = [
+          "-c",
+          "/usr/bin/plugfs register --type csi-node --name hostpath --alloc \"$NOMAD_ALLOC_ID\" --socket \"$PLUGFS_SOCKET\" --kind node --version 1.11.0 && exec /usr/bin/plugfs wait csi-node hostpath --alloc \"$NOMAD_ALLOC_ID\" --timeout 120",
+        ]
       }
 
-      # Nomad expands NOMAD_ALLOC_DIR; for raw_exec it is the host path of
-      # the allocation directory, where the plugin container's /alloc is.
+      # The host path of the socket the plugin creates in its mount_dir.
       env {
-        PLUGFS_SOCKET = "${NOMAD_ALLOC_DIR}/csi.sock"
+        PLUGFS_SOCKET = "${var.nomad_data_dir}/client/csi/plugins/${NOMAD_ALLOC_ID}/csi.sock"
       }
 
       resources {

@@ -36,6 +36,7 @@ cli 1 "csi-foo" register --type csi-foo --name ok --alloc a0 --socket "$S"
 cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket alloc/a0/csi.sock
 cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket /elsewhere/csi.sock
 cli 1 "must be under one of the socket roots" "${R[@]}" --name ok --socket /elsewhere/csi.sock
+cli 1 "plugfs register: field \`socket' must not be under the plugfs mountpoint $MNT" "${R[@]}" --name ok --socket "$MNT/plugins/csi-node/x/csi.sock"
 cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket "$T/alloc/../alloc/a0/csi.sock"
 cli 1 "plugfs register: field \`kind' must be controller, node or monolith, got \`sideways'" "${R[@]}" --name ok --socket "$S" --kind sideways
 cli 1 "plugfs register: option" "${R[@]}" --name ok --socket "$S" --option 'bad key=1'

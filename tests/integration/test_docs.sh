@@ -173,8 +173,14 @@ check_eq "shellcheck of the package's maintainer scripts is clean" "" "$(cat "$T
 out=$(bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
 check "docker-consumer binds the plugin directory, rslave" \
 	grep -q 'source=/run/plugfs/plugins/csi-node/p1\\,target=/csi\\,readonly\\,bind-propagation=rslave' <<<"$out"
-check "docker-consumer binds the socket root at the same path" \
-	grep -q 'source=/var/lib/nomad/alloc\\,target=/var/lib/nomad/alloc\\,bind-propagation=rslave' <<<"$out"
+check "docker-consumer binds the socket root at the same path, read-only" \
+	grep -q 'source=/var/lib/nomad/client/csi/plugins\\,target=/var/lib/nomad/client/csi/plugins\\,readonly\\,bind-propagation=rslave' <<<"$out"
+check_eq "docker-consumer binds nothing read-write" 0 "$(grep -o 'type=bind[^ ]*' <<<"$out" | grep -vc readonly)"
+out2=$(PLUGFS_CONTAINER_ENGINE=podman bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
+check "docker-consumer with PLUGFS_CONTAINER_ENGINE=podman runs podman" grep -q '^podman run' <<<"$out2"
+PLUGFS_CONTAINER_ENGINE=lxc bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1 >/dev/null 2>"$T/err"
+check_eq "docker-consumer with an unknown engine: exit 2" 2 $?
+check "it names the variable and the choices" grep -q 'PLUGFS_CONTAINER_ENGINE must be docker or podman' "$T/err"
 check "docker-consumer never binds csi.sock itself" bash -c "! grep -q 'source=[^ ]*csi.sock' <<<'$out'"
 check "docker-consumer sets CSI_ENDPOINT to /csi/csi.sock" grep -q 'CSI_ENDPOINT=unix:///csi/csi.sock' <<<"$out"
 out=$(PLUGFS_MOUNTPOINT=/run/plugfs/fs bash "$SRC/contrib/docker-consumer.sh" --dry-run --around csi-node p1)

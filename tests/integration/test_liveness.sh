@@ -100,6 +100,30 @@ pid_a1=$DEMO_PID
 wait_until 10 "a1 back: csi.sock leads to it" link_is a1
 expect_active "a1 back alone" csi-node p a1
 
+# wait --alloc: a hook registers its allocation before the socket is up and
+# waits until csi.sock leads to it (registered, then probed alive).
+plugfs register --type csi-node --name p --alloc a4 --socket "$(sock_of a4)" >/dev/null 2>&1
+plugfs wait csi-node p --alloc a4 --timeout 20 >"$T/wait.out" 2>&1 &
+wait_pid=$!
+_PIDS+=("$wait_pid")
+sleep 0.5
+check "wait --alloc a4 waits while a4 is dead" kill -0 "$wait_pid"
+demo a4
+pid_a4=$DEMO_PID
+wait "$wait_pid"
+check_eq "wait --alloc a4 returns 0 once a4 is alive" 0 $?
+check "wait --alloc prints a4 as active" grep -q "csi-node/p: active a4 " "$T/wait.out"
+check "csi.sock leads to a4 when wait returned" link_is a4
+out=$(plugfs wait csi-node p --alloc a1 --timeout 0 2>&1)
+check_eq "wait --alloc of an alloc that is not active, timeout 0: exit 1" 1 $?
+check "it says which alloc is not active" grep -q "alloc a1 is not the active registration of plugin csi-node/p" <<<"$out"
+out=$(plugfs wait csi-node p --alloc 'a/b' --timeout 0 2>&1)
+check_eq "wait --alloc with a bad alloc: exit 1" 1 $?
+check "the error names the field alloc" grep -q "alloc" <<<"$out"
+kill -TERM "$pid_a4"
+wait "$pid_a4" 2>/dev/null
+plugfs deregister --type csi-node --name p --alloc a4 >/dev/null
+
 # A restart with dead registrations in the state (a2, a3): probed before
 # readiness, so the very first readlink after the mount answers is a1's.
 stop_daemon

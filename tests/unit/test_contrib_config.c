@@ -63,11 +63,11 @@ static void test_example_socket_roots_hint_is_valid(void **state)
 	char err[CONFIG_ERR_MAX] = "";
 
 	(void)state;
-	assert_int_equal(config_parse_string("[registry]\nsocket_roots = /var/lib/nomad/alloc\n",
+	assert_int_equal(config_parse_string("[registry]\nsocket_roots = /var/lib/nomad/client/csi/plugins\n",
 					     "hint", &cfg, err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.n_socket_roots, 1);
-	assert_string_equal(cfg.socket_roots[0], "/var/lib/nomad/alloc");
+	assert_string_equal(cfg.socket_roots[0], "/var/lib/nomad/client/csi/plugins");
 	config_free(&cfg);
 }
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "connector.h"
 #include "probe.h"
 #include "registry.h"
 
@@ -112,6 +114,58 @@ static void test_connect_many(void **state)
 		close(fd[i]);
 	}
 	assert_int_equal(probe_connect_many(NULL, 0, 500, NULL), 0);
+}
+
+/* The connects of a round that keeps up run on few connector threads (one,
+ * unless one of them was slow), not one thread per connect; a job given up
+ * while queued or running is freed by its thread (ASan checks). */
+static void test_connector_threads(void **state)
+{
+	enum { N = 4 * PROBE_MAX_INFLIGHT };
+	static char path[N][108];
+	const char *paths[N];
+	struct probe_result res[N];
+	struct connector_batch *b;
+	unsigned threads, busy, slot;
+	int fd, e;
+
+	(void)state;
+	for (size_t i = 0; i < N; i++) {
+		snprintf(path[i], sizeof(path[i]), "%s/none%zu.sock", dir, i);
+		paths[i] = path[i];
+	}
+	assert_int_equal(probe_connect_many(paths, N, 1000, res), 0);
+	for (size_t i = 0; i < N; i++) {
+		assert_false(res[i].ok);
+		assert_string_equal(res[i].error, "no such file");
+	}
+	connector_counts(&threads, &busy);
+	assert_in_range(threads, 1, 4);
+	assert_int_equal(busy, 0);
+
+	b = connector_batch_new();
+	assert_non_null(b);
+	assert_int_equal(connector_start(b, 0, path[0]), 0);
+	assert_int_equal(connector_start(b, 0, path[1]), -EINVAL); /* slot taken */
+	assert_int_equal(connector_start(b, CONNECTOR_BATCH_SLOTS, path[1]), -EINVAL);
+	for (unsigned s = 1; s < CONNECTOR_BATCH_SLOTS; s++)
+		assert_int_equal(connector_start(b, s, path[s]), 0);
+	connector_abandon(b, 1);
+	/* The rest return, each once, with its errno. */
+	for (unsigned got = 0; got < CONNECTOR_BATCH_SLOTS - 1;) {
+		struct pollfd p = {.fd = connector_batch_fd(b), .events = POLLIN};
+
+		assert_true(poll(&p, 1, 5000) == 1);
+		while (connector_next(b, &slot, &fd, &e)) {
+			assert_int_not_equal(slot, 1);
+			assert_int_equal(fd, -1);
+			assert_int_equal(e, ENOENT);
+			got++;
+		}
+	}
+	assert_false(connector_next(b, &slot, &fd, &e));
+	assert_int_equal(connector_start(b, 2, path[2]), 0);
+	connector_batch_free(b); /* abandons slot 2 */
 }
 
 static void test_hysteresis(void **state)
@@ -259,9 +313,9 @@ static void test_prober_thread(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_connect_outcomes), cmocka_unit_test(test_connect_many),
-	    cmocka_unit_test(test_hysteresis),	     cmocka_unit_test(test_round_moves_active),
-	    cmocka_unit_test(test_prober_thread),
+	    cmocka_unit_test(test_connect_outcomes),   cmocka_unit_test(test_connect_many),
+	    cmocka_unit_test(test_connector_threads),  cmocka_unit_test(test_hysteresis),
+	    cmocka_unit_test(test_round_moves_active), cmocka_unit_test(test_prober_thread),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The connector threads (connector.h).  One process-wide mutex guards the
+ * queue, the batches' returned lists and the stuck list; a connector holds
+ * it only to take a job and to hand back its outcome, never across
+ * socket() or connect().
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connector.h"
+
+#define CONNECTOR_STACK (256 * 1024)
+
+struct job {
+	struct connector_batch *batch; /* NULL once abandoned */
+	unsigned slot;
+	enum { QUEUED, RUNNING, RETURNED } state;
+	int fd, err;
+	int64_t started;   /* monotonic ms, while RUNNING */
+	struct job *next;  /* in the queue or a batch's returned list */
+	struct job *rnext; /* in the running list, while RUNNING */
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+struct connector_batch {
+	int efd;
+	struct job *slots[CONNECTOR_BATCH_SLOTS]; /* out, by slot */
+	struct job *returned;			  /* returned, not taken yet */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work; /* on CLOCK_MONOTONIC: init_once */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static struct job *queue_head, *queue_tail;
+/* Jobs in socket()/connect(), abandoned ones (batch NULL) included. */
+static struct job *running;
+static unsigned n_threads, n_idle, n_busy, n_queued;
+
+static void init_once(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&work, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void unlink_job(struct job **list, struct job *j)
+{
+	for (struct job **p = list; *p; p = &(*p)->next) {
+		if (*p == j) {
+			*p = j->next;
+			j->next = NULL;
+			return;
+		}
+	}
+}
+
+static void unlink_running(struct job *j)
+{
+	for (struct job **p = &running; *p; p = &(*p)->rnext) {
+		if (*p == j) {
+			*p = j->rnext;
+			j->rnext = NULL;
+			return;
+		}
+	}
+}
+
+static void run(struct job *j)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd;
+
+	memcpy(sa.sun_path, j->path, sizeof(j->path));
+	j->err = 0;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		j->err = errno;
+	} else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		j->err = errno;
+		if (j->err != EINPROGRESS) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	j->fd = fd;
+}
+
+/* Called with mu held: the thread's wait for a job, or false when it has
+ * been idle long enough to end. */
+static bool wait_for_job(void)
+{
+	struct timespec at;
+
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	at.tv_sec += CONNECTOR_IDLE_MS / 1000;
+	at.tv_nsec += (long)(CONNECTOR_IDLE_MS % 1000) * 1000000L;
+	if (at.tv_nsec >= 1000000000L) {
+		at.tv_sec++;
+		at.tv_nsec -= 1000000000L;
+	}
+	n_idle++;
+	while (!queue_head) {
+		if (pthread_cond_timedwait(&work, &mu, &at) == ETIMEDOUT && !queue_head) {
+			n_idle--;
+			return false;
+		}
+	}
+	n_idle--;
+	return true;
+}
+
+static void *connector_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	while (wait_for_job()) {
+		struct job *j = queue_head;
+
+		queue_head = j->next;
+		if (!queue_head)
+			queue_tail = NULL;
+		j->next = NULL;
+		n_queued--;
+		if (!j->batch) { /* abandoned before it ran */
+			free(j);
+			continue;
+		}
+		j->state = RUNNING;
+		j->started = now_ms();
+		j->rnext = running;
+		running = j;
+		n_busy++;
+		pthread_mutex_unlock(&mu);
+		run(j);
+		pthread_mutex_lock(&mu);
+		n_busy--;
+		j->state = RETURNED;
+		unlink_running(j);
+		if (!j->batch) {
+			if (j->fd >= 0)
+				close(j->fd);
+			free(j);
+			continue;
+		}
+		j->next = j->batch->returned;
+		j->batch->returned = j;
+		if (!j->next) {
+			/* The list was empty: the caller may be asleep.  Otherwise
+			 * the eventfd is still signalled (it is cleared only when
+			 * the list is found empty). */
+			uint64_t one = 1;
+			ssize_t w = write(j->batch->efd, &one, sizeof(one));
+
+			(void)w; /* an eventfd at its maximum is readable anyway */
+		}
+	}
+	n_threads--;
+	pthread_mutex_unlock(&mu);
+	return NULL;
+}
+
+/*
+ * With mu held: makes sure a queued job will run.  An idle thread is woken;
+ * else a new thread starts when no thread is making progress: none yet, or
+ * every one has been in its connect() for CONNECTOR_STUCK_MS or more (a
+ * hung path).  One thread that keeps up runs a whole round's connects one
+ * after the other, which costs far less than a thread per connect.  A
+ * failure to start one only matters when none is left to run the queue.
+ */
+static int ensure_runner(void)
+{
+	int64_t t = now_ms();
+	pthread_attr_t attr;
+	pthread_t th;
+	int rc;
+
+	if (n_queued == 0)
+		return 0;
+	if (n_idle > 0) {
+		pthread_cond_signal(&work);
+		return 0;
+	}
+	for (struct job *j = running; j; j = j->rnext)
+		if (j->batch && t - j->started < CONNECTOR_STUCK_MS)
+			return 0; /* it takes the next job when done */
+	if (n_threads - n_busy > 0 || n_threads >= CONNECTOR_MAX_THREADS)
+		return 0; /* one is between jobs, or none may start */
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, CONNECTOR_STACK);
+	rc = pthread_create(&th, &attr, connector_main, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		return n_threads > 0 ? 0 : -rc;
+	n_threads++;
+	return 0;
+}
+
+struct connector_batch *connector_batch_new(void)
+{
+	struct connector_batch *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (b->efd < 0) {
+		int e = errno;
+
+		free(b);
+		errno = e;
+		return NULL;
+	}
+	return b;
+}
+
+int connector_batch_fd(const struct connector_batch *b)
+{
+	return b->efd;
+}
+
+int connector_start(struct connector_batch *b, unsigned slot, const char *path)
+{
+	size_t len = strlen(path);
+	struct job *j;
+	int rc;
+
+	if (slot >= CONNECTOR_BATCH_SLOTS || b->slots[slot])
+		return -EINVAL;
+	if (len >= sizeof(j->path))
+		return -ENAMETOOLONG;
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&mu);
+	for (struct job *s = running; s; s = s->rnext) {
+		if (!s->batch && strcmp(s->path, path) == 0) {
+			pthread_mutex_unlock(&mu);
+			return -ETIMEDOUT;
+		}
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		pthread_mutex_unlock(&mu);
+		return -ENOMEM;
+	}
+	j->batch = b;
+	j->slot = slot;
+	j->fd = -1;
+	memcpy(j->path, path, len + 1);
+	if (queue_tail)
+		queue_tail->next = j;
+	else
+		queue_head = j;
+	queue_tail = j;
+	n_queued++;
+	rc = ensure_runner();
+	if (rc < 0) {
+		/* No thread at all: take it back. */
+		unlink_job(&queue_head, j);
+		queue_tail = NULL;
+		for (struct job *q = queue_head; q; q = q->next)
+			queue_tail = q;
+		n_queued--;
+		free(j);
+		pthread_mutex_unlock(&mu);
+		return rc;
+	}
+	b->slots[slot] = j;
+	pthread_mutex_unlock(&mu);
+	return 0;
+}
+
+void connector_kick(void)
+{
+	pthread_mutex_lock(&mu);
+	(void)ensure_runner(); /* with threads running, it cannot fail */
+	pthread_mutex_unlock(&mu);
+}
+
+bool connector_next(struct connector_batch *b, unsigned *slot, int *fd, int *err)
+{
+	struct job *j;
+
+	pthread_mutex_lock(&mu);
+	j = b->returned;
+	if (!j) {
+		uint64_t v;
+		ssize_t r = read(b->efd, &v, sizeof(v));
+
+		(void)r; /* EAGAIN: nothing was signalled */
+		pthread_mutex_unlock(&mu);
+		return false;
+	}
+	b->returned = j->next;
+	b->slots[j->slot] = NULL;
+	pthread_mutex_unlock(&mu);
+	*slot = j->slot;
+	*fd = j->fd;
+	*err = j->err;
+	free(j);
+	return true;
+}
+
+void connector_abandon(struct connector_batch *b, unsigned slot)
+{
+	struct job *j;
+
+	if (slot >= CONNECTOR_BATCH_SLOTS)
+		return;
+	pthread_mutex_lock(&mu);
+	j = b->slots[slot];
+	b->slots[slot] = NULL;
+	if (!j) {
+		pthread_mutex_unlock(&mu);
+		return;
+	}
+	if (j->state == RUNNING) {
+		/* Still in connect(): its thread frees it when it returns. */
+		j->batch = NULL;
+	} else if (j->state == RETURNED) {
+		/* Returned, not taken. */
+		unlink_job(&b->returned, j);
+		if (j->fd >= 0)
+			close(j->fd);
+		free(j);
+	} else {
+		/* Still queued: the thread that takes it frees it. */
+		j->batch = NULL;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
+void connector_batch_free(struct connector_batch *b)
+{
+	if (!b)
+		return;
+	for (unsigned s = 0; s < CONNECTOR_BATCH_SLOTS; s++)
+		connector_abandon(b, s);
+	close(b->efd);
+	free(b);
+}
+
+void connector_counts(unsigned *threads, unsigned *busy)
+{
+	pthread_mutex_lock(&mu);
+	*threads = n_threads;
+	*busy = n_busy;
+	pthread_mutex_unlock(&mu);
+}

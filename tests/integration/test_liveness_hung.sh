@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A probe of a socket on a hung filesystem stalls nothing else.  The socket
+# paths of a3 and a4 lie on a second plugfs mount whose daemon is stopped
+# (SIGSTOP): a lookup there blocks in the kernel until it answers, and a
+# non-blocking connect() does that lookup.  Their connects run on connector
+# threads that stay stuck; meanwhile `register' of them answers within the
+# probe timeout (dead, "timeout"), the other registrations keep being probed
+# (a2 dies: csi.sock fails over to a1 in the usual time), the mount keeps
+# answering, and a SIGTERM still stops the daemon at once.  Once the hung
+# filesystem answers again (SIGCONT), a3 and a4 are probed normally.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/control_lib.sh"
+require_fuse
+write_config "[probe]" "mode = connect" "interval = 0.2" "timeout = 0.5" "failures = 3"
+E=$MNT/plugins/csi-node/p
+
+# The filesystem that will hang: a second daemon, its own mount and state.
+MNT2=$T/mnt2 CTL2=$T/ctl2.sock
+mkdir -p "$MNT2"
+sed -e "s|^mountpoint = .*|mountpoint = $MNT2|" -e "s|^path = .*|path = $T/state2.db|" \
+	-e "s|^socket = .*|socket = $CTL2|" "$CFG" >"$T/plugfs2.ini"
+"$PLUGFS_BIN" -c "$T/plugfs2.ini" mount >>"$T/daemon2.log" 2>&1 &
+pid2=$!
+_PIDS+=("$pid2")
+_MOUNTS+=("$MNT2")
+wait_until --pid "$pid2" 60 "the second daemon serves $MNT2" mount_answers "$MNT2" || exit 1
+# On a failure while it is stopped: let it go first, so it stops on SIGTERM.
+on_cleanup kill -CONT "$pid2"
+start_daemon
+
+ms() { date +%s%3N; }
+health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
+error_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.error'; }
+link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
+error_is() { [ "$(error_of "$1")" = "$2" ]; }
+
+demo a1
+demo a2
+pid_a2=$DEMO_PID
+reg csi-node p a1
+reg csi-node p a2
+expect_active "before the hang" csi-node p a2
+
+kill -STOP "$pid2"
+hung3=$MNT2/plugins/csi-node/hung/a3.sock
+hung4=$MNT2/plugins/csi-node/hung/a4.sock
+t0=$(ms)
+plugfs register --type csi-node --name p --alloc a3 --socket "$hung3" >"$T/reg.out" 2>"$T/reg.err"
+rc=$?
+took=$(($(ms) - t0))
+echo "# register of a socket on the hung filesystem answered in ${took} ms (timeout 500 ms)"
+check_eq "register of a socket on a hung filesystem succeeds" 0 "$rc"
+check "it answers within the probe timeout plus slack (${took} ms)" test "$took" -le 3000
+check "register warns that a3 is dead (timeout)" grep -q "warning: a3 is dead (timeout)" "$T/reg.err"
+t0=$(ms)
+plugfs register --type csi-node --name p --alloc a4 --socket "$hung4" >/dev/null 2>&1
+took=$(($(ms) - t0))
+check "a second one answers as fast (${took} ms)" test "$took" -le 3000
+expect_active "the hung ones do not take over" csi-node p a2
+check_eq "a3 is dead" dead "$(health_of a3)"
+check_eq "a3's error" timeout "$(error_of a3)"
+
+# The other probes go on: a2 dies, csi.sock fails over to a1.
+kill -KILL "$pid_a2"
+wait "$pid_a2" 2>/dev/null
+t0=$(ms)
+wait_until 10 "csi.sock leads to a1 after a2 died" link_is a1
+took=$(($(ms) - t0))
+echo "# detection with two probes stuck on a hung filesystem: ${took} ms (interval x failures = 600 ms)"
+check "detected within interval x failures plus a round and slack (${took} ms)" test "$took" -le 2500
+check "the mount answers: ls of the plugin" bash -c "ls '$E' | grep -qx csi.sock"
+check "status answers" plugfs status
+sleep 1
+check_eq "a3 is still dead (timeout) while its filesystem hangs" "dead timeout" \
+	"$(health_of a3) $(error_of a3)"
+
+# The filesystem answers again: the stuck connects return, probes resume.
+kill -CONT "$pid2"
+wait_until 10 "a3's probe sees its real error (no such file)" error_is a3 "no such file"
+wait_until 10 "a4's probe sees its real error (no such file)" error_is a4 "no such file"
+expect_active "after the hang" csi-node p a1
+
+# A stop is never held up by a stuck connect: stop again while hung.
+kill -STOP "$pid2"
+sleep 1 # a round or two: a3's and a4's connects are stuck again
+kill -TERM "$DAEMON_PID"
+wait_until 10 "the daemon stops on SIGTERM with connects stuck" _gone "$DAEMON_PID"
+wait "$DAEMON_PID"
+check_eq "it exits 0" 0 $?
+check "its mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+DAEMON_PID=
+kill -CONT "$pid2"
+kill -TERM "$pid2"
+wait_until 10 "the second daemon stops" _gone "$pid2"
+finish
