@@ -53,8 +53,8 @@ static void test_level_filters(void **state)
 	assert_non_null(strstr(buf, "plugfs debug: hidden\n"));
 }
 
-static size_t fmt(char *buf, size_t len, enum plugfs_log_level l, bool journal, const char *f,
-		  ...) __attribute__((format(printf, 5, 6)));
+static size_t fmt(char *buf, size_t len, enum plugfs_log_level l, bool journal, const char *f, ...)
+    __attribute__((format(printf, 5, 6)));
 static size_t fmt(char *buf, size_t len, enum plugfs_log_level l, bool journal, const char *f, ...)
 {
 	va_list ap;
@@ -168,10 +168,10 @@ static void test_journal_detection(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_level_filters),
-		cmocka_unit_test(test_format),
-		cmocka_unit_test(test_notice_filter),
-		cmocka_unit_test(test_journal_detection),
+	    cmocka_unit_test(test_level_filters),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_notice_filter),
+	    cmocka_unit_test(test_journal_detection),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
