@@ -20,6 +20,7 @@ int wait_main(int argc, char *argv[]);
 int watch_main(int argc, char *argv[]);
 int status_main(int argc, char *argv[]);
 int reload_main(int argc, char *argv[]);
+int metrics_main(int argc, char *argv[]);
 int mount_main(int argc, char *argv[]);
 
 #endif

@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{"watch", watch_main, "Prints registry events as they happen"},
 	{"status", status_main, "Shows what the running daemon serves"},
 	{"reload", reload_main, "Has the daemon read its config again; fails if it is refused"},
+	{"metrics", metrics_main, "Prints the daemon's metrics (Prometheus text format)"},
 	{"state", state_main, "Imports, dumps or checks the state file (offline)"},
 	{"stop-post", stoppost_main, "After the daemon stopped: detaches its mount unless a restart follows (ExecStopPost=)"},
 	{"version", version_main, "Prints the version of plugfs"},

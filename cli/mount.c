@@ -37,6 +37,7 @@
 #include "fs.h"
 #include "handover.h"
 #include "log.h"
+#include "metrics.h"
 #include "probe.h"
 #include "registry.h"
 #include "sdnotify.h"
@@ -78,6 +79,46 @@ struct daemon {
 static void register_probe(const char *socket, struct reg_runtime *out, void *arg)
 {
 	probe_first(socket, arg, out);
+}
+
+/* What `metrics' says of the filesystem and the probes (on the control
+ * server's thread: counters read atomically, nothing blocks). */
+static void daemon_metrics(struct metrics *m, void *arg)
+{
+	struct daemon *d = arg;
+	const char *names[FS_N_COUNTED_ERRNOS + 1];
+	unsigned long long counts[FS_N_COUNTED_ERRNOS + 1];
+	size_t n = fs_error_counts(d->fs, names, counts, FS_N_COUNTED_ERRNOS + 1);
+	struct probe_stats ps;
+
+	metrics_family(m, "plugfs_fuse_requests_total", "counter",
+		       "FUSE requests the daemon answered (the kernel's cache answers the rest).");
+	metrics_sample(m, "plugfs_fuse_requests_total", NULL, (double)fs_requests_served(d->fs));
+	metrics_family(m, "plugfs_fuse_errors_total", "counter",
+		       "FUSE requests answered with an error, by errno (a lookup of a missing "
+		       "name is none: it gets a negative entry).");
+	for (size_t i = 0; i < n && i <= FS_N_COUNTED_ERRNOS; i++)
+		metrics_sample(m, "plugfs_fuse_errors_total",
+			       (const char *[]){"errno", names[i], NULL}, (double)counts[i]);
+	metrics_family(m, "plugfs_fuse_resumed", "gauge",
+		       "1 when this process resumed a FUSE connection it did not mount (a "
+		       "restart, a re-exec), 0 when it mounted.");
+	metrics_sample(m, "plugfs_fuse_resumed", NULL, fs_resumed(d->fs) ? 1 : 0);
+	if (!d->probe.enabled)
+		return;
+	probe_stats(&ps);
+	metrics_family(m, "plugfs_probes_total", "counter",
+		       "Liveness probes of registrations' sockets, by outcome.");
+	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "ok", NULL},
+		       (double)ps.ok);
+	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "failed", NULL},
+		       (double)ps.failed);
+	metrics_family(m, "plugfs_probe_rounds_total", "counter",
+		       "Rounds of probes of every registration.");
+	metrics_sample(m, "plugfs_probe_rounds_total", NULL, (double)ps.rounds);
+	metrics_family(m, "plugfs_probe_round_seconds", "gauge",
+		       "How long the last round of probes took.");
+	metrics_sample(m, "plugfs_probe_round_seconds", NULL, (double)ps.last_round_ms / 1000.0);
 }
 
 static const char usage[] =
@@ -583,6 +624,8 @@ int mount_main(int argc, char *argv[])
 	    .probe_arg = &d.probe,
 	    .reload = reload_by_request,
 	    .reload_arg = &d,
+	    .metrics = daemon_metrics,
+	    .metrics_arg = &d,
 	};
 	if (control_server_start(d.reg, &co, &d.ctl, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err);

@@ -50,6 +50,10 @@ install(CODE "
   file(WRITE \"${PROJECT_BINARY_DIR}/contrib/plugfs.service\" \"\${_unit}\")
 ")
 install(FILES ${PROJECT_BINARY_DIR}/contrib/plugfs.service DESTINATION lib/systemd/system)
+# The metrics for node_exporter: not enabled by the package (an admin with
+# node_exporter enables the timer).
+install(FILES contrib/plugfs-metrics.service contrib/plugfs-metrics.timer
+  DESTINATION lib/systemd/system)
 
 install(FILES contrib/plugfs.bash-completion DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions
   RENAME plugfs)

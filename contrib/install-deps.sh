@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages plugfs needs to build, run and test
 # (python3: the tests' stand-in for systemd's fd store and expect_errno;
-# podman and runc: the consumer test in a real container; lintian:
-# test_package.sh checks the .deb with it).
+# podman and runc: the consumer test in a real container; prometheus: its
+# promtool checks the metrics; lintian: test_package.sh checks the .deb).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libfuse3-dev fuse3 libsqlite3-dev sqlite3 libinih-dev libjansson-dev
       libcmocka-dev jq attr man-db groff-base procps util-linux file
       bash-completion shellcheck systemd dpkg-dev strace
-      debootstrap systemd-container python3 podman runc lintian)
+      debootstrap systemd-container python3 podman runc prometheus lintian)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

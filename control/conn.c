@@ -60,6 +60,7 @@ void ctl_conn_accept(struct control_server *srv)
 			return;
 		}
 		if (srv->max_clients > 0 && srv->n_clients >= srv->max_clients) {
+			srv->counters.refused++;
 			snprintf(msg, sizeof(msg),
 				 "too many clients: %u connected (control.max_clients); try again "
 				 "later",
@@ -74,6 +75,8 @@ void ctl_conn_accept(struct control_server *srv)
 			continue;
 		}
 		c->fd = fd;
+		c->srv = srv;
+		srv->counters.accepted++;
 		c->serial = ++srv->next_serial;
 		ctl_linebuf_init(&c->in, CONTROL_LINE_MAX);
 		c->last_active = ctl_now_ms();
@@ -156,11 +159,35 @@ void ctl_conn_write(struct client *c, const char *data, size_t n)
 	ctl_conn_flush(c);
 }
 
+/* Counts an answer (an object with "ok") for metrics. */
+static void count_answer(struct client *c, json_t *obj)
+{
+	json_t *ok = obj ? json_object_get(obj, "ok") : NULL;
+	const char *code;
+
+	if (!c->srv || (obj && !ok))
+		return;
+	if (ok && json_is_true(ok)) {
+		c->srv->counters.answers_ok++;
+		return;
+	}
+	code = obj ? json_string_value(json_object_get(json_object_get(obj, "error"), "code"))
+		   : "internal";
+	for (int k = 0; k < CTL_E_COUNT; k++) {
+		if (code && strcmp(code, ctl_code_name((enum ctl_code)k)) == 0) {
+			c->srv->counters.answers_error[k]++;
+			return;
+		}
+	}
+	c->srv->counters.answers_error[CTL_E_INTERNAL]++;
+}
+
 void ctl_conn_send(struct client *c, json_t *obj)
 {
 	size_t len = 0;
 	char *line = obj ? ctl_dump_line(obj, &len) : NULL;
 
+	count_answer(c, obj);
 	if (!line) {
 		static const char oom[] = "{\"ok\":false,\"error\":{\"code\":\"internal\","
 					  "\"message\":\"out of memory\"}}\n";

@@ -82,7 +82,9 @@ enum ctl_op {
 	CTL_OP_WATCH,
 	CTL_OP_STATUS,
 	CTL_OP_RELOAD,
+	CTL_OP_METRICS,
 };
+#define CTL_OP_COUNT (CTL_OP_METRICS + 1)
 
 /* Stable error codes of the protocol. */
 enum ctl_code {
@@ -92,6 +94,7 @@ enum ctl_code {
 	CTL_E_UNAVAILABLE,
 	CTL_E_INTERNAL,
 };
+#define CTL_E_COUNT (CTL_E_INTERNAL + 1)
 const char *ctl_code_name(enum ctl_code c);
 /* Maps a -errno of the registry to a code. */
 enum ctl_code ctl_code_from_errno(int neg_errno);

@@ -62,6 +62,7 @@ int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer);
  * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
 struct client {
 	struct client *next;
+	struct control_server *srv;
 	int fd;
 	unsigned long long serial;
 	struct ctl_peer peer;
@@ -81,6 +82,18 @@ struct client {
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
 	int64_t last_active;   /* monotonic ms */
+};
+
+/* What `metrics' reports of the control server: owned by the server
+ * thread, but for the event counters, which the registry's event callback
+ * bumps on whatever thread mutated (atomics). */
+struct ctl_counters {
+	uint64_t requests[CTL_OP_COUNT]; /* parsed, by op */
+	uint64_t answers_ok;
+	uint64_t answers_error[CTL_E_COUNT]; /* by code */
+	uint64_t accepted, refused;	     /* connections */
+	uint64_t events[8];		     /* by enum reg_event_type (atomic) */
+	uint64_t active_switches;	     /* REG_EV_ACTIVE (atomic) */
 };
 
 /* One committed registry change, queued for the server thread. */
@@ -103,6 +116,9 @@ struct control_server {
 	/* control_options.reload and its argument. */
 	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
 	void *reload_arg;
+	/* control_options.metrics and its argument. */
+	void (*metrics)(struct metrics *m, void *arg);
+	void *metrics_arg;
 	int listen_fd, wake_fd;
 	dev_t sock_dev;
 	ino_t sock_ino;
@@ -118,6 +134,7 @@ struct control_server {
 	/* Owned by the server thread. */
 	struct client *clients;
 	size_t n_clients;
+	struct ctl_counters counters;
 	unsigned long long next_serial;
 	int64_t started_mono;
 	int64_t started_wall;
@@ -159,6 +176,8 @@ void ctl_conn_serve(struct control_server *srv, struct client *c);
 /* --- operations (ops.c) --- */
 
 /* Parses one request line, checks the peer may run it, runs it and answers. */
+/* `metrics' (metrics.c): the Prometheus text of the daemon, in "metrics". */
+void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
 			 size_t len);
 

@@ -44,6 +44,11 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 	uint64_t one = 1;
 	int rc = -1;
 
+	if ((unsigned)ev->type < sizeof(srv->counters.events) / sizeof(srv->counters.events[0]))
+		__atomic_fetch_add(&srv->counters.events[ev->type], 1, __ATOMIC_RELAXED);
+	if (ev->type == REG_EV_ACTIVE)
+		__atomic_fetch_add(&srv->counters.active_switches, 1, __ATOMIC_RELAXED);
+
 	plugfs_format_time(time(NULL), -1, when, sizeof(when));
 	if (!it)
 		goto out;

@@ -436,9 +436,9 @@ static op_fn *const ops[] = {
     [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
     [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
     [CTL_OP_STATUS] = op_status,     [CTL_OP_RELOAD] = op_reload,
+    [CTL_OP_METRICS] = ctl_op_metrics,
 };
-_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_RELOAD + 1,
-	       "one operation per enum ctl_op; CTL_OP_RELOAD is the last");
+_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_COUNT, "one operation per enum ctl_op");
 
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
 {
@@ -453,6 +453,7 @@ void ctl_ops_handle_line(struct control_server *srv, struct client *c, const cha
 		ctl_conn_send(c, ctl_error_response(req.id, code, err));
 		goto out;
 	}
+	srv->counters.requests[req.op]++;
 	if (ctl_op_mutates(req.op) && !c->peer.may_mutate) {
 		log_warn("control: %s from pid %d uid %u refused: permission denied",
 			 ctl_op_name(req.op), (int)c->peer.pid, (unsigned)c->peer.uid);

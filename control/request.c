@@ -68,6 +68,7 @@ static const struct op_desc ops[] = {
     {"watch", CTL_OP_WATCH, {"types", NULL}},
     {"status", CTL_OP_STATUS, {NULL}},
     {"reload", CTL_OP_RELOAD, {NULL}},
+    {"metrics", CTL_OP_METRICS, {NULL}},
 };
 
 const char *ctl_op_name(enum ctl_op op)
@@ -304,7 +305,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 	if (!d)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "unknown op `%.64s'; accepted: register, deregister, list, show, "
-			    "wait, watch, status, reload",
+			    "wait, watch, status, reload, metrics",
 			    op);
 	req->op = d->op;
 	rc = check_fields(req->root, d, code, err, errlen);
@@ -366,6 +367,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 		break;
 	case CTL_OP_STATUS:
 	case CTL_OP_RELOAD:
+	case CTL_OP_METRICS:
 		break;
 	}
 	return 0;

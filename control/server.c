@@ -262,6 +262,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->probe_arg = opts->probe_arg;
 	srv->reload = opts->reload;
 	srv->reload_arg = opts->reload_arg;
+	srv->metrics = opts->metrics;
+	srv->metrics_arg = opts->metrics_arg;
 	srv->socket_path = strdup(opts->socket_path);
 	srv->mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
 	srv->state_path = strdup(opts->state_path ? opts->state_path : "");

@@ -135,6 +135,7 @@ struct plugfs_fs {
 	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
 
 	unsigned long long requests; /* atomic */
+	unsigned long long errors[FS_N_COUNTED_ERRNOS + 1]; /* atomic; ops.c: by errno, then other */
 	pthread_mutex_t open_mu;     /* guards open_list and open_count */
 	struct fs_open open_list;    /* sentinel */
 	uint64_t open_id_base;	     /* random, per process */

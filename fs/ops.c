@@ -24,6 +24,34 @@ static struct plugfs_fs *fs_of(fuse_req_t req)
 	return fs;
 }
 
+static const int fs_counted_errnos[FS_N_COUNTED_ERRNOS] = {ENOENT, EROFS, ENODATA, ENOMEM};
+static const char *const counted_names[FS_N_COUNTED_ERRNOS + 1] = {"ENOENT", "EROFS", "ENODATA",
+								   "ENOMEM", "other"};
+
+/* fuse_reply_err, counting errors (0 is a success: release, forget). */
+static void reply_err(fuse_req_t req, int err)
+{
+	struct plugfs_fs *fs = fuse_req_userdata(req);
+	size_t i = 0;
+
+	if (err != 0) {
+		while (i < FS_N_COUNTED_ERRNOS && fs_counted_errnos[i] != err)
+			i++;
+		__atomic_fetch_add(&fs->errors[i], 1, __ATOMIC_RELAXED);
+	}
+	fuse_reply_err(req, err);
+}
+
+size_t fs_error_counts(struct plugfs_fs *fs, const char **names, unsigned long long *counts,
+		       size_t max)
+{
+	for (size_t i = 0; i <= FS_N_COUNTED_ERRNOS && i < max; i++) {
+		names[i] = counted_names[i];
+		counts[i] = __atomic_load_n(&fs->errors[i], __ATOMIC_RELAXED);
+	}
+	return FS_N_COUNTED_ERRNOS + 1;
+}
+
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct plugfs_fs *fs = userdata;
@@ -88,7 +116,7 @@ static void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	if (err)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_entry(req, &e);
 }
@@ -131,7 +159,7 @@ static void fs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	if (n)
 		fuse_reply_attr(req, &st, timeout);
 	else
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 }
 
 static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -157,7 +185,7 @@ static void fs_readlink(fuse_req_t req, fuse_ino_t ino)
 	}
 	pthread_rwlock_unlock(&fs->lock);
 	if (err)
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 	else
 		fuse_reply_readlink(req, target);
 }
@@ -271,7 +299,7 @@ static void fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_handle *h = handle_new(fs, ino, fi->flags, &err);
 
 	if (!h) {
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 		return;
 	}
 	/* Small and changing: no page cache, reads come here. */
@@ -293,7 +321,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	/* A handle of the previous process: read the node as it is now. */
 	if (!h) {
 		if (!(tmp = handle_new(fs, ino, O_RDONLY, &err))) {
-			fuse_reply_err(req, err);
+			reply_err(req, err);
 			return;
 		}
 		h = tmp;
@@ -309,7 +337,7 @@ static void fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * may close the file, and release frees h in another thread. */
 	buf = malloc(size);
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		free(tmp);
 		return;
 	}
@@ -329,7 +357,7 @@ static void fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		open_untrack(fs, &h->o);
 		free(h);
 	}
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 static void dirhandle_free(struct fs_dirhandle *d)
@@ -402,7 +430,7 @@ static void fs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct fs_dirhandle *d = dirhandle_new(fs, ino, &err);
 
 	if (!d) {
-		fuse_reply_err(req, err);
+		reply_err(req, err);
 		return;
 	}
 	/* No kernel readdir cache (cache_readdir): a READDIR answered just
@@ -427,14 +455,14 @@ static void fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	 * (offsets are positions in the listing). */
 	if (!d) {
 		if (!(tmp = dirhandle_new(fs, ino, &err))) {
-			fuse_reply_err(req, err);
+			reply_err(req, err);
 			return;
 		}
 		d = tmp;
 	}
 	buf = malloc(size);
 	if (!buf) {
-		fuse_reply_err(req, ENOMEM);
+		reply_err(req, ENOMEM);
 		dirhandle_free(tmp);
 		return;
 	}
@@ -461,7 +489,7 @@ static void fs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info 
 		open_untrack(fs, &d->o);
 		dirhandle_free(d);
 	}
-	fuse_reply_err(req, 0);
+	reply_err(req, 0);
 }
 
 void fs_free_open_handles(struct plugfs_fs *fs)
@@ -509,13 +537,13 @@ static int node_exists(struct plugfs_fs *fs, fuse_ino_t ino)
 
 static void fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	fuse_reply_err(req, node_exists(fs_of(req), ino) ? ENODATA : ENOENT);
+	reply_err(req, node_exists(fs_of(req), ino) ? ENODATA : ENOENT);
 }
 
 static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	if (!node_exists(fs_of(req), ino))
-		fuse_reply_err(req, ENOENT);
+		reply_err(req, ENOENT);
 	else if (size == 0)
 		fuse_reply_xattr(req, 0);
 	else
@@ -532,7 +560,7 @@ static void fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static void erofs(fuse_req_t req)
 {
 	fs_of(req);
-	fuse_reply_err(req, EROFS);
+	reply_err(req, EROFS);
 }
 
 static void fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,

@@ -215,6 +215,26 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 		out->since = now;
 }
 
+static uint64_t n_ok, n_failed, n_rounds, last_round_ms; /* atomic: probe_stats */
+
+static void count_results(const struct probe_result *res, size_t n)
+{
+	uint64_t ok = 0;
+
+	for (size_t i = 0; i < n; i++)
+		ok += res[i].ok;
+	__atomic_fetch_add(&n_ok, ok, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&n_failed, n - ok, __ATOMIC_RELAXED);
+}
+
+void probe_stats(struct probe_stats *out)
+{
+	out->ok = __atomic_load_n(&n_ok, __ATOMIC_RELAXED);
+	out->failed = __atomic_load_n(&n_failed, __ATOMIC_RELAXED);
+	out->rounds = __atomic_load_n(&n_rounds, __ATOMIC_RELAXED);
+	out->last_round_ms = __atomic_load_n(&last_round_ms, __ATOMIC_RELAXED);
+}
+
 static int64_t probe_now(const struct probe_options *o)
 {
 	return o->now ? o->now(o->now_arg) : (int64_t)time(NULL);
@@ -229,6 +249,7 @@ void probe_first(const char *socket, const struct probe_options *o, struct reg_r
 		*rt = unknown; /* could not probe: stays unknown */
 		return;
 	}
+	count_results(&res, 1);
 	probe_next_runtime(&unknown, &res, o->failures, probe_now(o), rt);
 }
 
@@ -239,7 +260,7 @@ int probe_round(struct registry *r, const struct probe_options *o)
 	const char **paths = NULL;
 	struct probe_result *res = NULL;
 	size_t n = 0, k = 0;
-	int64_t now;
+	int64_t now, t0;
 	int rc;
 
 	if ((rc = registry_snapshot(r, NULL, &snap)) < 0)
@@ -260,8 +281,12 @@ int probe_round(struct registry *r, const struct probe_options *o)
 		}
 	}
 	/* No lock held while probing. */
+	t0 = now_ms();
 	if ((rc = probe_connect_many(paths, n, o->timeout_ms, res)) < 0)
 		goto out;
+	count_results(res, n);
+	__atomic_fetch_add(&n_rounds, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&last_round_ms, (uint64_t)(now_ms() - t0), __ATOMIC_RELAXED);
 	now = probe_now(o);
 	for (size_t i = 0; i < n; i++) {
 		struct reg_runtime rt;

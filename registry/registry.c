@@ -355,6 +355,13 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 	unlock(r);
 }
 
+void registry_commit_stats(struct registry *r, struct reg_commit_stats *out)
+{
+	lock(r);
+	*out = r->st.commits;
+	unlock(r);
+}
+
 int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 {
 	int64_t n = 0;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 #include "array.h"
@@ -94,12 +95,32 @@ int store_begin(struct store *s, char *err, size_t errlen)
 	return store_exec(s, "BEGIN IMMEDIATE", "starting a transaction", err, errlen);
 }
 
+const double reg_commit_bounds[REG_COMMIT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+						      0.01,   0.025,   0.05,   0.1,   0.5,    1};
+
+static double seconds_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 int store_commit(struct store *s, char *err, size_t errlen)
 {
+	double t0 = seconds_now(), took;
 	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	size_t b = 0;
 
-	if (rc == SQLITE_OK)
+	if (rc == SQLITE_OK) {
+		took = seconds_now() - t0;
+		while (b < REG_COMMIT_BUCKETS && took > reg_commit_bounds[b])
+			b++;
+		s->commits.counts[b]++;
+		s->commits.sum_seconds += took;
 		return 0;
+	}
+	s->commits.failed++;
 	rc = store_fail(s, rc, "committing", err, errlen);
 	/* A failed COMMIT may leave the transaction open (SQLITE_BUSY) or
 	 * already rolled back; either way end it. */

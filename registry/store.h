@@ -50,6 +50,7 @@ struct store {
 	sqlite3_stmt *stmts[ST_COUNT];
 	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
 	bool copy;	/* db is a private in-memory copy of the file at path */
+	struct reg_commit_stats commits; /* store_commit's timings */
 };
 
 struct store_open_options {

@@ -21,6 +21,7 @@ struct control_server;
 
 /* Room for the message of a refused reload (control_options.reload). */
 #define CTL_RELOAD_ERR_MAX 1024
+struct metrics; /* common/metrics.h */
 
 struct control_options {
 	const char *socket_path;
@@ -49,6 +50,11 @@ struct control_options {
 	 * running config is kept, with err naming the file, line and key. */
 	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
 	void *reload_arg;
+	/* NULL, or what `metrics' adds for the rest of the daemon (the
+	 * filesystem, the probes): called on the server thread, it appends
+	 * families to m (common/metrics.h) and must not block. */
+	void (*metrics)(struct metrics *m, void *arg);
+	void *metrics_arg;
 };
 
 /* Creates the socket (0660, group set, never wider), starts the server

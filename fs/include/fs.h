@@ -131,6 +131,16 @@ bool fs_loop_progress(struct plugfs_fs *fs);
 /* Number of FUSE requests served so far (for the benchmark and status). */
 unsigned long long fs_requests_served(struct plugfs_fs *fs);
 
+/* The requests answered with an error so far, for metrics: counts[i] for
+ * the errno named names[i] ("ENOENT": a node that is gone; "EROFS",
+ * "ENODATA": an extended attribute that is not there, "ENOMEM"), and a last
+ * entry "other".  A lookup of a missing name is no error: it is answered
+ * with a negative entry the kernel caches.  Fills at most max entries; returns how many there are.
+ */
+#define FS_N_COUNTED_ERRNOS 4
+size_t fs_error_counts(struct plugfs_fs *fs, const char **names, unsigned long long *counts,
+		       size_t max);
+
 enum fs_release {
 	FS_RELEASE_IF_DEAD, /* only a mount whose connection is gone (ENOTCONN) */
 	FS_RELEASE,	    /* detach it */

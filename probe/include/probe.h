@@ -73,6 +73,15 @@ int probe_round(struct registry *r, const struct probe_options *o);
  * alive or dead.  Blocks at most o->timeout_ms. */
 void probe_first(const char *socket, const struct probe_options *o, struct reg_runtime *rt);
 
+/* What was probed since the process started, for metrics (atomics: any
+ * thread may read them). */
+struct probe_stats {
+	uint64_t ok, failed;	/* probes, by outcome (rounds and first probes) */
+	uint64_t rounds;	/* probe_round calls that probed */
+	uint64_t last_round_ms; /* how long the last round took */
+};
+void probe_stats(struct probe_stats *out);
+
 struct prober;
 
 /* Starts the prober thread: a round every interval_ms until prober_stop.

@@ -329,6 +329,19 @@ size_t registry_types(struct registry *r, const char *const **names, const int64
 /* Counts for status. */
 void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrations);
 
+/* The commits of mutations since the registry opened, for metrics: how
+ * long each COMMIT took (its fsync included), per bucket of
+ * reg_commit_bounds (seconds; counts[REG_COMMIT_BUCKETS] is above the
+ * last), their sum, and the commits that failed. */
+#define REG_COMMIT_BUCKETS 12
+extern const double reg_commit_bounds[REG_COMMIT_BUCKETS];
+struct reg_commit_stats {
+	uint64_t counts[REG_COMMIT_BUCKETS + 1];
+	double sum_seconds;
+	uint64_t failed;
+};
+void registry_commit_stats(struct registry *r, struct reg_commit_stats *out);
+
 /* Deletes tombstones older than tombstone_ttl; returns how many or -errno.
  * (register ignores expired tombstones anyway; this only reclaims space.) */
 int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);

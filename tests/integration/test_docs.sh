@@ -150,6 +150,17 @@ sed -E "s|^(Exec[A-Za-z]+=-?)/usr/bin/plugfs |\1$PLUGFS_BIN |" "$U" >"$T/plugfs.
 MANPATH=$T/man systemd-analyze verify "$T/plugfs.service" >"$T/verify" 2>&1
 check_eq "systemd-analyze verify plugfs.service (man pages included) exits 0" 0 $?
 check_eq "systemd-analyze verify prints nothing" "" "$(grep -v '^$' "$T/verify")"
+# The metrics timer and its service (the service's ExecStart= at the build).
+sed "s|^ExecStart=/usr/bin/plugfs |ExecStart=$PLUGFS_BIN |" "$SRC/contrib/plugfs-metrics.service" \
+	>"$T/plugfs-metrics.service"
+cp "$SRC/contrib/plugfs-metrics.timer" "$T/plugfs-metrics.timer"
+MANPATH=$T/man systemd-analyze verify "$T/plugfs-metrics.timer" "$T/plugfs-metrics.service" \
+	>"$T/verify" 2>&1
+check_eq "systemd-analyze verify plugfs-metrics.timer and .service exits 0" 0 $?
+check_eq "it prints nothing" "" "$(grep -v '^$' "$T/verify")"
+check "the metrics service writes the textfile with plugfs metrics" \
+	grep -q '^ExecStart=/usr/bin/plugfs metrics --textfile /var/lib/prometheus/node-exporter/plugfs.prom$' \
+	"$SRC/contrib/plugfs-metrics.service"
 check_eq "unit: Type=notify" "notify" "$(unit_setting Type)"
 check_eq "unit: ExecStart runs plugfs mount, leaving the mount to the next start" \
 	"/usr/bin/plugfs mount --keep-mount" "$(unit_setting ExecStart)"
