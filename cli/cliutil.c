@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsutil.h"
 #include "log.h"
@@ -26,7 +27,10 @@ static void vmessage(const char *cmd, const char *fmt, va_list ap)
 	char msg[1024];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	fprintf(stderr, "plugfs%s%s: %s\n", cmd ? " " : "", cmd ? cmd : "", msg);
+	/* Under systemd (`plugfs mount' failing to start, stop-post) at
+	 * priority error in the journal. */
+	fprintf(stderr, "%splugfs%s%s: %s\n", plog_journal() ? "<3>" : "", cmd ? " " : "",
+		cmd ? cmd : "", msg);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -138,6 +142,102 @@ int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct
 		return cli_usage_error(v->name, "unexpected argument `%s'",
 				       args->argv[v->n_operands]);
 	return CLI_RUN;
+}
+
+void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno)
+{
+	const char *sock = cfg->control_socket;
+	const char *group = cfg->control_group;
+	bool have_group = group && group[0];
+
+	switch (-neg_errno) {
+	case ENOENT:
+		cli_error(cmd,
+			  "no plugfs daemon: %s does not exist (the daemon is not running, or "
+			  "[control] socket names another path)",
+			  sock);
+		break;
+	case ECONNREFUSED:
+		cli_error(cmd,
+			  "no plugfs daemon answers at %s: the socket is stale, left by a daemon "
+			  "that crashed or was killed; starting plugfs (systemctl start plugfs) "
+			  "replaces it",
+			  sock);
+		break;
+	case EACCES:
+	case EPERM:
+		cli_error(cmd,
+			  "permission denied on %s: the control socket is for root%s%s%s; this "
+			  "is uid %u (run it as root, %s)",
+			  sock, have_group ? " and group `" : " only ([control] group is not set)",
+			  have_group ? group : "", have_group ? "' ([control] group)" : "",
+			  (unsigned)geteuid(),
+			  have_group ? "or join that group" : "or set [control] group for others");
+		break;
+	case ENAMETOOLONG:
+		cli_error(cmd, "[control] socket `%s' is too long for a Unix socket path", sock);
+		break;
+	case ENOTSOCK:
+		cli_error(cmd, "%s is not a socket ([control] socket names the daemon's)", sock);
+		break;
+	default:
+		cli_error(cmd, "cannot connect to the plugfs daemon at %s: %s", sock,
+			  strerror(-neg_errno));
+	}
+}
+
+const char *cli_strip_verb(const char *cmd, const char *msg)
+{
+	size_t n = strcspn(cmd, " ");
+
+	if (msg && strncmp(msg, cmd, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ')
+		return msg + n + 2;
+	return msg;
+}
+
+/* Edit distance of a and b with adjacent swaps (optimal string alignment),
+ * up to 32 characters each; larger for longer words. */
+static size_t typo_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), d[33][33];
+
+	if (la > 32 || lb > 32)
+		return (size_t)-1;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cost = a[i - 1] != b[j - 1], v = d[i - 1][j - 1] + cost;
+
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return d[la][lb];
+}
+
+const char *cli_closest(const char *word, const char *const *words, size_t n)
+{
+	const char *best = NULL;
+	size_t best_d = 3, len = strlen(word);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t d = typo_distance(word, words[i]);
+
+		if (d < best_d && d * 2 < len) {
+			best = words[i];
+			best_d = d;
+		}
+	}
+	return best;
 }
 
 int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg)

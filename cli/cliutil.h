@@ -80,6 +80,23 @@ void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(prin
  * returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * Why the daemon at cfg->control_socket cannot be reached, from connect's
+ * -errno, in one line naming the socket and the likely cause: none there
+ * (ENOENT), a stale socket of a dead daemon (ECONNREFUSED), a user who may
+ * not use it (EACCES, EPERM: root and [control] group only).
+ */
+void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno);
+
+/* msg without a leading "<verb>: " (cmd's first word): the daemon's errors
+ * name the operation, which "plugfs <cmd>: " already does. */
+const char *cli_strip_verb(const char *cmd, const char *msg);
+
+/* The word of words[0..n) closest to word (a typo: at most two letters
+ * changed, added, removed or swapped, and fewer than half of word), or
+ * NULL. */
+const char *cli_closest(const char *word, const char *const *words, size_t n);
+
 /* config_resolve(path, cfg): -c FILE when path != NULL, else $PLUGFS_CONFIG,
  * else /etc/plugfs/plugfs.ini if it exists, else the defaults.  Sets the log
  * level from the config.  EXIT_OK, or EXIT_FAILED after printing the error

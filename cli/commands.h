@@ -19,6 +19,7 @@ int show_main(int argc, char *argv[]);
 int wait_main(int argc, char *argv[]);
 int watch_main(int argc, char *argv[]);
 int status_main(int argc, char *argv[]);
+int reload_main(int argc, char *argv[]);
 int metrics_main(int argc, char *argv[]);
 int mount_main(int argc, char *argv[]);
 

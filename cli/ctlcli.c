@@ -27,7 +27,12 @@ int ctlcli_print_error(const char *cmd, json_t *resp)
 	const char *code = NULL;
 	const char *msg = control_response_error(resp, &code);
 
-	cli_error(cmd, "%s: %s", code ? code : "internal", msg ? msg : "unexpected answer");
+	/* The code is for programs (--json, the protocol); people get the
+	 * message, which names what was wrong, once. */
+	if (msg)
+		cli_error(cmd, "%s", cli_strip_verb(cmd, msg));
+	else
+		cli_error(cmd, "unexpected answer from the daemon (%s)", code ? code : "no error");
 	return EXIT_FAILED;
 }
 
@@ -41,17 +46,22 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 	if (fd_out)
 		*fd_out = -1;
 	rc = control_connect(cfg->control_socket, &fd, err, sizeof(err));
-	if (rc == 0)
-		rc = control_exchange(fd, req, resp, timeout_ms, err, sizeof(err));
+	if (rc < 0) {
+		cli_unreachable(cmd, cfg, rc);
+		rc = EXIT_UNREACHABLE;
+		goto out;
+	}
+	rc = control_exchange(fd, req, resp, timeout_ms, err, sizeof(err));
 	if (rc == -ETIMEDOUT) {
 		cli_error(cmd, "%s (socket %s)", err, cfg->control_socket);
 		rc = EXIT_FAILED;
 		goto out;
 	}
 	if (rc) {
-		cli_error(cmd, "%s", err);
-		if (!strstr(err, cfg->control_socket))
-			cli_error(cmd, "control socket: %s", cfg->control_socket);
+		if (strstr(err, cfg->control_socket))
+			cli_error(cmd, "%s", err);
+		else
+			cli_error(cmd, "%s (control socket %s)", err, cfg->control_socket);
 		rc = EXIT_UNREACHABLE;
 		goto out;
 	}

@@ -21,6 +21,7 @@ static const struct command commands[] = {
 	{"wait", wait_main, "Waits until a plugin has an active registration"},
 	{"watch", watch_main, "Prints registry events as they happen"},
 	{"status", status_main, "Shows what the running daemon serves"},
+	{"reload", reload_main, "Has the daemon read its config again; fails if it is refused"},
 	{"metrics", metrics_main, "Prints the daemon's metrics (Prometheus text format)"},
 	{"state", state_main, "Imports, dumps or checks the state file (offline)"},
 	{"stop-post", stoppost_main, "After the daemon stopped: detaches its mount unless a restart follows (ExecStopPost=)"},
@@ -29,7 +30,8 @@ static const struct command commands[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: plugfs [-c FILE] <command> [<args>]\n\n"
+	fprintf(f, "Usage: plugfs [-c FILE] <command> [<args>]\n"
+		   "       plugfs -V | --version\n\n"
 		   "plugfs gives every CSI plugin one stable path under a FUSE mount.\n\n"
 		   "Commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -59,7 +61,7 @@ int main(int argc, char *argv[])
 		usage(stdout);
 		return cli_finish_output(NULL, EXIT_OK);
 	}
-	if (strcmp(argv[i], "--version") == 0)
+	if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0)
 		return version_main(1, (char *[]){"version", NULL});
 	for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++) {
 		if (strcmp(argv[i], commands[k].name) != 0)
@@ -78,6 +80,21 @@ int main(int argc, char *argv[])
 		}
 		return commands[k].main(argc - i, argv + i);
 	}
-	fprintf(stderr, "plugfs: unknown command `%s'; see `plugfs --help'\n", argv[i]);
+	{
+		const char *names[sizeof(commands) / sizeof(commands[0])];
+		const char *near;
+
+		for (size_t k = 0; k < sizeof(commands) / sizeof(commands[0]); k++)
+			names[k] = commands[k].name;
+		near = cli_closest(argv[i], names, sizeof(names) / sizeof(names[0]));
+		if (near)
+			fprintf(stderr,
+				"plugfs: unknown command `%s'; did you mean `%s'? "
+				"See `plugfs --help'.\n",
+				argv[i], near);
+		else
+			fprintf(stderr, "plugfs: unknown command `%s'; see `plugfs --help'\n",
+				argv[i]);
+	}
 	return EXIT_USAGE;
 }

@@ -74,6 +74,9 @@ struct daemon {
 	/* The start's phases (CLOCK_MONOTONIC, ns): begin, state loaded,
 	 * probed, tree built and mounted; the ready line reports them. */
 	uint64_t t_start, t_loaded, t_probed, t_mounted;
+	/* One reload at a time: SIGHUP on the housekeeping thread, `reload'
+	 * on the control server's; guards the reloadable fields of cfg. */
+	pthread_mutex_t reload_lock;
 };
 
 static uint64_t mono_ns(void)
@@ -248,33 +251,52 @@ static bool list_eq(char **a, size_t na, char **b, size_t nb)
 	return true;
 }
 
-/* SIGHUP: applies what can change while mounted, names what cannot. */
-static void reload(struct daemon *d)
+/* Adds what to *restart (an array, made on first use) and logs it. */
+static void needs_restart(json_t **restart, const char *what)
+{
+	log_warn("reload: %s changed; restart `plugfs mount' to apply it", what);
+	if (!*restart)
+		*restart = json_array();
+	if (*restart)
+		json_array_append_new(*restart, json_string(what));
+}
+
+/*
+ * SIGHUP and the control socket's `reload': applies what can change while
+ * mounted, names what cannot.  0 with *info (NULL when out of memory)
+ * {"config": the file read or "", "restart_needed": [settings], "applied":
+ * [settings]}; -EINVAL with err naming the file, line and key when the new
+ * config is refused, and then nothing changed.  Either thread may call it;
+ * d->reload_lock makes one reload at a time.
+ */
+static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 {
 	struct plugfs_config nc = {0};
-	char err[CONFIG_ERR_MAX];
+	json_t *restart = NULL, *applied = json_array();
 	const char *mp;
-	int rc;
-
 	struct timespec mono;
 	char msg[64];
+	int rc;
 
+	*info = NULL;
+	pthread_mutex_lock(&d->reload_lock);
 	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)mono.tv_sec * 1000000ull +
 		     (unsigned long long)mono.tv_nsec / 1000ull);
 	sd_notify_send(msg);
-	rc = config_resolve(d->config_path, &nc, err, sizeof(err));
+	rc = config_resolve(d->config_path, &nc, err, errlen);
 	if (rc != 0) {
 		log_error("reload failed, keeping the running config: %s", err);
+		rc = -EINVAL;
 		goto out;
 	}
 	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
 #define NEEDS_RESTART(changed, what)                                                               \
 	do {                                                                                       \
 		if (changed)                                                                       \
-			log_warn("reload: %s changed; restart `plugfs mount' to apply it", what);  \
+			needs_restart(&restart, what);                                             \
 	} while (0)
 	NEEDS_RESTART(!str_eq(mp, d->cfg.mountpoint), "[mount] mountpoint");
 	NEEDS_RESTART(!str_eq(nc.socket_name, d->cfg.socket_name), "[mount] socket_name");
@@ -311,17 +333,46 @@ static void reload(struct daemon *d)
 		if (!d->debug)
 			plog_set_level(nc.log_level);
 		log_info("reload: log level is now %s", log_level_name(nc.log_level));
+		if (applied)
+			json_array_append_new(applied, json_string("[log] level"));
 	}
 	if (nc.cache_timeout != d->cfg.cache_timeout) {
 		d->cfg.cache_timeout = nc.cache_timeout;
 		fs_set_cache_timeout(d->fs, nc.cache_timeout);
 		log_info("reload: cache_timeout is now %us (for what the kernel looks up next)",
 			 nc.cache_timeout);
+		if (applied)
+			json_array_append_new(applied, json_string("[mount] cache_timeout"));
 	}
 	log_info("reloaded %s", nc.source && nc.source[0] ? nc.source : "the built-in defaults");
+	*info = json_pack("{s:s, s:o, s:o}", "config", nc.source ? nc.source : "", "restart_needed",
+			  restart ? restart : json_array(), "applied",
+			  applied ? applied : json_array());
+	restart = applied = NULL; /* json_pack took them, or freed them */
+	rc = 0;
 out:
+	json_decref(restart);
+	json_decref(applied);
 	config_free(&nc);
 	sd_notify_send("READY=1");
+	pthread_mutex_unlock(&d->reload_lock);
+	return rc;
+}
+
+/* `reload' on the control socket (control_options.reload). */
+static int reload_by_request(void *arg, json_t **info, char *err, size_t errlen)
+{
+	return reload(arg, info, err, errlen);
+}
+
+/* SIGHUP: what goes wrong is in the log only. */
+static void reload_by_signal(struct daemon *d)
+{
+	char err[CONFIG_ERR_MAX];
+	json_t *info = NULL;
+
+	reload(d, &info, err, sizeof(err));
+	json_decref(info);
 }
 
 static void expire_tombstones(struct daemon *d)
@@ -469,7 +520,7 @@ static void *house_main(void *arg)
 		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
 			break;
 		if (sig == SIGHUP)
-			reload(d);
+			reload_by_signal(d);
 		else if (sig == SIGUSR2)
 			request_handover(d);
 		else if (sig == SIGTERM || sig == SIGINT)
@@ -535,7 +586,7 @@ static const struct cli_verb mount_verb = {
 
 int mount_main(int argc, char *argv[])
 {
-	struct daemon d = {.kept_listen_fd = -1};
+	struct daemon d = {.kept_listen_fd = -1, .reload_lock = PTHREAD_MUTEX_INITIALIZER};
 	struct cli_args args = {0};
 	struct registry_options ropts;
 	struct fs_options fo;
@@ -657,6 +708,8 @@ int mount_main(int argc, char *argv[])
 	    .listen_fd = resuming ? resume.control_fd : -1,
 	    .probe = probe_enabled(&d.probe) ? register_probe : NULL,
 	    .probe_arg = &d.probe,
+	    .reload = reload_by_request,
+	    .reload_arg = &d,
 	    .metrics = daemon_metrics,
 	    .metrics_arg = &d,
 	};

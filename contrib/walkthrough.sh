@@ -14,18 +14,26 @@
 #   PLUGFS_CONFIG        the config the daemon was started with (plugfs(8))
 #   PLUGFS               the plugfs program (default: build/cli/plugfs of this
 #                        checkout if built, else plugfs on $PATH)
-#   PLUGFS_DEMO_PLUGIN   the demo plugin (default: the same way, from build/tools)
+#   PLUGFS_DEMO_PLUGIN   the demo plugin (default: the same way, from build/tools,
+#                        else /usr/lib/plugfs/plugfs-demo-plugin of the package)
 #   WALKTHROUGH_DIR      where the demo allocations put their sockets
 #                        (default /tmp/plugfs-walkthrough)
 #   WALKTHROUGH_PAUSE    seconds to pause between steps (default 0)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-pick() { # NAME BUILD-PATH
-	if [ -x "$here/$2" ]; then echo "$here/$2"; else command -v "$1" || echo "$1"; fi
+pick() { # NAME BUILD-PATH [INSTALLED-PATH]
+	if [ -x "$here/$2" ]; then
+		echo "$here/$2"
+	elif [ -n "${3:-}" ] && [ -x "$3" ]; then
+		echo "$3"
+	else
+		command -v "$1" || echo "$1"
+	fi
 }
 PLUGFS=${PLUGFS:-$(pick plugfs build/cli/plugfs)}
-DEMO=${PLUGFS_DEMO_PLUGIN:-$(pick plugfs-demo-plugin build/tools/plugfs-demo-plugin)}
+# (the package installs the demo plugin off the PATH, in /usr/lib/plugfs)
+DEMO=${PLUGFS_DEMO_PLUGIN:-$(pick plugfs-demo-plugin build/tools/plugfs-demo-plugin /usr/lib/plugfs/plugfs-demo-plugin)}
 DIR=${WALKTHROUGH_DIR:-/tmp/plugfs-walkthrough}
 PAUSE=${WALKTHROUGH_PAUSE:-0}
 A1=3f2c9a10 # the first allocation of the demo plugin

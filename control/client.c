@@ -38,11 +38,9 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 		if (errno == EINTR)
 			continue;
 		rc = -errno;
-		plugfs_seterr(
-		    err, errlen,
-		    "cannot reach the plugfs daemon at %s: %s (is `plugfs mount' running? the "
-		    "path comes from control.socket)",
-		    path, strerror(errno));
+		/* The CLI says more from the errno (cli_unreachable). */
+		plugfs_seterr(err, errlen, "cannot connect to the plugfs daemon at %s: %s", path,
+			      strerror(errno));
 		close(fd);
 		return rc;
 	}

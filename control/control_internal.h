@@ -81,6 +81,7 @@ enum ctl_op {
 	CTL_OP_WAIT,
 	CTL_OP_WATCH,
 	CTL_OP_STATUS,
+	CTL_OP_RELOAD,
 	CTL_OP_METRICS,
 };
 #define CTL_OP_COUNT (CTL_OP_METRICS + 1)
@@ -136,7 +137,7 @@ struct ctl_request {
 int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enum ctl_code *code,
 		      char *err, size_t errlen);
 void ctl_request_free(struct ctl_request *req);
-/* True for register and deregister. */
+/* True for register, deregister and reload. */
 bool ctl_op_mutates(enum ctl_op op);
 const char *ctl_op_name(enum ctl_op op);
 

@@ -114,6 +114,9 @@ struct control_server {
 	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
 		      void *arg);
 	void *probe_arg;
+	/* control_options.reload and its argument. */
+	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
+	void *reload_arg;
 	/* control_options.metrics and its argument. */
 	void (*metrics)(struct metrics *m, void *arg);
 	void *metrics_arg;

@@ -5,6 +5,7 @@
  * exactly once, now or (wait) when the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,36 @@
 #include "log.h"
 #include "strutil.h"
 #include "timefmt.h"
+
+/* --- refusals --- */
+
+/*
+ * Answers req with the error "<op>: <message>" and logs it: a mutation
+ * refused for the client's own mistake (a bad field, nothing to remove) at
+ * notice, a request the daemon could not carry out (the state file, memory)
+ * at error, a read that found nothing at debug.  The permission check logs
+ * its own refusals at warn (ctl_ops_handle_line).
+ */
+static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
+		   ...)
+{
+	bool theirs = code == CTL_E_INVALID_ARGUMENT || code == CTL_E_NOT_FOUND ||
+		      code == CTL_E_PERMISSION_DENIED;
+	enum plugfs_log_level l = !theirs		    ? PLOG_ERROR
+				  : ctl_op_mutates(req->op) ? PLOG_NOTICE
+							    : PLOG_DEBUG;
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	plog(l, "control: %s from pid %d uid %u %s: %s", ctl_op_name(req->op), (int)c->peer.pid,
+	     (unsigned)c->peer.uid, theirs ? "refused" : "failed", msg);
+	ctl_conn_send_error(c, req->id, code, "%s: %s", ctl_op_name(req->op), msg);
+}
 
 /* --- checks shared by the operations --- */
 
@@ -31,7 +62,7 @@ static bool type_known(struct control_server *srv, const char *type)
 
 /* 0, or sends invalid_argument naming the field and returns -EINVAL. */
 static int check_type(struct control_server *srv, struct client *c, struct ctl_request *req,
-		      const char *field, const char *type)
+		      const char *type)
 {
 	const char *const *names = NULL;
 	const int64_t *ids = NULL;
@@ -41,10 +72,9 @@ static int check_type(struct control_server *srv, struct client *c, struct ctl_r
 	if (type_known(srv, type))
 		return 0;
 	plugfs_join(list, sizeof(list), names, n, ", ");
-	ctl_conn_send_error(
-	    c, req->id, CTL_E_INVALID_ARGUMENT,
-	    "%s: field `%s': unknown type `%.128s'; configured types (registry.types): %s",
-	    ctl_op_name(req->op), field, type, list);
+	/* The registry's wording for the same mistake (register's). */
+	refuse(c, req, CTL_E_INVALID_ARGUMENT,
+	       "type `%.128s': must be one of the configured types (%s)", type, list);
 	return -EINVAL;
 }
 
@@ -54,23 +84,19 @@ static int check_name(struct client *c, struct ctl_request *req)
 
 	if (reg_validate_name("name", req->name, err, sizeof(err)) == 0)
 		return 0;
-	ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "%s: %s", ctl_op_name(req->op),
-			    err);
+	refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
 	return -EINVAL;
 }
 
 /* check_type and check_name of the request's type and name. */
 static int check_plugin(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
-	return check_type(srv, c, req, "type", req->type) || check_name(c, req) ? -EINVAL : 0;
+	return check_type(srv, c, req, req->type) || check_name(c, req) ? -EINVAL : 0;
 }
 
 static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
 {
-	log_info("control: %s from pid %d uid %u refused: %s", ctl_op_name(req->op),
-		 (int)c->peer.pid, (unsigned)c->peer.uid, err[0] ? err : strerror(-rc));
-	ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc), "%s: %s", ctl_op_name(req->op),
-			    err[0] ? err : strerror(-rc));
+	refuse(c, req, ctl_code_from_errno(rc), "%s", err[0] ? err : strerror(-rc));
 }
 
 /* The JSON of p, with its health when the daemon probes. */
@@ -125,20 +151,18 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		return;
 	}
 	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
-				    "register: field `kind' must be controller, node or monolith, "
-				    "got `%.128s'",
-				    req->kind);
+		refuse(c, req, CTL_E_INVALID_ARGUMENT,
+		       "field `kind' must be controller, node or monolith, got `%.128s'",
+		       req->kind);
 		return;
 	}
 	/* plugfs serves links there, not sockets, and no thread of the
 	 * daemon may look up a path on its own mount (a probe would). */
 	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
-		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
-				    "register: field `socket' must not be under the plugfs "
-				    "mountpoint %s (plugfs serves links there, not sockets), got "
-				    "`%.256s'",
-				    srv->mountpoint, req->socket);
+		refuse(c, req, CTL_E_INVALID_ARGUMENT,
+		       "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
+		       "links there, not sockets), got `%.256s'",
+		       srv->mountpoint, req->socket);
 		return;
 	}
 	/* Probed before it is stored (no lock held): a new registration whose
@@ -194,7 +218,7 @@ static void op_deregister(struct control_server *srv, struct client *c, struct c
 	if (req->type) {
 		bool one = false;
 
-		if (check_type(srv, c, req, "type", req->type) || check_name(c, req))
+		if (check_type(srv, c, req, req->type) || check_name(c, req))
 			return;
 		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, &one, err,
 					 sizeof(err));
@@ -215,7 +239,7 @@ static void op_list(struct control_server *srv, struct client *c, struct ctl_req
 	json_t *o = NULL;
 	int rc;
 
-	if (req->type && check_type(srv, c, req, "type", req->type))
+	if (req->type && check_type(srv, c, req, req->type))
 		return;
 	memset(&snap, 0, sizeof(snap));
 	rc = registry_snapshot(srv->reg, req->type, &snap);
@@ -247,8 +271,8 @@ static void op_show(struct control_server *srv, struct client *c, struct ctl_req
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
 	if (rc == -ENOENT) {
-		ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-				    "show: plugin %s/%s has no registration", req->type, req->name);
+		refuse(c, req, CTL_E_NOT_FOUND, "plugin %s/%s has no registration", req->type,
+		       req->name);
 		return;
 	}
 	if (rc) {
@@ -270,7 +294,7 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	if (check_plugin(srv, c, req))
 		return;
 	if (req->alloc && reg_validate_name("alloc", req->alloc, err, sizeof(err)) != 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "wait: %s", err);
+		refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
 		return;
 	}
 	/* Events already committed go out first; anything committed after the
@@ -292,19 +316,18 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	}
 	if (req->timeout == 0) {
 		if (req->alloc)
-			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-					    "wait: alloc %s is not the active registration of "
-					    "plugin %s/%s (timeout 0 s)",
-					    req->alloc, req->type, req->name);
+			refuse(c, req, CTL_E_NOT_FOUND,
+			       "alloc %s is not the active registration of plugin %s/%s "
+			       "(timeout 0 s)",
+			       req->alloc, req->type, req->name);
 		else
-			ctl_conn_send_error(c, req->id, CTL_E_NOT_FOUND,
-					    "wait: plugin %s/%s has no active registration "
-					    "(timeout 0 s)",
-					    req->type, req->name);
+			refuse(c, req, CTL_E_NOT_FOUND,
+			       "plugin %s/%s has no active registration (timeout 0 s)", req->type,
+			       req->name);
 		return;
 	}
 	if (ctl_wait_begin(c, req->type, req->name, req->alloc, req->id, req->timeout) != 0)
-		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "wait: out of memory");
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 static void op_watch(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -315,13 +338,13 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 	json_t *types = NULL;
 
 	for (size_t i = 0; i < req->n_types; i++)
-		if (check_type(srv, c, req, "types", req->types[i]))
+		if (check_type(srv, c, req, req->types[i]))
 			return;
 	/* Deliver what was committed before this request to earlier watchers
 	 * only: this watcher sees the changes after its answer. */
 	ctl_events_deliver(srv);
 	if (ctl_watch_begin(c, req->types, req->n_types) != 0) {
-		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "watch: out of memory");
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 		return;
 	}
 	/* The answer names the types watched: those asked for, or all. */
@@ -394,6 +417,35 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	ctl_conn_send(c, o);
 }
 
+/* reload: the daemon reads its config again (control_options.reload). */
+static void op_reload(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	char err[CTL_RELOAD_ERR_MAX] = "";
+	json_t *info = NULL, *o = NULL;
+	int rc;
+
+	if (!srv->reload) {
+		refuse(c, req, CTL_E_UNAVAILABLE, "this daemon does not reload over the socket");
+		return;
+	}
+	rc = srv->reload(srv->reload_arg, &info, err, sizeof(err));
+	if (rc != 0) {
+		/* The daemon logged it at error already. */
+		ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc),
+				    "reload: %s; the running config is kept",
+				    err[0] ? err : strerror(-rc));
+		json_decref(info);
+		return;
+	}
+	o = ctl_ok_response(req->id);
+	if (o && info && json_object_update(o, info) != 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	json_decref(info);
+	ctl_conn_send(c, o);
+}
+
 /* --- dispatch --- */
 
 typedef void op_fn(struct control_server *srv, struct client *c, struct ctl_request *req);
@@ -403,7 +455,8 @@ static op_fn *const ops[] = {
     [CTL_OP_REGISTER] = op_register, [CTL_OP_DEREGISTER] = op_deregister,
     [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
     [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
-    [CTL_OP_STATUS] = op_status,     [CTL_OP_METRICS] = ctl_op_metrics,
+    [CTL_OP_STATUS] = op_status,     [CTL_OP_RELOAD] = op_reload,
+    [CTL_OP_METRICS] = ctl_op_metrics,
 };
 _Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_COUNT, "one operation per enum ctl_op");
 

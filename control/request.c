@@ -67,6 +67,7 @@ static const struct op_desc ops[] = {
     {"wait", CTL_OP_WAIT, {"type", "name", "alloc", "timeout", NULL}},
     {"watch", CTL_OP_WATCH, {"types", NULL}},
     {"status", CTL_OP_STATUS, {NULL}},
+    {"reload", CTL_OP_RELOAD, {NULL}},
     {"metrics", CTL_OP_METRICS, {NULL}},
 };
 
@@ -80,7 +81,7 @@ const char *ctl_op_name(enum ctl_op op)
 
 bool ctl_op_mutates(enum ctl_op op)
 {
-	return op == CTL_OP_REGISTER || op == CTL_OP_DEREGISTER;
+	return op == CTL_OP_REGISTER || op == CTL_OP_DEREGISTER || op == CTL_OP_RELOAD;
 }
 
 static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen, const char *fmt,
@@ -304,7 +305,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 	if (!d)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "unknown op `%.64s'; accepted: register, deregister, list, show, "
-			    "wait, watch, status, metrics",
+			    "wait, watch, status, reload, metrics",
 			    op);
 	req->op = d->op;
 	rc = check_fields(req->root, d, code, err, errlen);
@@ -369,6 +370,7 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 			return rc;
 		break;
 	case CTL_OP_STATUS:
+	case CTL_OP_RELOAD:
 	case CTL_OP_METRICS:
 		break;
 	}

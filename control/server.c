@@ -260,6 +260,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->idle_timeout = opts->idle_timeout;
 	srv->probe = opts->probe;
 	srv->probe_arg = opts->probe_arg;
+	srv->reload = opts->reload;
+	srv->reload_arg = opts->reload_arg;
 	srv->metrics = opts->metrics;
 	srv->metrics_arg = opts->metrics_arg;
 	srv->socket_path = strdup(opts->socket_path);

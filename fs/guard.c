@@ -55,11 +55,16 @@ static size_t fmt_uint(char *buf, unsigned long v)
 	return i;
 }
 
+/* Whether stderr is the journal, decided before the fork (plog_journal):
+ * the guard's lines then carry priority warn. */
+static bool guard_journal;
+
 static void say(const char *a, unsigned long n1, const char *b, unsigned long n2, const char *c)
 {
 	char buf[512];
 	size_t len = 0;
-	const char *parts[] = {"plugfs: guard: ", a, NULL, b, NULL, c, "\n"};
+	const char *head = guard_journal ? "<4>plugfs: guard: " : "plugfs: guard: ";
+	const char *parts[] = {head, a, NULL, b, NULL, c, "\n"};
 
 	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
 		if (i == 2) {
@@ -181,6 +186,7 @@ int fs_guard_start(struct fs_guard *g)
 
 	g->pid = 0;
 	g->wfd = -1;
+	guard_journal = plog_journal();
 	if (pipe2(p, O_CLOEXEC) != 0)
 		return -errno;
 	pid = fork();

@@ -19,6 +19,8 @@
 
 struct control_server;
 
+/* Room for the message of a refused reload (control_options.reload). */
+#define CTL_RELOAD_ERR_MAX 1024
 struct metrics; /* common/metrics.h */
 
 struct control_options {
@@ -42,6 +44,13 @@ struct control_options {
 	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
 		      void *arg);
 	void *probe_arg;
+	/* NULL (`reload' answers unavailable), or reloads the daemon's config
+	 * for `reload', on the server thread: 0 when the new config is in
+	 * force, with *info NULL or an object (owned by the caller then) whose
+	 * members go into the answer; -errno when it was refused and the
+	 * running config is kept, with err naming the file, line and key. */
+	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
+	void *reload_arg;
 	/* NULL, or what `metrics' adds for the rest of the daemon (the
 	 * filesystem, the probes): called on the server thread, it appends
 	 * families to m (common/metrics.h) and must not block. */

@@ -52,14 +52,16 @@ expect_order() {
 	check_eq "$1: $2/$3 list order" "$4" "$got"
 }
 
-# expect_gone DESC TYPE NAME: no directory under the mount, show says not_found.
+# expect_gone DESC TYPE NAME: no directory under the mount, show says there
+# is no registration.
 expect_gone() {
 	local rc
 	check "$1: $2/$3 is gone from the mount" test ! -e "$MNT/plugins/$2/$3"
 	plugfs show "$2" "$3" >/dev/null 2>"$T/show.err"
 	rc=$?
 	check_eq "$1: show $2/$3 exits 1" 1 "$rc"
-	check "$1: show $2/$3 says not_found" grep -q 'not_found' "$T/show.err"
+	check "$1: show $2/$3 says it has no registration" \
+		grep -qx "plugfs show: plugin $2/$3 has no registration" "$T/show.err"
 }
 
 # watchers_are N: the daemon counts N watchers.  clients_at_least N: it

@@ -26,21 +26,21 @@ cli() {
 	fi
 }
 R=(register --type csi-node --alloc a0)
-cli 1 "invalid_argument: register: name" "${R[@]}" --name 'a/b' --socket "$S"
-cli 1 "invalid_argument: register: name" "${R[@]}" --name '..' --socket "$S"
-cli 1 "invalid_argument: register: name" "${R[@]}" --name '.hidden' --socket "$S"
-cli 1 "invalid_argument: register: name" "${R[@]}" --name "$long" --socket "$S"
-cli 1 "invalid_argument: register: version" "${R[@]}" --name ok --socket "$S" --version $'1\n2'
-cli 1 "invalid_argument: register:" register --type csi-foo --name ok --alloc a0 --socket "$S"
+cli 1 "plugfs register: name" "${R[@]}" --name 'a/b' --socket "$S"
+cli 1 "plugfs register: name" "${R[@]}" --name '..' --socket "$S"
+cli 1 "plugfs register: name" "${R[@]}" --name '.hidden' --socket "$S"
+cli 1 "plugfs register: name" "${R[@]}" --name "$long" --socket "$S"
+cli 1 "plugfs register: version" "${R[@]}" --name ok --socket "$S" --version $'1\n2'
+cli 1 "plugfs register: type \`csi-foo': must be one of the configured types (csi-controller, csi-node)" register --type csi-foo --name ok --alloc a0 --socket "$S"
 cli 1 "csi-foo" register --type csi-foo --name ok --alloc a0 --socket "$S"
-cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket alloc/a0/csi.sock
-cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket /elsewhere/csi.sock
+cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket alloc/a0/csi.sock
+cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket /elsewhere/csi.sock
 cli 1 "must be under one of the socket roots" "${R[@]}" --name ok --socket /elsewhere/csi.sock
-cli 1 "register: field \`socket' must not be under the plugfs mountpoint $MNT" "${R[@]}" --name ok --socket "$MNT/plugins/csi-node/x/csi.sock"
-cli 1 "invalid_argument: register: socket" "${R[@]}" --name ok --socket "$T/alloc/../alloc/a0/csi.sock"
-cli 1 "invalid_argument: register: field \`kind' must be controller, node or monolith, got \`sideways'" "${R[@]}" --name ok --socket "$S" --kind sideways
-cli 1 "invalid_argument: register: option" "${R[@]}" --name ok --socket "$S" --option 'bad key=1'
-cli 1 "invalid_argument: register: alloc" register --type csi-node --name ok --alloc 'a b' --socket "$S"
+cli 1 "plugfs register: field \`socket' must not be under the plugfs mountpoint $MNT" "${R[@]}" --name ok --socket "$MNT/plugins/csi-node/x/csi.sock"
+cli 1 "plugfs register: socket" "${R[@]}" --name ok --socket "$T/alloc/../alloc/a0/csi.sock"
+cli 1 "plugfs register: field \`kind' must be controller, node or monolith, got \`sideways'" "${R[@]}" --name ok --socket "$S" --kind sideways
+cli 1 "plugfs register: option" "${R[@]}" --name ok --socket "$S" --option 'bad key=1'
+cli 1 "plugfs register: alloc" register --type csi-node --name ok --alloc 'a b' --socket "$S"
 cli 2 "--option \`novalue' must be KEY=VALUE" "${R[@]}" --name ok --socket "$S" --option novalue
 cli 2 "--option \`k' is given twice" "${R[@]}" --name ok --socket "$S" --option k=1 --option k=2
 cli 2 "--name is required" "${R[@]}" --socket "$S"
@@ -51,11 +51,12 @@ cli 2 "--type and --name go together" deregister --type csi-node --alloc a0
 cli 2 "--alloc is required" deregister --type csi-node --name ok
 cli 2 "expected TYPE and NAME, got 1 argument" show csi-node
 cli 2 "--timeout \`soon' must be a number of seconds" wait csi-node ok --timeout soon
-cli 1 "invalid_argument: wait: field \`timeout' must be between 0 and 86400 seconds" wait csi-node ok --timeout -1
-cli 1 "invalid_argument: show: field \`type': unknown type \`nope'" show nope ok
-cli 1 "invalid_argument: list: field \`type': unknown type \`nope'" list --type nope
-cli 1 "invalid_argument: watch: field \`types': unknown type \`nope'" watch --type nope
-cli 1 "not_found: show: plugin csi-node/ok has no registration" show csi-node ok
+cli 1 "plugfs wait: field \`timeout' must be between 0 and 86400 seconds" wait csi-node ok --timeout -1
+# One wording for an unknown type, whichever command.
+cli 1 "plugfs show: type \`nope': must be one of the configured types (csi-controller, csi-node)" show nope ok
+cli 1 "plugfs list: type \`nope': must be one of the configured types (csi-controller, csi-node)" list --type nope
+cli 1 "plugfs watch: type \`nope': must be one of the configured types (csi-controller, csi-node)" watch --type nope
+cli 1 "plugfs show: plugin csi-node/ok has no registration" show csi-node ok
 
 # rawcase CODE NEEDLE LINE: the raw LINE is answered with CODE and NEEDLE.
 rawcase() {

@@ -18,8 +18,24 @@ for args in "list" "status" "show csi-node x" "wait csi-node x --timeout 1" "wat
 	plugfs $args >"$T/out" 2>"$T/err"
 	rc=$?
 	check_eq "plugfs $args with the daemon down exits 3" 3 "$rc"
-	check "plugfs $args names the socket it tried" grep -qF "cannot reach the plugfs daemon at $CTL" "$T/err"
+	check_eq "plugfs $args says there is no daemon at the socket, once" \
+		"plugfs ${args%% *}: no plugfs daemon: $CTL does not exist (the daemon is not running, or [control] socket names another path)" \
+		"$(cat "$T/err")"
 done
+# A stale socket (a daemon that died without removing it): connect is refused.
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$CTL" ||
+	die "cannot make a stale socket at $CTL"
+plugfs status 2>"$T/err"
+check_eq "status with a stale socket exits 3" 3 $?
+check "a stale socket is called stale" grep -qF "no plugfs daemon answers at $CTL: the socket is stale" "$T/err"
+# A user who may not use the socket (root's, 0660): the rule, not "is it running?".
+chmod 0660 "$CTL"
+as_nobody "$PLUGFS_BIN" -c "$CFG" status 2>"$T/err"
+check_eq "status by a user who may not connect exits 3" 3 $?
+check "the permission error names the rule and the user" \
+	grep -qF "permission denied on $CTL: the control socket is for root only ([control] group is not set); this is uid $(id -u nobody)" "$T/err"
+check "the permission error does not ask whether the daemon runs" bash -c "! grep -q running '$T/err'"
+rm -f "$CTL"
 # The same through -c after the subcommand and $PLUGFS_CONFIG.
 "$PLUGFS_BIN" list -c "$CFG" 2>"$T/err"
 check_eq "list -c FILE with the daemon down exits 3" 3 $?

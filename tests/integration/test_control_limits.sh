@@ -69,7 +69,7 @@ expect_unavailable "third connection" "$T/third.out" 'too many clients.*control\
 plugfs list >"$T/list-full.out" 2>"$T/list-full.err"
 check_eq "plugfs list while the daemon is full exits 1" 1 $?
 check "plugfs list prints the daemon's unavailable line" \
-	grep -q 'unavailable: too many clients' "$T/list-full.err"
+	grep -q 'plugfs list: too many clients' "$T/list-full.err"
 check "plugfs list prints nothing on stdout" test ! -s "$T/list-full.out"
 
 check "the first holder is still connected" kill -0 "$h1"

@@ -47,10 +47,10 @@ check_eq "status works for nobody" 0 $?
 nobody_cli register --type csi-node --name evil --alloc x --socket "$(sock_of a0)" 2>"$T/err"
 check_eq "register by nobody exits 1" 1 $?
 check "register by nobody: permission_denied naming the rule" \
-	grep -q "permission_denied: register: changes need uid 0 or membership in group \`daemon' (control.group); this client runs as uid 65534" "$T/err"
+	grep -q "plugfs register: changes need uid 0 or membership in group \`daemon' (control.group); this client runs as uid 65534" "$T/err"
 nobody_cli deregister --type csi-node --name kept --alloc a0 2>"$T/err"
 check_eq "deregister by nobody exits 1" 1 $?
-check "deregister by nobody: permission_denied" grep -q 'permission_denied: deregister:' "$T/err"
+check "deregister by nobody: permission_denied" grep -q 'plugfs deregister: changes need' "$T/err"
 nobody_cli deregister --alloc a0 2>"$T/err"
 check_eq "deregister --alloc by nobody exits 1" 1 $?
 # Through the raw socket as well.

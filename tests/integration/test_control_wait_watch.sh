@@ -19,7 +19,7 @@ rc=$?
 elapsed=$((($(date +%s%N) - start) / 1000000))
 check_eq "wait on a missing plugin exits 1 after its timeout" 1 "$rc"
 check "the timeout took about 1 s (${elapsed} ms)" test "$elapsed" -ge 900
-check "the timeout message says not_found and timed out" grep -q 'not_found: wait: plugin csi-node/late has no active registration: timed out' "$T/wait1.err"
+check "the timeout message says there is none and it timed out" grep -q 'plugfs wait: plugin csi-node/late has no active registration: timed out' "$T/wait1.err"
 
 plugfs_bg wait $N late --timeout 30 >"$T/wait2.out" 2>"$T/wait2.err" &
 wpid=$!

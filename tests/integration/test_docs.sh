@@ -144,8 +144,9 @@ fi
 U=$SRC/contrib/plugfs.service
 mkdir -p "$T/man/man8" "$T/man/man5"
 cp "$MAN8" "$T/man/man8/" && cp "$MAN5" "$T/man/man5/"
-# verify wants the binary at ExecStart= to exist: point it at the build.
-sed "s|^ExecStart=/usr/bin/plugfs |ExecStart=$PLUGFS_BIN |" "$U" >"$T/plugfs.service"
+# verify wants the binaries of ExecStart= and ExecReload= to exist: point
+# them at the build.
+sed -E "s|^(Exec[A-Za-z]+=-?)/usr/bin/plugfs |\1$PLUGFS_BIN |" "$U" >"$T/plugfs.service"
 MANPATH=$T/man systemd-analyze verify "$T/plugfs.service" >"$T/verify" 2>&1
 check_eq "systemd-analyze verify plugfs.service (man pages included) exits 0" 0 $?
 check_eq "systemd-analyze verify prints nothing" "" "$(grep -v '^$' "$T/verify")"
@@ -178,7 +179,7 @@ check_eq "unit: no mount-namespace setting (the mount must reach the host)" "" "
 # --- scripts ---
 shellcheck -s bash "$SRC"/contrib/*.sh "$SRC/contrib/plugfs.bash-completion" >"$T/sc" 2>&1
 check_eq "shellcheck of contrib/ is clean" "" "$(cat "$T/sc")"
-shellcheck -s sh "$SRC"/cmake/debian/* >"$T/sc" 2>&1
+shellcheck -s sh "$SRC"/cmake/debian/postinst "$SRC"/cmake/debian/prerm "$SRC"/cmake/debian/postrm >"$T/sc" 2>&1
 check_eq "shellcheck of the package's maintainer scripts is clean" "" "$(cat "$T/sc")"
 out=$(bash "$SRC/contrib/docker-consumer.sh" --dry-run csi-node p1)
 check "docker-consumer binds the plugin directory, rslave" \

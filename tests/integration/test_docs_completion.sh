@@ -74,6 +74,8 @@ done
 "$PLUGFS_BIN" -c "$CFG" register --type csi-controller --name gamma --alloc a1 \
 	--socket "$T/gamma/csi.sock" >/dev/null || die "register gamma failed"
 check_eq "plugfs show csi-node <TAB> offers its plugins" "alpha beta" "$(comp plugfs show csi-node '')"
+check_eq "plugfs watch --type <TAB> offers each type once (served and default)" \
+	"csi-controller csi-node" "$(comp plugfs watch --type '')"
 check_eq "plugfs wait csi-controller <TAB> offers its plugins" "gamma" "$(comp plugfs wait csi-controller '')"
 # -c FILE on the command line is passed on (PLUGFS_CONFIG points elsewhere).
 sed "s|^socket = .*|socket = $T/nobody.sock|" "$CFG" >"$T/other.ini"

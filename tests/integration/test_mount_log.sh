@@ -29,6 +29,6 @@ active csi-node/p: a0 -> (none)"
 check_eq "one log line per change, in commit order" "$want" "$got"
 check "the socket of a registration is logged" \
 	grep -q "registered csi-node/p alloc a0 socket $(sock_of a0)\$" "$DAEMON_LOG"
-check "a refused registration is logged with the peer and the reason" \
-	grep -Eq "control: register from pid [0-9]+ uid 0 refused: name \`x/y'" "$DAEMON_LOG"
+check "a refused registration is logged at notice with the peer and the reason" \
+	grep -Eq "plugfs notice: control: register from pid [0-9]+ uid 0 refused: name \`x/y'" "$DAEMON_LOG"
 finish

@@ -217,7 +217,8 @@ static void test_errors(void **state)
 	assert_error(r, "invalid_argument", "field `kind' must be controller, node or monolith");
 	json_decref(r);
 	r = call(f, "{s:s, s:s}", "op", "list", "type", "nope");
-	assert_error(r, "invalid_argument", "unknown type `nope'");
+	assert_error(r, "invalid_argument",
+		     "type `nope': must be one of the configured types (csi-controller, csi-node)");
 	json_decref(r);
 	r = call(f, "{s:s, s:s, s:s}", "op", "show", "type", "csi-node", "name", "a/b");
 	assert_error(r, "invalid_argument", "name");

@@ -4,8 +4,8 @@
 #   /plugfs-test/plugfs_*.deb, plugfs-test-connect-loop, outage-hook (in)
 #   /plugfs-test/out/ (out: figures, summary, journal)
 #
-# Installs the .deb, starts plugfs.service, registers allocation a1 (a
-# plugfs-demo-plugin), bind-mounts its plugin directory at /srv/consumer and
+# Installs the .deb (which enables and starts plugfs.service), registers
+# allocation a1 (a plugfs-demo-plugin), bind-mounts its plugin directory at /srv/consumer and
 # runs a consumer connecting through /srv/consumer/csi.sock all along, then:
 #   trial_restart  x$RESTARTS  systemctl restart plugfs
 #   trial_kill9    x$KILLS     kill -9 of the main PID (Restart= restarts it)
@@ -14,8 +14,10 @@
 #   trial_watchdog x$WATCHDOGS SIGSTOP of the main PID: the watchdog
 #                              (WatchdogSec=3s here) kills it, Restart=
 #                              resumes the mount
-# each with a registration of a new allocation during the outage, and
-# finally systemctl stop plugfs.
+# each with a registration of a new allocation during the outage, then
+# the journal (priorities, a refused reload: `journalctl -p warning' shows
+# warnings), finally systemctl stop plugfs (a clean stop logs no unmount
+# error) and dpkg --purge (nothing of the unit is left).
 #
 # Output is TAP-like.  Infrastructure checks (install, start, registration,
 # bind mount, consumer, stop) are strict.  The trial checks (0 failed or
@@ -48,6 +50,8 @@ SETTLE=${PLUGFS_SYSTEM_SETTLE:-1.5}
 # The shortest time from one trial's start to the next (see run_trials).
 PERIOD=${PLUGFS_SYSTEM_PERIOD:-2.5}
 DEB=$(find "$SHARE" -maxdepth 1 -name 'plugfs_*.deb' | head -n 1)
+# The package keeps the stand-in plugin off the PATH.
+DEMO=/usr/lib/plugfs/plugfs-demo-plugin
 mkdir -p "$OUT" "$SYNC"
 
 _FAILED=0
@@ -117,21 +121,21 @@ sock_of() { echo "/run/alloc/a$1/csi.sock"; }
 # start_alloc N: plugfs-demo-plugin answering "aN" at $(sock_of N).
 start_alloc() {
 	systemd-run --quiet --collect --unit="plugfs-demo-a$1" \
-		/usr/bin/plugfs-demo-plugin --socket "$(sock_of "$1")" --alloc "a$1" &&
-		timeout 15 plugfs-demo-plugin --connect "$(sock_of "$1")" --wait 10 >/dev/null
+		"$DEMO" --socket "$(sock_of "$1")" --alloc "a$1" &&
+		timeout 15 "$DEMO" --connect "$(sock_of "$1")" --wait 10 >/dev/null
 }
 register() {
 	timeout 30 plugfs register --type "$TYPE" --name "$NAME" --alloc "a$1" --socket "$(sock_of "$1")"
 }
 # served PATH N: a connection through PATH reaches aN (5 s at most).
-answer() { timeout 5 plugfs-demo-plugin --connect "$1" 2>/dev/null; }
+answer() { timeout 5 "$DEMO" --connect "$1" 2>/dev/null; }
 served() { [ "$(answer "$1")" = "a$2" ]; }
 # served_soon PATH N: served within 5 s; gives up at once on ENOTCONN
 # (PATH's daemon is gone for good).
 served_soon() {
 	local end=$((SECONDS + 5)) out
 	for (( ; ; )); do
-		out=$(LC_ALL=C timeout 5 plugfs-demo-plugin --connect "$1" 2>&1)
+		out=$(LC_ALL=C timeout 5 "$DEMO" --connect "$1" 2>&1)
 		[ "$out" = "a$2" ] && return 0
 		[ "$SECONDS" -lt "$end" ] || return 1
 		case $out in *"not connected"*) return 1 ;; esac
@@ -318,16 +322,7 @@ consumer_figure() {
 # ===================== infrastructure =====================
 [ -n "$DEB" ] || abort_infra "no .deb in $SHARE"
 install -m 0755 "$SHARE/plugfs-test-connect-loop" /usr/local/bin/ || abort_infra "cannot install the consumer"
-dpkg -i "$DEB" >"$OUT/dpkg.log" 2>&1 || { cat "$OUT/dpkg.log"; abort_infra "dpkg -i $(basename "$DEB")"; }
-pass "dpkg -i $(basename "$DEB")"
-if [ "${PLUGFS_EXPECT_RESUME:-}" = 1 ] || { [ "${PLUGFS_EXPECT_RESUME:-}" != 0 ] &&
-	plugfs mount --help 2>&1 | grep -Eqi 'FDSTORE|file descriptor store'; }; then
-	STRICT=1
-	echo "# resume expected: the trials are strict"
-else
-	STRICT=0
-	echo "# resume not expected (PLUGFS_EXPECT_RESUME is not 1, plugfs mount --help names no file descriptor store): trial failures are reported as TODO"
-fi
+# The config and the drop-in first: the package starts the daemon.
 mkdir -p /etc/plugfs /etc/systemd/system/plugfs.service.d
 printf '[mount]\ncache_timeout = %s\n' "$CACHE_TIMEOUT" >/etc/plugfs/plugfs.ini
 install -m 0755 "$SHARE/outage-hook" /usr/local/sbin/plugfs-test-outage-hook
@@ -339,9 +334,24 @@ ExecStopPost=-/usr/local/sbin/plugfs-test-outage-hook
 WatchdogSec=3s
 LimitCORE=0
 EOF
-systemctl daemon-reload
+dpkg -i "$DEB" >"$OUT/dpkg.log" 2>&1 || { cat "$OUT/dpkg.log"; abort_infra "dpkg -i $(basename "$DEB")"; }
+pass "dpkg -i $(basename "$DEB")"
+infra "the package enabled plugfs.service ($(systemctl is-enabled plugfs.service 2>&1))" \
+	[ "$(systemctl is-enabled plugfs.service 2>&1)" = enabled ]
+infra "the package started plugfs.service" wait_for 60 is_active
+infra "the package made /var/lib/plugfs 0700 ($(stat -c %a /var/lib/plugfs 2>&1))" \
+	[ "$(stat -c %a /var/lib/plugfs 2>&1)" = 700 ]
+infra "the demo plugin is not on the PATH" bash -c '! command -v plugfs-demo-plugin'
+if [ "${PLUGFS_EXPECT_RESUME:-}" = 1 ] || { [ "${PLUGFS_EXPECT_RESUME:-}" != 0 ] &&
+	plugfs mount --help 2>&1 | grep -Eqi 'FDSTORE|file descriptor store'; }; then
+	STRICT=1
+	echo "# resume expected: the trials are strict"
+else
+	STRICT=0
+	echo "# resume not expected (PLUGFS_EXPECT_RESUME is not 1, plugfs mount --help names no file descriptor store): trial failures are reported as TODO"
+fi
 timeout 90 systemctl start plugfs.service
-infra "systemctl start plugfs" is_active
+infra "systemctl start plugfs (already started: no change)" is_active
 is_active || abort_infra "plugfs.service is not active: $(systemctl status plugfs --no-pager 2>&1 | tail -n 20)"
 infra "/run/plugfs is a FUSE mount" is_fuse_mounted /run/plugfs
 echo "# FileDescriptorStoreMax=$(prop FileDescriptorStoreMax) NFileDescriptorStore=$(prop NFileDescriptorStore)"
@@ -410,7 +420,34 @@ for k in "${kinds[@]}"; do
 		all_zero "${T_HUNG[$k]}" "${T_DOWN[$k]}"
 done
 
+# ===================== the journal =====================
+# Priorities come from the <N> prefixes; journald keeps its own timestamp.
+bad_name_refused() {
+	! timeout 30 plugfs register --type "$TYPE" --name 'x/y' --alloc bad --socket "$(sock_of 1)" 2>/dev/null
+}
+infra "a registration with a bad name is refused" bad_name_refused
+infra "journalctl -p notice shows the refusal" \
+	wait_for 10 bash -c "journalctl -u plugfs.service --no-pager -o cat -p notice | grep -q 'register from pid .* refused: name'"
+infra "journalctl -p warning does not show it (a notice)" \
+	bash -c "! journalctl -u plugfs.service --no-pager -o cat -p warning | grep -q 'refused: name'"
+infra "a log line has no timestamp of its own in the journal" \
+	bash -c "! journalctl -u plugfs.service --no-pager -o cat | grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T.* plugfs (info|warn|error|notice|debug): '"
+infra "the priority prefix is taken by journald (no <N> left in the text)" \
+	bash -c "! journalctl -u plugfs.service --no-pager -o cat | grep -Eq '^<[0-7]>'"
+# A refused reload fails `systemctl reload' and is a warning-or-worse line.
+cp /etc/plugfs/plugfs.ini "$OUT/plugfs.ini.good"
+printf 'alow_other = true\n' >>/etc/plugfs/plugfs.ini
+timeout 60 systemctl reload plugfs.service >"$OUT/reload.log" 2>&1
+infra "systemctl reload with a broken config fails" [ $? -ne 0 ]
+infra "journalctl -p warning shows why (the key named)" \
+	wait_for 10 bash -c "journalctl -u plugfs.service --no-pager -o cat -p warning | grep -q 'alow_other'"
+infra "the daemon is still active after the refused reload" is_active
+cp "$OUT/plugfs.ini.good" /etc/plugfs/plugfs.ini
+timeout 60 systemctl reload plugfs.service >>"$OUT/reload.log" 2>&1
+infra "systemctl reload with the good config succeeds" [ $? -eq 0 ]
+
 # ===================== stop =====================
+since=$(date '+%Y-%m-%d %H:%M:%S')
 timeout 90 systemctl stop plugfs.service
 infra "systemctl stop plugfs: inactive" [ "$(prop ActiveState)" = inactive ]
 infra "after stop: /run/plugfs is not mounted" bash -c "! grep -q ' /run/plugfs .* - fuse' /proc/self/mountinfo"
@@ -418,6 +455,18 @@ infra "after stop: the file descriptor store is empty (NFileDescriptorStore=$(pr
 	[ "$(prop NFileDescriptorStore)" = 0 ]
 infra "after stop: PID 1 holds no /dev/fuse" bash -c "! ls -l /proc/1/fd 2>/dev/null | grep -q /dev/fuse"
 umount "$BIND" 2>/dev/null || umount -l "$BIND"
+# The whole journal, not only the unit's: whoever would run fusermount3.
+journalctl --since "$since" --no-pager -o short-monotonic >"$OUT/stop-journal.txt" 2>&1
+grep -E 'plugfs|fuse' "$OUT/stop-journal.txt" | sed 's/^/# stop: /'
+infra "the clean stop logged no unmount error ($(grep -c 'failed to unmount' "$OUT/stop-journal.txt"))" \
+	bash -c "! grep -q 'failed to unmount' '$OUT/stop-journal.txt'"
+
+# ===================== purge =====================
+dpkg --purge plugfs >"$OUT/purge.log" 2>&1
+infra "dpkg --purge plugfs" [ $? -eq 0 ]
+infra "after purge: no enablement symlink or mask is left" \
+	bash -c "! find /etc/systemd/system -name plugfs.service -print | grep -q ."
+infra "after purge: /var/lib/plugfs is gone" [ ! -e /var/lib/plugfs ]
 
 # ===================== figures =====================
 {
