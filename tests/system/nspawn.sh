@@ -21,7 +21,7 @@
 # What plugfs's .deb depends on, systemd as init, dbus for systemctl's
 # usual paths.  The .deb is installed with dpkg -i (no network inside):
 # every runtime dependency must be here.
-TREE_PACKAGES=(systemd systemd-sysv dbus fuse3 libfuse3-3 libsqlite3-0 libinih1 libjansson4)
+TREE_PACKAGES=(systemd systemd-sysv dbus fuse3 libfuse3-3 libsqlite3-0 libinih1 libjansson4 libcurl4)
 TREE_REVISION=1
 PLUGFS_SYSTEM_CACHE=${PLUGFS_SYSTEM_CACHE:-/var/cache/plugfs-test}
 CT_NAME=plugfs-test-$$
