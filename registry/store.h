@@ -50,6 +50,7 @@ struct store {
 	sqlite3_stmt *stmts[ST_COUNT];
 	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
 	bool copy;	/* db is a private in-memory copy of the file at path */
+	bool created;	/* store_open created the file (until it succeeds) */
 };
 
 struct store_open_options {
@@ -69,6 +70,12 @@ struct store_open_options {
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
+/* Closes s after a refusal, writing nothing: no checkpoint of the -wal into
+ * the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), the -wal kept; a file the
+ * open created is removed again. */
+void store_abandon(struct store *s);
+/* Unlinks path and its -wal, -shm and -journal, ignoring errors. */
+void store_remove_files(const char *path);
 
 /* Opens s->db on an existing path with SQLITE_OPEN_READONLY and query_only,
  * leaving no file behind: a WAL database without its -wal file (no
@@ -139,8 +146,9 @@ int store_query_int(struct store *s, const char *sql, int64_t *out, const char *
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen);
 /* The id of the type name, inserted when missing. */
 int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen);
-/* Copies the whole database of s to the file dest (created or replaced)
- * with the SQLite backup API. */
+/* Copies the whole database of s to the new file dest with the SQLite
+ * backup API.  dest must not exist (-EEXIST: an earlier backup is never
+ * replaced; a symlink there is not followed); on failure it is removed. */
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
 
 /* The error of the last failing call on s, as "what: sqlite message". */
