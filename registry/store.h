@@ -51,6 +51,7 @@ struct store {
 	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
 	bool copy;	/* db is a private in-memory copy of the file at path */
 	bool created;	/* store_open created the file (until it succeeds) */
+	bool had_wal;	/* a -wal was beside the file when store_open opened it */
 };
 
 struct store_open_options {
@@ -70,9 +71,9 @@ struct store_open_options {
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
-/* Closes s after a refusal, writing nothing: no checkpoint of the -wal into
- * the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE), the -wal kept; a file the
- * open created is removed again. */
+/* Closes s after a refusal, writing nothing: no checkpoint of a -wal that
+ * was there before the open into the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE),
+ * that -wal kept; a file the open created is removed again. */
 void store_abandon(struct store *s);
 /* Unlinks path and its -wal, -shm and -journal, ignoring errors. */
 void store_remove_files(const char *path);
@@ -133,6 +134,14 @@ int store_delete_reg(struct store *s, const struct registration *r, int64_t now,
 int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen);
 /* Deletes tombstones with deleted_at <= cutoff; *n receives the count. */
 int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen);
+
+/* The rows of a file at SCHEMA_VERSION, by the rules register applies
+ * (registry/validate.c): foreign keys, the sequence counter not below any
+ * stored seq, type and plugin names, every field of every registration and
+ * option.  0, or -EIO naming the first bad row: "state file `P': table `T',
+ * row ID (...): field `value': rule".  store_open and registry_check_file
+ * both run it: one rule set. */
+int store_check_rows(struct store *s, char *err, size_t errlen);
 
 /* PRAGMA quick_check: 0 when its only answer is "ok", else -EIO and a
  * message with SQLite's answer. */

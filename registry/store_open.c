@@ -334,7 +334,13 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 {
 	int rc;
 
+	char *wal = NULL;
+
 	s->created = access(path, F_OK) < 0 && errno == ENOENT;
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	s->had_wal = access(wal, F_OK) == 0;
+	free(wal);
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 
 	if (rc != SQLITE_OK)
@@ -362,8 +368,11 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 			       : open_file(s, path, err, errlen)) < 0)
 		goto fail;
 	/* WAL before the schema check would change a version-1 file before
-	 * its backup; the backup API copies it as it is. */
+	 * its backup; the backup API copies it as it is.  The rows are checked
+	 * before anything else writes (WAL, types): a refused file is left as
+	 * it was. */
 	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
+	    (rc = store_check_rows(s, err, errlen)) < 0 ||
 	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
 	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
 		goto fail;
@@ -380,10 +389,11 @@ void store_abandon(struct store *s)
 	char *path = s->path ? strdup(s->path) : NULL;
 
 	/* Closing the last connection of a WAL database checkpoints the -wal
-	 * into the file and deletes it: for a file we refuse, that -wal may be
-	 * another database's (or the only copy of commits we could not read).
-	 * Close without a checkpoint and keep the -wal. */
-	if (s->db && !s->copy) {
+	 * into the file and deletes it: for a file we refuse, a -wal that was
+	 * there before may be another database's (or the only copy of commits
+	 * we could not read).  Close without a checkpoint and keep it.  (A -wal
+	 * this open created holds nothing: the usual close removes it.) */
+	if (s->db && !s->copy && s->had_wal) {
 		int persist = 1;
 
 		sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);

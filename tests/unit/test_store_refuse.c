@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,18 @@ static void close_registry(struct fixture *f)
 {
 	registry_close(f->r);
 	f->r = NULL;
+}
+
+/* Removes the state file and its companions. */
+static void store_remove(struct fixture *f)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal", ".v1.bak"};
+	char p[256];
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		snprintf(p, sizeof(p), "%s%s", f->path, suffixes[i]);
+		unlink(p);
+	}
 }
 
 static void copy_file(const char *from, const char *to)
@@ -219,12 +232,129 @@ static void test_backup_never_replaced(void **state)
 	assert_int_equal(access(bak, F_OK), 0);
 }
 
+struct bad_row {
+	const char *what, *sql, *want;
+	bool check_differs; /* `state check' names it otherwise */
+};
+
+static const struct bad_row bad_rows[] = {
+    {"socket with a newline",
+     "UPDATE registrations SET socket = '/run/csi/a0/x' || char(10) || '.sock'",
+     "table `registrations', row 1 (csi-node/p a0): socket `/run/csi/a0/x\\x0a.sock': must not "
+     "contain control characters", false},
+    {"socket not UTF-8",
+     "UPDATE registrations SET socket = CAST(X'2f61ff2e736f636b' AS TEXT)",
+     "table `registrations', row 1 (csi-node/p a0): socket `/a\\xff.sock': must be valid UTF-8", false},
+    {"sequence counter below a stored seq", "UPDATE meta SET value = 0 WHERE key = 'seq'",
+     "table `meta', row `seq': sequence counter 0 is below a stored seq 1", false},
+    {"no sequence counter", "DELETE FROM meta WHERE key = 'seq'",
+     "table `meta', row `seq': sequence counter 0 is below a stored seq 1", false},
+    {"plugin without registrations and a bad name",
+     "INSERT INTO plugins(type_id, name) VALUES(1, '../x')",
+     "table `plugins', row 2: name `../x': must be 1-128 characters", false},
+    {"type name", "UPDATE types SET name = 'csi node' WHERE name = 'csi-controller'",
+     "table `types', row 1: name `csi node': must be 1-128 characters", false},
+    {"alloc", "UPDATE registrations SET alloc = 'a/0'",
+     "table `registrations', row 1 (csi-node/p a/0): alloc `a/0': must be 1-128", false},
+    {"version with an escape", "UPDATE registrations SET version = '1' || char(27)",
+     "row 1 (csi-node/p a0): version `1\\x1b': must be printable", false},
+    /* quick_check on the file sees the CHECK constraint broken; on the
+     * read-only copy `state check' checks it is not, and names the row. */
+    {"kind", "PRAGMA ignore_check_constraints = 1; UPDATE registrations SET kind = 'x'",
+     "integrity check failed: CHECK constraint failed in registrations", true},
+    {"option value", "UPDATE reg_options SET value = 'a' || char(10)",
+     "table `reg_options', (key `k' of registration 1): option `k' value `a\\x0a': must be "
+     "printable", false},
+};
+
+/* Each row `state check' refuses, the open refuses too, with the same
+ * message, and writes nothing. */
+static void test_open_refuses_what_check_refuses(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_option opt = {.key = (char *)"k", .value = (char *)"v"};
+	struct reg_spec spec = {
+	    .name = "p", .alloc = "a0", .socket = "/run/csi/a0/csi.sock", .options = &opt,
+	    .n_options = 1};
+	char err[REG_ERR_MAX], check_err[REG_ERR_MAX];
+
+	for (size_t i = 0; i < sizeof(bad_rows) / sizeof(bad_rows[0]); i++) {
+		const struct bad_row *b = &bad_rows[i];
+		struct snap before;
+
+		print_message("case: %s\n", b->what);
+		close_registry(f);
+		store_remove(f);
+		reopen(f);
+		assert_int_equal(registry_register(f->r, node, 1, &spec, err, sizeof(err)), 0);
+		close_registry(f);
+		exec_sql(f->path, b->sql);
+		snap_take(f, &before);
+		err[0] = check_err[0] = '\0';
+		assert_int_equal(registry_check_file(f->path, check_err, sizeof(check_err)), -EIO);
+		assert_int_equal(try_open(f, err, sizeof(err)), -EIO);
+		if (!strstr(err, b->want))
+			fail_msg("%s: got `%s', want `%s'", b->what, err, b->want);
+		if (!b->check_differs)
+			assert_string_equal(err, check_err);
+		assert_non_null(strstr(err, f->path));
+		snap_assert_same(f, &before);
+		snap_free(&before);
+	}
+	store_remove(f);
+	reopen(f);
+}
+
+/* A plugin whose list emptied keeps its row: valid, loaded. */
+static void test_open_accepts_empty_plugin(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(dereg(f, "csi-node", "p", "a0"), 0);
+	close_registry(f);
+	exec_sql(f->path, "INSERT INTO plugins(type_id, name) VALUES(2, 'never')");
+	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
+	reopen(f);
+	assert_null(active(f, "csi-node", "p"));
+}
+
+/* A version-1 socket path that is not UTF-8 is refused by the migration
+ * (and by `state check'), the file left version 1, no backup. */
+static void test_v1_socket_not_utf8_refused(void **state)
+{
+	struct fixture *f = *state;
+	char bak[256], err[REG_ERR_MAX] = "", check_err[REG_ERR_MAX] = "";
+	struct snap before;
+
+	close_registry(f);
+	write_v1(f->path, 1,
+		 "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": \"a\","
+		 " \"ConnectionInfo\": {\"SocketPath\": \"/a\xff\xfe.sock\"}}}}}");
+	snprintf(bak, sizeof(bak), "%s.v1.bak", f->path);
+	snap_take(f, &before);
+	assert_int_equal(registry_check_file(f->path, check_err, sizeof(check_err)), -EIO);
+	assert_non_null(strstr(check_err, "socket `/a\\xff\\xfe.sock': must be valid UTF-8"));
+	assert_int_equal(try_open(f, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "cannot migrate version 1: Plugins.csi-node.p1: socket "
+				    "`/a\\xff\\xfe.sock': must be valid UTF-8"));
+	assert_int_equal(access(bak, F_OK), -1);
+	snap_assert_same(f, &before);
+	snap_free(&before);
+	store_remove(f);
+	reopen(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(test_foreign_wal_refused_unchanged),
 	    T(test_failed_migration_leaves_no_backup),
 	    T(test_backup_never_replaced),
+	    T(test_open_refuses_what_check_refuses),
+	    T(test_open_accepts_empty_plugin),
+	    T(test_v1_socket_not_utf8_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
