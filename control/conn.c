@@ -6,10 +6,12 @@
  * one or the filesystem.  Runs on the server thread only.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,6 +47,78 @@ static void reject_client(int fd, const char *msg)
 	close(fd);
 }
 
+bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppressed)
+{
+	if (rl->last_ms != 0 && now_ms - rl->last_ms < CTL_LOG_INTERVAL_MS) {
+		rl->suppressed++;
+		return false;
+	}
+	*suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	rl->last_ms = now_ms;
+	return true;
+}
+
+/* Refuses fd with a "too many clients" line; the warning is rate-limited. */
+static void refuse_client(struct control_server *srv, int fd, const char *msg)
+{
+	unsigned more = 0;
+
+	if (ctl_ratelimit_ok(&srv->refuse_log, ctl_now_ms(), &more)) {
+		if (more)
+			log_warn("control: %s (%u more refused since the last message)", msg,
+				 more);
+		else
+			log_warn("control: %s", msg);
+	}
+	reject_client(fd, msg);
+}
+
+/* accept4 failed with errno e, for want of a file descriptor (or of kernel
+ * memory): gives the reserve fd up to take the client and refuse it, so
+ * that it gets an answer and the listening socket stops being readable.
+ * Returns true when the accept loop may go on, false when the daemon
+ * cannot take even that client: then the listening socket rests (backing
+ * off, 10 ms doubling to 1 s) instead of waking poll at once again. */
+static bool out_of_fds(struct control_server *srv, int e)
+{
+	struct rlimit rl = {0};
+	char msg[200];
+	int fd = -1;
+
+	if (srv->reserve_fd >= 0) {
+		close(srv->reserve_fd);
+		srv->reserve_fd = -1;
+		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	}
+	if (fd >= 0) {
+		getrlimit(RLIMIT_NOFILE, &rl);
+		snprintf(msg, sizeof(msg),
+			 "too many clients: the daemon is out of file descriptors (%s; %zu "
+			 "connected, RLIMIT_NOFILE %llu); try again later",
+			 strerror(e), srv->n_clients, (unsigned long long)rl.rlim_cur);
+		refuse_client(srv, fd, msg);
+	}
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && srv->reserve_fd >= 0)
+		return true;
+	/* Nothing to refuse with: another thread took the fd, or none was
+	 * left.  Rest, and try again later. */
+	srv->accept_backoff_ms = srv->accept_backoff_ms ? srv->accept_backoff_ms * 2 : 10;
+	if (srv->accept_backoff_ms > 1000)
+		srv->accept_backoff_ms = 1000;
+	srv->accept_resume = ctl_now_ms() + srv->accept_backoff_ms;
+	{
+		unsigned more = 0;
+
+		if (ctl_ratelimit_ok(&srv->refuse_log, ctl_now_ms(), &more))
+			log_warn("control: accept: %s; not accepting for %d ms (%u more refused "
+				 "since the last message)",
+				 strerror(e), srv->accept_backoff_ms, more);
+	}
+	return false;
+}
+
 void ctl_conn_accept(struct control_server *srv)
 {
 	for (;;) {
@@ -53,19 +127,28 @@ void ctl_conn_accept(struct control_server *srv)
 		char msg[160];
 
 		if (fd < 0) {
-			if (errno == EINTR || errno == ECONNABORTED)
+			int e = errno;
+
+			if (e == EINTR || e == ECONNABORTED)
 				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				log_warn("control: accept: %s", strerror(errno));
+			if (e == EAGAIN || e == EWOULDBLOCK)
+				return;
+			if ((e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM) &&
+			    out_of_fds(srv, e))
+				continue;
+			if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM) {
+				log_warn("control: accept: %s", strerror(e));
+				srv->accept_resume = ctl_now_ms() + 100;
+			}
 			return;
 		}
+		srv->accept_backoff_ms = 0;
 		if (srv->max_clients > 0 && srv->n_clients >= srv->max_clients) {
 			snprintf(msg, sizeof(msg),
 				 "too many clients: %u connected (control.max_clients); try again "
 				 "later",
 				 srv->max_clients);
-			log_warn("control: %s", msg);
-			reject_client(fd, msg);
+			refuse_client(srv, fd, msg);
 			continue;
 		}
 		c = calloc(1, sizeof(*c));

@@ -53,6 +53,17 @@ int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer);
 
 /* --- the server and its clients --- */
 
+/* At most one log line per CTL_LOG_INTERVAL_MS for one kind of event; the
+ * next line says how many were left out. */
+#define CTL_LOG_INTERVAL_MS 10000
+struct ctl_ratelimit {
+	int64_t last_ms; /* 0: never logged */
+	unsigned suppressed;
+};
+/* True when a line may be logged now; *suppressed receives (and the
+ * limiter forgets) the count of those left out since the last one. */
+bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppressed);
+
 /* A client whose unsent output passes OUT_STALL is not read from until it
  * drains; one (a watcher that stopped reading) passing OUT_MAX is dropped. */
 #define OUT_STALL (256 * 1024)
@@ -114,6 +125,14 @@ struct control_server {
 	/* Owned by the server thread. */
 	struct client *clients;
 	size_t n_clients;
+	/* Out of file descriptors: an fd held in reserve (/dev/null), closed
+	 * to accept one client and tell it "too many clients", then taken
+	 * again; when even that fails, the listening socket is not polled
+	 * until accept_resume (monotonic ms), backing off up to 1 s. */
+	int reserve_fd;
+	int64_t accept_resume;
+	int accept_backoff_ms;
+	struct ctl_ratelimit refuse_log;
 	unsigned long long next_serial;
 	int64_t started_mono;
 	int64_t started_wall;
@@ -127,8 +146,10 @@ static inline size_t ctl_out_pending(const struct client *c)
 	return c->out_len - c->out_off;
 }
 
-/* Accepts every pending connection; one beyond max_clients gets one
- * `unavailable' line and is closed. */
+/* Accepts every pending connection; one beyond max_clients, or one that
+ * arrives while the daemon is out of file descriptors (through the reserve
+ * fd), gets one `unavailable' "too many clients" line and is closed.  The
+ * refusals are logged at most once per CTL_LOG_INTERVAL_MS. */
 void ctl_conn_accept(struct control_server *srv);
 /* Closes c's socket and frees it with everything it holds. */
 void ctl_conn_free(struct client *c);
