@@ -119,12 +119,77 @@ static bool out_of_fds(struct control_server *srv, int e)
 	return false;
 }
 
+/* Whether c may be closed to make room: idle for EVICT_IDLE_MS or more
+ * (no whole request since; bytes without a newline do not count), no
+ * watch, no wait, no answer on its way. */
+static bool evictable(const struct client *c, int64_t now)
+{
+	return !c->dead && !c->closing && !c->watching && !c->waiting &&
+	       ctl_out_pending(c) == 0 && now - c->last_active >= EVICT_IDLE_MS;
+}
+
+/* Makes room for a client of peer: the clients that count against its cap
+ * (every client, or for a peer other than root the other non-root ones)
+ * and, when the cap is reached, closes the one idle longest.  Returns
+ * false (and fills msg) when every slot is busy. */
+static bool make_room(struct control_server *srv, const struct ctl_peer *peer, char *msg,
+		      size_t msglen)
+{
+	unsigned reserve = srv->max_clients / 8, cap;
+	size_t all = 0, others = 0;
+	struct client *victim = NULL;
+	int64_t now = ctl_now_ms();
+	bool root = peer->uid == 0;
+
+	if (srv->max_clients == 0)
+		return true;
+	cap = root ? srv->max_clients : srv->max_clients - reserve;
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (c->dead)
+			continue;
+		all++;
+		others += c->peer.uid != 0;
+	}
+	if (all < srv->max_clients && (root || others < cap))
+		return true;
+	for (struct client *c = srv->clients; c; c = c->next) {
+		/* A client other than root makes room among its own class
+		 * only: the reserve stays root's. */
+		if ((root || c->peer.uid != 0) && evictable(c, now) &&
+		    (!victim || c->last_active < victim->last_active))
+			victim = c;
+	}
+	if (victim) {
+		ctl_conn_send_error(victim, NULL, CTL_E_UNAVAILABLE,
+				    "closing this idle connection (%lld s without a request) to "
+				    "make room for a new client (control.max_clients %u)",
+				    (long long)((now - victim->last_active) / 1000),
+				    srv->max_clients);
+		/* The line went out at once: nothing was pending, and it is
+		 * far smaller than a socket buffer. */
+		ctl_conn_kill(victim, "idle: closed to make room for a new client");
+		return true;
+	}
+	if (all >= srv->max_clients)
+		snprintf(msg, msglen,
+			 "too many clients: %u connected, none idle (control.max_clients); try "
+			 "again later",
+			 srv->max_clients);
+	else
+		snprintf(msg, msglen,
+			 "too many clients: the %u slots not reserved for root are busy "
+			 "(control.max_clients %u); try again later",
+			 cap, srv->max_clients);
+	return false;
+}
+
 void ctl_conn_accept(struct control_server *srv)
 {
 	for (;;) {
 		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct ctl_peer peer;
 		struct client *c;
-		char msg[160];
+		char msg[200];
 
 		if (fd < 0) {
 			int e = errno;
@@ -143,11 +208,12 @@ void ctl_conn_accept(struct control_server *srv)
 			return;
 		}
 		srv->accept_backoff_ms = 0;
-		if (srv->max_clients > 0 && srv->n_clients >= srv->max_clients) {
-			snprintf(msg, sizeof(msg),
-				 "too many clients: %u connected (control.max_clients); try again "
-				 "later",
-				 srv->max_clients);
+		if (ctl_peer_creds(fd, srv->gid, srv->have_group, &peer) != 0) {
+			log_warn("control: cannot read the peer's credentials: %s",
+				 strerror(errno));
+			peer = (struct ctl_peer){.uid = (uid_t)-1, .may_mutate = false};
+		}
+		if (!make_room(srv, &peer, msg, sizeof(msg))) {
 			refuse_client(srv, fd, msg);
 			continue;
 		}
@@ -160,11 +226,7 @@ void ctl_conn_accept(struct control_server *srv)
 		c->serial = ++srv->next_serial;
 		ctl_linebuf_init(&c->in, CONTROL_LINE_MAX);
 		c->last_active = ctl_now_ms();
-		if (ctl_peer_creds(fd, srv->gid, srv->have_group, &c->peer) != 0) {
-			log_warn("control: cannot read the peer's credentials: %s",
-				 strerror(errno));
-			c->peer.may_mutate = false;
-		}
+		c->peer = peer;
 		log_debug("control: client %llu connected (pid %d, uid %u%s)", c->serial,
 			  (int)c->peer.pid, (unsigned)c->peer.uid,
 			  c->peer.may_mutate ? ", may change" : ", read-only");
@@ -299,6 +361,7 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 				c->closing = true;
 			return;
 		}
+		c->last_active = ctl_now_ms();
 		if (r == CTL_LINE_OVERLONG) {
 			ctl_conn_send_error(c, NULL, CTL_E_INVALID_ARGUMENT,
 					    "request line longer than %d bytes (CONTROL_LINE_MAX); "
@@ -307,6 +370,7 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 			continue;
 		}
 		ctl_ops_handle_line(srv, c, line, len);
+		c->last_active = ctl_now_ms();
 	}
 }
 
@@ -335,8 +399,10 @@ void ctl_conn_read(struct control_server *srv, struct client *c)
 			c->eof = true;
 			break;
 		}
+		/* Bytes alone are not activity: only a whole request line
+		 * (ctl_conn_serve) restarts the idle timer, so a request must be
+		 * complete within control.idle_timeout of its first byte. */
 		ctl_linebuf_commit(&c->in, (size_t)n);
-		c->last_active = ctl_now_ms();
 		/* Serve between reads so that input stays bounded. */
 		ctl_conn_serve(srv, c);
 		if (c->dead || c->waiting || ctl_out_pending(c) > OUT_STALL)

@@ -68,6 +68,9 @@ bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppre
  * drains; one (a watcher that stopped reading) passing OUT_MAX is dropped. */
 #define OUT_STALL (256 * 1024)
 #define OUT_MAX (8 * 1024 * 1024)
+/* A client idle this long (no whole request) may be closed to make room
+ * for a new one when control.max_clients is reached. */
+#define EVICT_IDLE_MS 1000
 
 /* One connection.  Owned by the server thread; created by ctl_conn_accept,
  * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
@@ -90,7 +93,9 @@ struct client {
 	char *wait_type, *wait_name;
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
-	int64_t last_active;   /* monotonic ms */
+	int64_t last_active;   /* monotonic ms: connected, a whole request
+				* read, or answers sent; bytes without a
+				* newline do not count */
 };
 
 /* One committed registry change, queued for the server thread. */
@@ -146,9 +151,13 @@ static inline size_t ctl_out_pending(const struct client *c)
 	return c->out_len - c->out_off;
 }
 
-/* Accepts every pending connection; one beyond max_clients, or one that
- * arrives while the daemon is out of file descriptors (through the reserve
- * fd), gets one `unavailable' "too many clients" line and is closed.  The
+/* Accepts every pending connection.  At control.max_clients the client
+ * idle longest (EVICT_IDLE_MS or more, not watching or waiting) is closed
+ * to make room; max_clients / 8 slots are kept for root (a client of
+ * another uid makes room only among clients other than root).  One that
+ * finds no room, or arrives while the daemon is out of file descriptors
+ * (through the reserve fd), gets one `unavailable' "too many clients" line
+ * and is closed.  The
  * refusals are logged at most once per CTL_LOG_INTERVAL_MS. */
 void ctl_conn_accept(struct control_server *srv);
 /* Closes c's socket and frees it with everything it holds. */

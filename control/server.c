@@ -44,11 +44,18 @@ static int check_timers(struct control_server *srv)
 			int64_t idle_end = c->last_active + (int64_t)srv->idle_timeout * 1000;
 
 			if (now >= idle_end) {
-				ctl_conn_send_error(
-				    c, NULL, CTL_E_UNAVAILABLE,
-				    "closing the connection after %u s without activity "
-				    "(control.idle_timeout)",
-				    srv->idle_timeout);
+				if (ctl_linebuf_pending(&c->in) > 0)
+					ctl_conn_send_error(
+					    c, NULL, CTL_E_UNAVAILABLE,
+					    "closing the connection: a request was not completed "
+					    "(no newline) within %u s (control.idle_timeout)",
+					    srv->idle_timeout);
+				else
+					ctl_conn_send_error(
+					    c, NULL, CTL_E_UNAVAILABLE,
+					    "closing the connection after %u s without activity "
+					    "(control.idle_timeout)",
+					    srv->idle_timeout);
 				ctl_conn_kill(c, "idle");
 				continue;
 			}
