@@ -12,6 +12,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "pathtrust.h"
 
 /* The next getopt_long call starts afresh on a new argv (state parses twice:
  * `state -c F dump --json`). */
@@ -181,6 +182,10 @@ int cli_make_parents(const char *cmd, const char *path)
 	if (!dir) {
 		cli_error(cmd, "out of memory");
 		return EXIT_FAILED;
+	}
+	if (plugfs_path_trust("state.path", path, 0, why, sizeof(why)) < 0) {
+		cli_error(cmd, "%s", why);
+		goto out;
 	}
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {

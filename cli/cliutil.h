@@ -94,10 +94,12 @@ void cli_registry_options(const struct plugfs_config *cfg, struct registry_optio
  * returns EXIT_FAILED, else rc. */
 int cli_finish_output(const char *cmd, int rc);
 
-/* Creates the missing directories above path (0755 whatever the umask,
- * plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's
+/* Checks that the state file at path can be trusted (plugfs_path_trust:
+ * no directory above it writable by anyone but root or us, no symlink at
+ * it), then creates the missing directories above path (0755 whatever the
+ * umask, plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's
  * directory on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which
- * directory could not be made. */
+ * directory is not trusted or could not be made. */
 int cli_make_parents(const char *cmd, const char *path);
 
 #endif

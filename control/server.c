@@ -21,6 +21,7 @@
 
 #include "control_server_internal.h"
 #include "log.h"
+#include "pathtrust.h"
 
 /* --- the loop and its timers --- */
 
@@ -309,6 +310,9 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	if (opts->inherit_listen_fd)
 		rc = adopt_listener(srv, opts->listen_fd, err, errlen);
+	else if ((rc = plugfs_path_trust("control.socket", srv->socket_path,
+					 PLUGFS_TRUST_PARENTS_ONLY, err, errlen)) < 0)
+		; /* another user could move our socket aside and bind its own */
 	else
 		rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
 				&srv->sock_dev, &srv->sock_ino, err, errlen);
