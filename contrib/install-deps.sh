@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages plugfs needs to build, run and test
-# (python3: the tests' stand-in for systemd's fd store and expect_errno).
+# (python3: the tests' stand-in for systemd's fd store and expect_errno;
+# clang and libclang-rt-14-dev: libFuzzer for the fuzz targets of tests/fuzz).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git
       libfuse3-dev fuse3 libsqlite3-dev sqlite3 libinih-dev libjansson-dev
       libcmocka-dev jq attr man-db groff-base procps util-linux file
       bash-completion shellcheck systemd dpkg-dev strace
-      debootstrap systemd-container python3)
+      debootstrap systemd-container python3 clang libclang-rt-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

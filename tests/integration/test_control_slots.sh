@@ -37,7 +37,7 @@ st() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1" 2>/dev/null; }
 wait_until 30 "8 idle clients are connected" eval '[ "$(st "$T/idle.status" open)" = 8 ]' || exit 1
 sleep 1.2 # idle for a second: they may be closed to make room
 ok=0
-for i in $(seq 1 20); do plugfs status >/dev/null 2>>"$T/status.err" && ok=$((ok + 1)); done
+for _ in $(seq 1 20); do plugfs status >/dev/null 2>>"$T/status.err" && ok=$((ok + 1)); done
 check_eq "20 of 20 plugfs status are served while idle clients hold every slot" 20 "$ok"
 check "no status was refused" test ! -s "$T/status.err"
 wait_until 10 "the idle clients were closed to make room" eval '[ "$(st "$T/idle.status" closed)" -ge 1 ]'
