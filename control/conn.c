@@ -86,6 +86,9 @@ static bool out_of_fds(struct control_server *srv, int e)
 	char msg[200];
 	int fd = -1;
 
+	/* Lost to another thread's open last time: take it back first. */
+	if (srv->reserve_fd < 0)
+		srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (srv->reserve_fd >= 0) {
 		close(srv->reserve_fd);
 		srv->reserve_fd = -1;
@@ -100,8 +103,10 @@ static bool out_of_fds(struct control_server *srv, int e)
 		refuse_client(srv, fd, msg);
 	}
 	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0 && srv->reserve_fd >= 0)
+	if (fd >= 0 && srv->reserve_fd >= 0) {
+		srv->accept_backoff_ms = 0;
 		return true;
+	}
 	/* Nothing to refuse with: another thread took the fd, or none was
 	 * left.  Rest, and try again later. */
 	srv->accept_backoff_ms = srv->accept_backoff_ms ? srv->accept_backoff_ms * 2 : 10;

@@ -21,6 +21,7 @@ static void set_error(struct probe_result *res, int e)
 	const char *what;
 
 	res->ok = false;
+	res->skipped = false;
 	switch (e) {
 	case ECONNREFUSED:
 		what = "connection refused";
@@ -41,6 +42,7 @@ static void set_error(struct probe_result *res, int e)
 static void set_ok(struct probe_result *res)
 {
 	res->ok = true;
+	res->skipped = false;
 	res->error[0] = '\0';
 }
 
@@ -68,7 +70,12 @@ static int start_connect(const char *path, struct probe_result *res)
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		set_error(res, errno);
+		int e = errno;
+
+		set_error(res, e);
+		/* Out of fds or memory ourselves: nothing learnt of the plugin
+		 * (a daemon at its fd limit must not declare every plugin dead). */
+		res->skipped = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 		return -1;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN) {
@@ -164,6 +171,8 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 			unsigned failures, int64_t now, struct reg_runtime *out)
 {
 	*out = *old;
+	if (res->skipped)
+		return;
 	out->probed_at = now;
 	if (res->ok) {
 		out->health = REG_HEALTH_ALIVE;
