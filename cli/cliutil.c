@@ -177,6 +177,7 @@ int cli_make_parents(const char *cmd, const char *path)
 {
 	char *dir = strdup(path), *slash;
 	char why[PATH_MAX + 64];
+	struct stat st;
 	int rc = EXIT_FAILED;
 
 	if (!dir) {
@@ -185,6 +186,16 @@ int cli_make_parents(const char *cmd, const char *path)
 	}
 	if (plugfs_path_trust("state.path", path, 0, why, sizeof(why)) < 0) {
 		cli_error(cmd, "%s", why);
+		goto out;
+	}
+	/* SQLite would open a FIFO (and block, or fail with "disk I/O
+	 * error") or a device: say what it is instead. */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		cli_error(cmd, "state.path `%s': is %s, not a regular file", path,
+			  S_ISDIR(st.st_mode)    ? "a directory"
+			  : S_ISFIFO(st.st_mode) ? "a FIFO"
+			  : S_ISSOCK(st.st_mode) ? "a socket"
+						 : "a device");
 		goto out;
 	}
 	slash = strrchr(dir, '/');

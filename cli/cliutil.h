@@ -96,7 +96,7 @@ int cli_finish_output(const char *cmd, int rc);
 
 /* Checks that the state file at path can be trusted (plugfs_path_trust:
  * no directory above it writable by anyone but root or us, no symlink at
- * it), then creates the missing directories above path (0755 whatever the
+ * it, and what is there is a regular file), then creates the missing directories above path (0755 whatever the
  * umask, plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's
  * directory on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which
  * directory is not trusted or could not be made. */

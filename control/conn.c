@@ -33,7 +33,8 @@ void ctl_conn_free(struct client *c)
 	free(c);
 }
 
-static void reject_client(int fd, const char *msg)
+/* Sends one `unavailable' line to fd; best effort, never blocks. */
+static void send_refusal(int fd, const char *msg)
 {
 	json_t *o = ctl_error_response(NULL, CTL_E_UNAVAILABLE, msg);
 	size_t len = 0;
@@ -44,6 +45,11 @@ static void reject_client(int fd, const char *msg)
 		log_debug("control: cannot send the rejection: %s", strerror(errno));
 	free(line);
 	json_decref(o);
+}
+
+static void reject_client(int fd, const char *msg)
+{
+	send_refusal(fd, msg);
 	close(fd);
 }
 
@@ -59,8 +65,8 @@ bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppre
 	return true;
 }
 
-/* Refuses fd with a "too many clients" line; the warning is rate-limited. */
-static void refuse_client(struct control_server *srv, int fd, const char *msg)
+/* Logs a refusal, at most once per CTL_LOG_INTERVAL_MS. */
+static void log_refusal(struct control_server *srv, const char *msg)
 {
 	unsigned more = 0;
 
@@ -71,6 +77,12 @@ static void refuse_client(struct control_server *srv, int fd, const char *msg)
 		else
 			log_warn("control: %s", msg);
 	}
+}
+
+/* Refuses fd with a "too many clients" line; the warning is rate-limited. */
+static void refuse_client(struct control_server *srv, int fd, const char *msg)
+{
+	log_refusal(srv, msg);
 	reject_client(fd, msg);
 }
 
@@ -100,9 +112,18 @@ static bool out_of_fds(struct control_server *srv, int e)
 			 "too many clients: the daemon is out of file descriptors (%s; %zu "
 			 "connected, RLIMIT_NOFILE %llu); try again later",
 			 strerror(e), srv->n_clients, (unsigned long long)rl.rlim_cur);
-		refuse_client(srv, fd, msg);
+		log_refusal(srv, msg);
+		send_refusal(fd, msg);
+		/* The client's slot becomes the reserve at once: dup3 closes
+		 * the socket and fills the slot in one step, so no other
+		 * thread can take it between a close and an open. */
+		if (dup3(srv->wake_fd, fd, O_CLOEXEC) >= 0) {
+			srv->reserve_fd = fd;
+		} else {
+			close(fd);
+			srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		}
 	}
-	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (fd >= 0 && srv->reserve_fd >= 0) {
 		srv->accept_backoff_ms = 0;
 		return true;
@@ -191,11 +212,16 @@ static bool make_room(struct control_server *srv, const struct ctl_peer *peer, c
 void ctl_conn_accept(struct control_server *srv)
 {
 	for (;;) {
-		int fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd;
 		struct ctl_peer peer;
 		struct client *c;
 		char msg[200];
 
+		/* The reserve comes before any client: when it was lost (to
+		 * another thread) and an fd is free again, it takes that fd. */
+		if (srv->reserve_fd < 0)
+			srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		fd = accept4(srv->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
 

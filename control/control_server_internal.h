@@ -130,7 +130,8 @@ struct control_server {
 	/* Owned by the server thread. */
 	struct client *clients;
 	size_t n_clients;
-	/* Out of file descriptors: an fd held in reserve (/dev/null), closed
+	/* Out of file descriptors: an fd held in reserve (/dev/null, or a
+	 * duplicate of wake_fd in the slot of the last client refused), closed
 	 * to accept one client and tell it "too many clients", then taken
 	 * again; when even that fails, the listening socket is not polled
 	 * until accept_resume (monotonic ms), backing off up to 1 s. */

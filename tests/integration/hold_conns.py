@@ -14,6 +14,7 @@ import select
 import signal
 import socket
 import sys
+import time
 
 path, n, status = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 send = sys.argv[4].encode() + b"\n" if len(sys.argv) > 4 else b""
@@ -28,12 +29,22 @@ def on_term(*_):
 signal.signal(signal.SIGTERM, on_term)
 conns, bufs, first, closed = [], {}, {}, set()
 for _ in range(n):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
-    try:
-        s.connect(path)
-    except OSError:
-        s.close()
+    # A full backlog (the daemon is busy draining it) answers EAGAIN at
+    # once: retry for up to 20 s before counting the connect as failed.
+    s, deadline = None, time.monotonic() + 20
+    while s is None and time.monotonic() < deadline:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+        except (BlockingIOError, InterruptedError):
+            s.close()
+            s = None
+            time.sleep(0.05)
+        except OSError:
+            s.close()
+            s = None
+            break
+    if s is None:
         continue
     if send:
         try:

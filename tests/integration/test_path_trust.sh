@@ -61,6 +61,12 @@ refused "a state directory owned by nobody" \
 	"directory \`$STICKY/statedir' is owned by uid $NOBODY, not root"
 check "no state file in it" test ! -e "$STICKY/statedir/state.db"
 
+# A FIFO at the state path: named for what it is (SQLite would block on it
+# or answer "disk I/O error").
+mkfifo "$T/fifo.db"
+set_key path "$T/fifo.db"
+refused "a FIFO at the state path" "state.path \`$T/fifo.db': is a FIFO, not a regular file"
+
 # A mountpoint whose parent is nobody's, a symlink in it to a root directory.
 set_key path "$T/state.db"
 as_nobody mkdir "$STICKY/mp"
