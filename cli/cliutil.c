@@ -13,6 +13,7 @@
 
 #include "fsutil.h"
 #include "log.h"
+#include "pathtrust.h"
 
 /* The next getopt_long call starts afresh on a new argv (state parses twice:
  * `state -c F dump --json`). */
@@ -144,7 +145,8 @@ int cli_parse(const struct cli_verb *v, void *st, int argc, char *argv[], struct
 	return CLI_RUN;
 }
 
-void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno)
+void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno,
+		     const char *detail)
 {
 	const char *sock = cfg->control_socket;
 	const char *group = cfg->control_group;
@@ -164,8 +166,18 @@ void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_e
 			  "replaces it",
 			  sock);
 		break;
-	case EACCES:
 	case EPERM:
+	case ELOOP:
+	case ENOTDIR:
+	case EINVAL:
+		/* The socket or its directories cannot be trusted (control_connect
+		 * checked them before sending anything): its message says why. */
+		if (detail && detail[0]) {
+			cli_error(cmd, "%s", detail);
+			break;
+		}
+		/* fall through */
+	case EACCES:
 		cli_error(cmd,
 			  "permission denied on %s: the control socket is for root%s%s%s; this "
 			  "is uid %u (run it as root, %s)",
@@ -276,11 +288,26 @@ int cli_make_parents(const char *cmd, const char *path)
 {
 	char *dir = strdup(path), *slash;
 	char why[PATH_MAX + 64];
+	struct stat st;
 	int rc = EXIT_FAILED;
 
 	if (!dir) {
 		cli_error(cmd, "out of memory");
 		return EXIT_FAILED;
+	}
+	if (plugfs_path_trust("state.path", path, 0, why, sizeof(why)) < 0) {
+		cli_error(cmd, "%s", why);
+		goto out;
+	}
+	/* SQLite would open a FIFO (and block, or fail with "disk I/O
+	 * error") or a device: say what it is instead. */
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		cli_error(cmd, "state.path `%s': is %s, not a regular file", path,
+			  S_ISDIR(st.st_mode)	 ? "a directory"
+			  : S_ISFIFO(st.st_mode) ? "a FIFO"
+			  : S_ISSOCK(st.st_mode) ? "a socket"
+						 : "a device");
+		goto out;
 	}
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {

@@ -84,9 +84,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
  * Why the daemon at cfg->control_socket cannot be reached, from connect's
  * -errno, in one line naming the socket and the likely cause: none there
  * (ENOENT), a stale socket of a dead daemon (ECONNREFUSED), a user who may
- * not use it (EACCES, EPERM: root and [control] group only).
+ * not use it (EACCES: root and [control] group only), or a socket that
+ * cannot be trusted (EPERM, ELOOP, ENOTDIR, EINVAL from control_connect's
+ * path check: detail, its message, says which directory and why).
  */
-void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno);
+void cli_unreachable(const char *cmd, const struct plugfs_config *cfg, int neg_errno,
+		     const char *detail);
 
 /* msg without a leading "<verb>: " (cmd's first word): the daemon's errors
  * name the operation, which "plugfs <cmd>: " already does. */
@@ -111,10 +114,12 @@ void cli_registry_options(const struct plugfs_config *cfg, struct registry_optio
  * returns EXIT_FAILED, else rc. */
 int cli_finish_output(const char *cmd, int rc);
 
-/* Creates the missing directories above path (0755 whatever the umask,
- * plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's
- * directory on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which
- * directory could not be made. */
+/* Checks that the state file at path can be trusted (plugfs_path_trust:
+ * no directory above it writable by anyone but root or us, no symlink at
+ * it, and what is there is a regular file), then creates the missing directories above path (0755
+ * whatever the umask, plugfs_mkdir_p), like `mkdir -p' of its dirname: the state file's directory
+ * on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which directory is not trusted or could
+ * not be made. */
 int cli_make_parents(const char *cmd, const char *path);
 
 #endif

@@ -47,7 +47,7 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 		*fd_out = -1;
 	rc = control_connect(cfg->control_socket, &fd, err, sizeof(err));
 	if (rc < 0) {
-		cli_unreachable(cmd, cfg, rc);
+		cli_unreachable(cmd, cfg, rc, err);
 		rc = EXIT_UNREACHABLE;
 		goto out;
 	}

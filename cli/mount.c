@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -556,6 +557,24 @@ static void house_stop(struct daemon *d)
 	d->house_started = false;
 }
 
+/* Raises the soft RLIMIT_NOFILE to the hard limit, as systemd recommends
+ * for a program that uses poll(), never select(): every client, mount and
+ * database costs a file descriptor, and the default soft 1024 is reached by
+ * a busy host long before the hard limit. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)rl.rlim_max,
+			 strerror(errno));
+	else
+		log_debug("RLIMIT_NOFILE raised to %llu", (unsigned long long)rl.rlim_max);
+}
+
 static int mount_option(void *st, int c, char *arg)
 {
 	struct daemon *d = st;
@@ -646,6 +665,7 @@ int mount_main(int argc, char *argv[])
 	}
 	if (d.debug)
 		plog_set_level(PLOG_DEBUG);
+	raise_nofile();
 
 	/* libcurl's global state (the csi probe), before any thread runs. */
 	if (probe_global_init() != 0) {

@@ -12,3 +12,12 @@ cmake --build "$build" -j"$(nproc)"
 cmake -S . -B "$build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_WERROR=ON -DPLUGFS_TESTS=OFF
 cmake --build "$build-release" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# The fuzz targets (tests/fuzz): clang and libFuzzer, ASan+UBSan, each run
+# for PLUGFS_FUZZ_SECONDS (default 60); they print their executions.
+fuzz_secs=${PLUGFS_FUZZ_SECONDS:-60}
+CC=clang cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON \
+	-DPLUGFS_SANITIZE=ON -DPLUGFS_FUZZ=ON -DPLUGFS_TESTS=OFF -DPLUGFS_FUZZ_SECONDS="$fuzz_secs"
+cmake --build "$build-fuzz" -j"$(nproc)" --target fuzz_request fuzz_config fuzz_legacy
+# The whole log in $build-fuzz/fuzz.log; the figures and verdicts here.
+ctest --test-dir "$build-fuzz" -L fuzz -V 2>&1 | tee "$build-fuzz/fuzz.log" |
+	grep -E '^[0-9]+: (#|ok|not ok)|tests passed|tests failed'

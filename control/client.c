@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control_internal.h"
+#include "pathtrust.h"
 
 /* Largest response line the client accepts (a full `list` can be big). */
 #define RESPONSE_MAX (256 * 1024 * 1024)
@@ -27,6 +28,11 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 			      path ? path : "(none)");
 		return -ENAMETOOLONG;
 	}
+	/* Before a byte is sent: the socket is root's (or ours), in
+	 * directories nobody else can change, or it may be anyone's. */
+	if (path[0] == '/' &&
+	    (rc = plugfs_path_trust("control.socket", path, 0, err, errlen)) < 0)
+		return rc;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {

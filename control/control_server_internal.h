@@ -53,10 +53,24 @@ int ctl_peer_creds(int fd, gid_t group, bool have_group, struct ctl_peer *peer);
 
 /* --- the server and its clients --- */
 
+/* At most one log line per CTL_LOG_INTERVAL_MS for one kind of event; the
+ * next line says how many were left out. */
+#define CTL_LOG_INTERVAL_MS 10000
+struct ctl_ratelimit {
+	int64_t last_ms; /* 0: never logged */
+	unsigned suppressed;
+};
+/* True when a line may be logged now; *suppressed receives (and the
+ * limiter forgets) the count of those left out since the last one. */
+bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppressed);
+
 /* A client whose unsent output passes OUT_STALL is not read from until it
  * drains; one (a watcher that stopped reading) passing OUT_MAX is dropped. */
 #define OUT_STALL (256 * 1024)
 #define OUT_MAX (8 * 1024 * 1024)
+/* A client idle this long (no whole request) may be closed to make room
+ * for a new one when control.max_clients is reached. */
+#define EVICT_IDLE_MS 1000
 
 /* One connection.  Owned by the server thread; created by ctl_conn_accept,
  * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
@@ -81,7 +95,9 @@ struct client {
 	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
 	int64_t wait_deadline; /* monotonic ms, -1 = none */
-	int64_t last_active;   /* monotonic ms */
+	int64_t last_active;   /* monotonic ms: connected, a whole request
+				* read, or answers sent; bytes without a
+				* newline do not count */
 };
 
 /* What `metrics' reports of the control server: owned by the server
@@ -136,6 +152,15 @@ struct control_server {
 	struct client *clients;
 	size_t n_clients;
 	struct ctl_counters counters;
+	/* Out of file descriptors: an fd held in reserve (/dev/null, or a
+	 * duplicate of wake_fd in the slot of the last client refused), closed
+	 * to accept one client and tell it "too many clients", then taken
+	 * again; when even that fails, the listening socket is not polled
+	 * until accept_resume (monotonic ms), backing off up to 1 s. */
+	int reserve_fd;
+	int64_t accept_resume;
+	int accept_backoff_ms;
+	struct ctl_ratelimit refuse_log;
 	unsigned long long next_serial;
 	int64_t started_mono;
 	int64_t started_wall;
@@ -149,8 +174,14 @@ static inline size_t ctl_out_pending(const struct client *c)
 	return c->out_len - c->out_off;
 }
 
-/* Accepts every pending connection; one beyond max_clients gets one
- * `unavailable' line and is closed. */
+/* Accepts every pending connection.  At control.max_clients the client
+ * idle longest (EVICT_IDLE_MS or more, not watching or waiting) is closed
+ * to make room; max_clients / 8 slots are kept for root (a client of
+ * another uid makes room only among clients other than root).  One that
+ * finds no room, or arrives while the daemon is out of file descriptors
+ * (through the reserve fd), gets one `unavailable' "too many clients" line
+ * and is closed.  The
+ * refusals are logged at most once per CTL_LOG_INTERVAL_MS. */
 void ctl_conn_accept(struct control_server *srv);
 /* Closes c's socket and frees it with everything it holds. */
 void ctl_conn_free(struct client *c);

@@ -117,7 +117,7 @@ static void control_metrics(struct control_server *srv, struct metrics *m)
 	metrics_sample(m, "plugfs_control_watchers", NULL, (double)watchers);
 	metrics_family(m, "plugfs_control_connections_total", "counter",
 		       "Connections to the control socket, by outcome (refused: "
-		       "control.max_clients reached).");
+		       "control.max_clients reached, or out of file descriptors).");
 	metrics_sample(m, "plugfs_control_connections_total",
 		       (const char *[]){"result", "accepted", NULL}, (double)k->accepted);
 	metrics_sample(m, "plugfs_control_connections_total",

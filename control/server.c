@@ -21,6 +21,7 @@
 
 #include "control_server_internal.h"
 #include "log.h"
+#include "pathtrust.h"
 
 /* --- the loop and its timers --- */
 
@@ -44,11 +45,18 @@ static int check_timers(struct control_server *srv)
 			int64_t idle_end = c->last_active + (int64_t)srv->idle_timeout * 1000;
 
 			if (now >= idle_end) {
-				ctl_conn_send_error(
-				    c, NULL, CTL_E_UNAVAILABLE,
-				    "closing the connection after %u s without activity "
-				    "(control.idle_timeout)",
-				    srv->idle_timeout);
+				if (ctl_linebuf_pending(&c->in) > 0)
+					ctl_conn_send_error(
+					    c, NULL, CTL_E_UNAVAILABLE,
+					    "closing the connection: a request was not completed "
+					    "(no newline) within %u s (control.idle_timeout)",
+					    srv->idle_timeout);
+				else
+					ctl_conn_send_error(
+					    c, NULL, CTL_E_UNAVAILABLE,
+					    "closing the connection after %u s without activity "
+					    "(control.idle_timeout)",
+					    srv->idle_timeout);
 				ctl_conn_kill(c, "idle");
 				continue;
 			}
@@ -61,6 +69,12 @@ static int check_timers(struct control_server *srv)
 	for (struct client *c = srv->clients; c; c = c->next)
 		if (c->resume && !c->dead)
 			return 0;
+	if (srv->accept_resume > 0) {
+		if (now >= srv->accept_resume)
+			srv->accept_resume = 0;
+		else if (next < 0 || srv->accept_resume < next)
+			next = srv->accept_resume;
+	}
 	if (next < 0)
 		return -1;
 	return next - now > 60000 ? 60000 : (int)(next - now) + 1;
@@ -123,7 +137,9 @@ static void *server_thread(void *arg)
 			cap = ncap;
 		}
 		pfds[0] = (struct pollfd){.fd = srv->wake_fd, .events = POLLIN};
-		pfds[1] = (struct pollfd){.fd = srv->listen_fd, .events = POLLIN};
+		/* Resting after accept found no fd: not polled (it stays readable). */
+		pfds[1] = (struct pollfd){.fd = srv->accept_resume > 0 ? -1 : srv->listen_fd,
+					  .events = POLLIN};
 		for (struct client *c = srv->clients; c; c = c->next) {
 			short ev = 0;
 
@@ -169,7 +185,7 @@ static void *server_thread(void *arg)
 			if (!c->dead && ctl_out_pending(c) <= OUT_STALL)
 				ctl_conn_serve(srv, c);
 		}
-		if (pfds[1].revents & POLLIN)
+		if (pfds[1].fd >= 0 && (pfds[1].revents & POLLIN))
 			ctl_conn_accept(srv);
 	}
 	free(pfds);
@@ -196,6 +212,8 @@ static void server_free(struct control_server *srv)
 	}
 	if (srv->wake_fd >= 0)
 		close(srv->wake_fd);
+	if (srv->reserve_fd >= 0)
+		close(srv->reserve_fd);
 	pthread_mutex_destroy(&srv->q_lock);
 	free(srv->socket_path);
 	free(srv->mountpoint);
@@ -252,7 +270,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		return -ENOMEM;
 	}
 	srv->reg = reg;
-	srv->listen_fd = srv->wake_fd = -1;
+	srv->listen_fd = srv->wake_fd = srv->reserve_fd = -1;
 	srv->sub_id = -1;
 	srv->q_tail = &srv->q_head;
 	pthread_mutex_init(&srv->q_lock, NULL);
@@ -281,6 +299,13 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 			goto out;
 		srv->have_group = true;
 	}
+	srv->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (srv->reserve_fd < 0) {
+		rc = -errno;
+		plugfs_seterr(err, errlen, "control: opening a reserve fd (/dev/null): %s",
+			      strerror(errno));
+		goto out;
+	}
 	srv->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (srv->wake_fd < 0) {
 		rc = -errno;
@@ -289,6 +314,9 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	if (opts->inherit_listen_fd)
 		rc = adopt_listener(srv, opts->listen_fd, err, errlen);
+	else if ((rc = plugfs_path_trust("control.socket", srv->socket_path,
+					 PLUGFS_TRUST_PARENTS_ONLY, err, errlen)) < 0)
+		; /* another user could move our socket aside and bind its own */
 	else
 		rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
 				&srv->sock_dev, &srv->sock_ino, err, errlen);

@@ -25,6 +25,7 @@
 #include "fs_internal.h"
 #include "fsutil.h"
 #include "log.h"
+#include "pathtrust.h"
 
 #define STALE_DETACH_MAX 8
 /* How long a mount at the mountpoint may take to answer statfs. */
@@ -189,6 +190,12 @@ int fs_prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *
 	dev_t dev = 0;
 	int found = 0, rc;
 
+	/* The directories above it are root's: nobody else can swap them
+	 * (or a symlink among them) for another place to mount on.  Not the
+	 * mountpoint itself: see below. */
+	if ((rc = plugfs_path_trust("mount.mountpoint", path, PLUGFS_TRUST_PARENTS_ONLY, err,
+				    errlen)) < 0)
+		return rc;
 	/* Nothing here touches a FUSE mount at the mountpoint directly: a
 	 * stat of a hung one would wait for good.  mountinfo first. */
 	rc = fs_canonical(path, canon, canonlen, NULL, 0);

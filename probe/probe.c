@@ -41,6 +41,7 @@ void probe_set_error(struct probe_result *res, const char *fmt, ...)
 	va_list ap;
 
 	res->ok = false;
+	res->skipped = false;
 	va_start(ap, fmt);
 	vsnprintf(res->error, sizeof(res->error), fmt, ap);
 	va_end(ap);
@@ -49,6 +50,7 @@ void probe_set_error(struct probe_result *res, const char *fmt, ...)
 void probe_set_ok(struct probe_result *res)
 {
 	res->ok = true;
+	res->skipped = false;
 	res->error[0] = '\0';
 }
 
@@ -68,6 +70,10 @@ static void set_outcome(struct probe_result *res, int e)
 		probe_set_ok(res);
 	else
 		probe_set_errno(res, e);
+	/* Out of fds or memory ourselves (socket() on the connector failed):
+	 * nothing learnt of the plugin (a daemon at its fd limit must not
+	 * declare every plugin dead). */
+	res->skipped = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 }
 
 /* A connect in progress became writable: its outcome. */
@@ -136,8 +142,15 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 	_Static_assert(PROBE_MAX_INFLIGHT <= CONNECTOR_BATCH_SLOTS, "a slot per probe");
 	if (n == 0)
 		return 0;
-	if (!(b = connector_batch_new()))
-		return -errno;
+	if (!(b = connector_batch_new())) {
+		int e = errno;
+
+		for (size_t i = 0; i < n; i++) {
+			out[i].took_ms = 0;
+			set_outcome(&out[i], e); /* EMFILE: skipped, nothing learnt */
+		}
+		return 0;
+	}
 	while (next < n || live > 0) {
 		int64_t t = probe_now_ms(), wait = -1;
 		nfds_t np = 1;
@@ -151,7 +164,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 			out[next].took_ms = 0;
 			e = connector_start(b, s, paths[next]);
 			if (e < 0) {
-				probe_set_errno(&out[next], -e);
+				set_outcome(&out[next], -e);
 			} else {
 				slot[s] = (struct slot){.used = true,
 							.idx = next,
@@ -220,6 +233,8 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 			unsigned failures, int64_t now, struct reg_runtime *out)
 {
 	*out = *old;
+	if (res->skipped)
+		return;
 	out->probed_at = now;
 	if (res->ok) {
 		out->health = REG_HEALTH_ALIVE;

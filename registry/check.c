@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* registry_check_file: an offline, read-only check of a state file. */
+/*
+ * The rows of a state file, checked by the rules of register: every open
+ * (store_open) and `state check' (registry_check_file) run the same
+ * store_check_rows, so the daemon never serves a row that `state check'
+ * refuses, and both say the same words.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +16,69 @@
 #include "schema.h"
 #include "store.h"
 
-static int check_rows(struct store *s, char *err, size_t errlen)
+/* "state file `P': table `T', row ID: MSG" (what names the row further). */
+static int row_error(struct store *s, const char *table, sqlite3_int64 id, const char *what,
+		     const char *msg, char *err, size_t errlen)
+{
+	return plugfs_errf(err, errlen, -EIO, "state file `%s': table `%s', row %lld%s%s: %s",
+			   s->path, table, (long long)id, what[0] ? " " : "", what, msg);
+}
+
+static const char *col(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+static int check_types(struct store *s, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	char msg[REG_ERR_MAX] = "";
+	int rc = sqlite3_prepare_v2(s->db, "SELECT id, name FROM types ORDER BY id", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading types", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (reg_validate_name("name", col(st, 1), msg, sizeof(msg)) < 0) {
+			rc = row_error(s, "types", sqlite3_column_int64(st, 0), "", msg, err,
+				       errlen);
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading types", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Every plugins row, with or without registrations (a plugin whose list
+ * emptied keeps its row for its id: valid, and served as an empty
+ * directory a consumer may still hold). */
+static int check_plugins(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[REG_ERR_MAX] = "";
+	int rc =
+	    sqlite3_prepare_v2(s->db, "SELECT id, name FROM plugins ORDER BY id", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading plugins", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (reg_validate_name("name", col(st, 1), msg, sizeof(msg)) < 0) {
+			rc = row_error(s, "plugins", sqlite3_column_int64(st, 0), "", msg, err,
+				       errlen);
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading plugins", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int check_registrations(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[REG_ERR_MAX] = "", who[3 * 128 + 8], q[3][128];
 	int rc =
 	    sqlite3_prepare_v2(s->db,
 			       "SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind,"
@@ -26,53 +90,59 @@ static int check_rows(struct store *s, char *err, size_t errlen)
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading registrations", err, errlen);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *c[9];
 		enum reg_kind kind;
 		enum reg_probe probe = REG_PROBE_DEFAULT;
 
-		for (int i = 0; i < 9; i++)
-			c[i] = (const char *)sqlite3_column_text(st, i);
-		if ((rc = reg_validate_name("type", c[0], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_name("name", c[1], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_name("alloc", c[3], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_socket_path("socket", c[4], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_printable("version", c[5], msg, sizeof(msg))) < 0 ||
-		    (rc = reg_kind_parse(c[6], &kind)) < 0 ||
-		    (c[7] && *c[7] && (rc = reg_probe_parse(c[7], &probe)) < 0 &&
+		/* type and name are their own tables' rows (checked there). */
+		if ((rc = reg_validate_name("alloc", col(st, 3), msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_socket_path("socket", col(st, 4), msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_printable("version", col(st, 5), msg, sizeof(msg))) < 0 ||
+		    (rc = reg_kind_parse(col(st, 6), &kind)) < 0 ||
+		    (col(st, 7) && *col(st, 7) && (rc = reg_probe_parse(col(st, 7), &probe)) < 0 &&
 		     snprintf(msg, sizeof(msg), "probe `%s': must be one of none, connect, csi",
-			      c[7]) > 0) ||
-		    (rc = reg_validate_probe(probe, c[8], msg, sizeof(msg))) < 0) {
-			if (rc == -EINVAL && !msg[0])
+			      reg_quote(q[0], sizeof(q[0]), col(st, 7))) > 0) ||
+		    (rc = reg_validate_probe(probe, col(st, 8), msg, sizeof(msg))) < 0) {
+			if (!msg[0])
 				snprintf(msg, sizeof(msg),
-					 "kind `%s': must be one of controller, "
-					 "node, monolith",
-					 c[6] ? c[6] : "");
-			rc =
-			    plugfs_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
-					s->path, (long long)sqlite3_column_int64(st, 2), msg);
+					 "kind `%s': must be one of controller, node, monolith",
+					 reg_quote(q[0], sizeof(q[0]), col(st, 6)));
+			snprintf(who, sizeof(who), "(%s/%s %s)",
+				 reg_quote(q[0], sizeof(q[0]), col(st, 0)),
+				 reg_quote(q[1], sizeof(q[1]), col(st, 1)),
+				 reg_quote(q[2], sizeof(q[2]), col(st, 3)));
+			rc = row_error(s, "registrations", sqlite3_column_int64(st, 2), who, msg,
+				       err, errlen);
 			goto out;
 		}
-		msg[0] = '\0';
 	}
-	if (rc != SQLITE_DONE) {
-		rc = store_fail(s, rc, "reading registrations", err, errlen);
-		goto out;
-	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading registrations", err, errlen);
+out:
 	sqlite3_finalize(st);
-	st = NULL;
-	rc = sqlite3_prepare_v2(s->db, "SELECT reg_id, key, value FROM reg_options", -1, &st, NULL);
+	return rc;
+}
+
+static int check_options(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[REG_ERR_MAX] = "", field[160], q[128], who[160];
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT reg_id, key, value FROM reg_options"
+				    " ORDER BY reg_id, key",
+				    -1, &st, NULL);
+
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading options", err, errlen);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *key = (const char *)sqlite3_column_text(st, 1);
+		const char *key = col(st, 1);
 
+		snprintf(field, sizeof(field), "option `%s' value", reg_quote(q, sizeof(q), key));
 		if ((rc = reg_validate_name("option key", key, msg, sizeof(msg))) < 0 ||
-		    (rc = reg_validate_printable("option value",
-						 (const char *)sqlite3_column_text(st, 2), msg,
-						 sizeof(msg))) < 0) {
-			rc =
-			    plugfs_errf(err, errlen, -EIO, "state file `%s': registration %lld: %s",
-					s->path, (long long)sqlite3_column_int64(st, 0), msg);
+		    (rc = reg_validate_printable(field, col(st, 2), msg, sizeof(msg))) < 0) {
+			snprintf(who, sizeof(who), "(key `%s' of registration %lld)", q,
+				 (long long)sqlite3_column_int64(st, 0));
+			rc = plugfs_errf(err, errlen, -EIO,
+					 "state file `%s': table `reg_options', %s: %s", s->path,
+					 who, msg);
 			goto out;
 		}
 	}
@@ -82,13 +152,11 @@ out:
 	return rc;
 }
 
-static int check_current(struct store *s, char *err, size_t errlen)
+int store_check_rows(struct store *s, char *err, size_t errlen)
 {
 	int64_t n, meta_seq, max_seq;
 	int rc;
 
-	if ((rc = schema_check_tables(s, -EIO, err, errlen)) < 0)
-		return rc;
 	if ((rc = store_query_int(s, "SELECT count(*) FROM pragma_foreign_key_check", &n,
 				  "checking foreign keys", err, errlen)) < 0)
 		return rc;
@@ -96,8 +164,8 @@ static int check_current(struct store *s, char *err, size_t errlen)
 		return plugfs_errf(err, errlen, -EIO,
 				   "state file `%s': %lld rows point at rows that do not exist",
 				   s->path, (long long)n);
-	/* A plugins row without registrations is a plugin whose list
-	 * emptied: kept for its id (store.h). */
+	/* The next seq must be higher than every one given: a counter below
+	 * a stored seq would give a new registration a place below it. */
 	if ((rc = store_query_int(s,
 				  "SELECT coalesce((SELECT CAST(value AS INTEGER) FROM meta"
 				  " WHERE key = 'seq'), 0)",
@@ -110,9 +178,13 @@ static int check_current(struct store *s, char *err, size_t errlen)
 	if (meta_seq < max_seq)
 		return plugfs_errf(
 		    err, errlen, -EIO,
-		    "state file `%s': sequence counter %lld is below a stored seq %lld", s->path,
-		    (long long)meta_seq, (long long)max_seq);
-	return check_rows(s, err, errlen);
+		    "state file `%s': table `meta', row `seq': sequence counter %lld "
+		    "is below a stored seq %lld",
+		    s->path, (long long)meta_seq, (long long)max_seq);
+	if ((rc = check_types(s, err, errlen)) < 0 || (rc = check_plugins(s, err, errlen)) < 0 ||
+	    (rc = check_registrations(s, err, errlen)) < 0)
+		return rc;
+	return check_options(s, err, errlen);
 }
 
 int registry_check_file(const char *db_path, char *err, size_t errlen)
@@ -139,7 +211,9 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 			rc = -EIO;
 		goto out;
 	}
-	rc = check_current(&s, err, errlen);
+	if ((rc = schema_check_tables(&s, -EIO, err, errlen)) < 0)
+		goto out;
+	rc = store_check_rows(&s, err, errlen);
 out:
 	store_close(&s);
 	return rc;

@@ -522,6 +522,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	*out = r;
 	return 0;
 fail:
+	store_abandon(&r->st); /* a refusal writes nothing */
 	registry_close(r);
 	return rc;
 }

@@ -207,31 +207,38 @@ int schema_version(struct store *s, int bad, int64_t *version, char *err, size_t
 	return 0;
 }
 
-static int backup_before(struct store *s, int64_t version, char *err, size_t errlen)
+/* Backs the file up to <path>.v<version>.bak; *bak receives that name
+ * (NULL when there is none to take: a new file, a copy, :memory:). */
+static int backup_before(struct store *s, int64_t version, char **bak, char *err, size_t errlen)
 {
-	char *bak = NULL;
 	int rc;
 
+	*bak = NULL;
 	if (version < 1 || s->copy || strcmp(s->path, ":memory:") == 0 || s->path[0] == '\0')
 		return 0;
-	if (asprintf(&bak, "%s.v%lld.bak", s->path, (long long)version) < 0)
+	if (asprintf(bak, "%s.v%lld.bak", s->path, (long long)version) < 0) {
+		*bak = NULL;
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	rc = store_backup_to(s, bak, err, errlen);
-	free(bak);
+	}
+	if ((rc = store_backup_to(s, *bak, err, errlen)) < 0) {
+		free(*bak); /* nothing of ours left there to remove */
+		*bak = NULL;
+	}
 	return rc;
 }
 
 int schema_upgrade(struct store *s, int64_t version, int64_t now, char *err, size_t errlen)
 {
-	char sql[64];
+	char sql[64], *bak = NULL;
 	int rc;
 
 	if (version == SCHEMA_VERSION)
 		return 0;
 	/* Before anything else, WAL included: the backup is the file as it was. */
-	if ((rc = backup_before(s, version, err, errlen)) < 0 ||
-	    (rc = store_begin(s, err, errlen)) < 0)
-		return rc;
+	if ((rc = backup_before(s, version, &bak, err, errlen)) < 0)
+		goto out;
+	if ((rc = store_begin(s, err, errlen)) < 0)
+		goto out;
 	while (version < SCHEMA_VERSION) {
 		const struct migration *m = step_from(version);
 
@@ -248,9 +255,15 @@ int schema_upgrade(struct store *s, int64_t version, int64_t now, char *err, siz
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", SCHEMA_VERSION);
 	if ((rc = store_exec(s, sql, "setting the schema version", err, errlen)) < 0)
 		goto fail;
-	return store_commit(s, err, errlen);
+	rc = store_commit(s, err, errlen);
+	goto out;
 fail:
 	store_rollback(s);
+out:
+	/* A migration that did not happen leaves no backup of it. */
+	if (rc < 0 && bak)
+		store_remove_files(bak);
+	free(bak);
 	return rc;
 }
 

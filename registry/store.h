@@ -52,6 +52,8 @@ struct store {
 	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
 	bool copy;	/* db is a private in-memory copy of the file at path */
 	struct reg_commit_stats commits; /* store_commit's timings */
+	bool created;	/* store_open created the file (until it succeeds) */
+	bool had_wal;	/* a -wal was beside the file when store_open opened it */
 };
 
 struct store_open_options {
@@ -71,6 +73,12 @@ struct store_open_options {
 int store_open(struct store *s, const char *path, const struct store_open_options *o,
 	       int64_t *type_ids, char *err, size_t errlen);
 void store_close(struct store *s);
+/* Closes s after a refusal, writing nothing: no checkpoint of a -wal that
+ * was there before the open into the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE),
+ * that -wal kept; a file the open created is removed again. */
+void store_abandon(struct store *s);
+/* Unlinks path and its -wal, -shm and -journal, ignoring errors. */
+void store_remove_files(const char *path);
 
 /* Opens s->db on an existing path with SQLITE_OPEN_READONLY and query_only,
  * leaving no file behind: a WAL database without its -wal file (no
@@ -139,6 +147,14 @@ int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen);
 /* Deletes tombstones with deleted_at <= cutoff; *n receives the count. */
 int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen);
 
+/* The rows of a file at SCHEMA_VERSION, by the rules register applies
+ * (registry/validate.c): foreign keys, the sequence counter not below any
+ * stored seq, type and plugin names, every field of every registration and
+ * option.  0, or -EIO naming the first bad row: "state file `P': table `T',
+ * row ID (...): field `value': rule".  store_open and registry_check_file
+ * both run it: one rule set. */
+int store_check_rows(struct store *s, char *err, size_t errlen);
+
 /* PRAGMA quick_check: 0 when its only answer is "ok", else -EIO and a
  * message with SQLite's answer. */
 int store_quick_check(struct store *s, char *err, size_t errlen);
@@ -151,8 +167,9 @@ int store_query_int(struct store *s, const char *sql, int64_t *out, const char *
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen);
 /* The id of the type name, inserted when missing. */
 int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen);
-/* Copies the whole database of s to the file dest (created or replaced)
- * with the SQLite backup API. */
+/* Copies the whole database of s to the new file dest with the SQLite
+ * backup API.  dest must not exist (-EEXIST: an earlier backup is never
+ * replaced; a symlink there is not followed); on failure it is removed. */
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
 
 /* The error of the last failing call on s, as "what: sqlite message". */

@@ -5,6 +5,7 @@
  * pragmas and the configured types.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,8 +79,17 @@ static int backup_db(sqlite3 *dst, sqlite3 *src)
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 {
 	sqlite3 *d = NULL;
-	int rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	/* A new file of our own: never an existing backup (it may be the only
+	 * copy of an earlier file) nor whatever a symlink there points at. */
+	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc;
 
+	if (fd < 0)
+		return plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s%s",
+				   s->path, dest, strerror(errno),
+				   errno == EEXIST ? " (move the old backup away first)" : "");
+	close(fd);
+	rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK)
 		rc = backup_db(d, s->db);
 	if (rc != SQLITE_OK)
@@ -87,7 +97,23 @@ int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 				 "state file `%s': backing up to `%s': %s", s->path, dest,
 				 d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
 	sqlite3_close(d);
+	if (rc < 0)
+		store_remove_files(dest);
 	return rc;
+}
+
+void store_remove_files(const char *path)
+{
+	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+	char *p = NULL;
+
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		if (asprintf(&p, "%s%s", path, suffixes[i]) < 0)
+			return;
+		unlink(p);
+		free(p);
+		p = NULL;
+	}
 }
 
 /* Reads the schema version and brings the file to SCHEMA_VERSION (along
@@ -306,7 +332,16 @@ static int open_types(struct store *s, const struct store_open_options *o, int64
 /* Opens path for writing, refusing a file that can only be read. */
 static int open_file(struct store *s, const char *path, char *err, size_t errlen)
 {
-	int rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+	int rc;
+
+	char *wal = NULL;
+
+	s->created = access(path, F_OK) < 0 && errno == ENOENT;
+	if (asprintf(&wal, "%s-wal", path) < 0)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	s->had_wal = access(wal, F_OK) == 0;
+	free(wal);
+	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "cannot open", err, errlen);
@@ -333,15 +368,42 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 			       : open_file(s, path, err, errlen)) < 0)
 		goto fail;
 	/* WAL before the schema check would change a version-1 file before
-	 * its backup; the backup API copies it as it is. */
+	 * its backup; the backup API copies it as it is.  The rows are checked
+	 * before anything else writes (WAL, types): a refused file is left as
+	 * it was. */
 	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
+	    (rc = store_check_rows(s, err, errlen)) < 0 ||
 	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
 	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
 		goto fail;
+	s->created = false;
 	return 0;
 fail:
-	store_close(s);
+	store_abandon(s);
 	return rc;
+}
+
+void store_abandon(struct store *s)
+{
+	bool created = s->created && !s->copy;
+	char *path = s->path ? strdup(s->path) : NULL;
+
+	/* Closing the last connection of a WAL database checkpoints the -wal
+	 * into the file and deletes it: for a file we refuse, a -wal that was
+	 * there before may be another database's (or the only copy of commits
+	 * we could not read).  Close without a checkpoint and keep it.  (A -wal
+	 * this open created holds nothing: the usual close removes it.) */
+	if (s->db && !s->copy && s->had_wal) {
+		int persist = 1;
+
+		sqlite3_db_config(s->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+	}
+	store_close(s);
+	/* A file this open created holds nothing: the refusal leaves none. */
+	if (created && path)
+		store_remove_files(path);
+	free(path);
 }
 
 void store_close(struct store *s)

@@ -204,7 +204,20 @@ int reg_validate_path(const char *field, const char *s, bool root_ok, char *err,
 
 int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen)
 {
-	return reg_validate_path(field, s, false, err, errlen);
+	char q[128];
+	uint32_t cp;
+	int rc = reg_validate_path(field, s, false, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	/* A socket is shown in the protocol's JSON, which carries UTF-8 only
+	 * (a register can send no other), and in `info': bytes that are not
+	 * UTF-8 would be shown as one path and served as another. */
+	for (size_t i = 0, n; s[i]; i += n)
+		if ((n = plugfs_utf8_decode(s + i, &cp)) == 0)
+			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
+					   field, reg_quote(q, sizeof(q), s));
+	return 0;
 }
 
 int reg_find_type(const char *type, const char *const *types, size_t n_types, size_t *idx,

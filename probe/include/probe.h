@@ -75,6 +75,9 @@ bool probe_enabled(const struct probe_options *o);
 struct probe_result {
 	bool ok;
 	unsigned took_ms;		/* from the probe's start to its outcome */
+	/* Not probed: this process had no fd (or memory) for the socket.  Says
+	 * nothing of the plugin; its state stays as it was. */
+	bool skipped;
 	char error[REG_HEALTH_ERR_MAX]; /* "" when ok: "connection refused",
 					   "no such file", "timeout", or strerror */
 };
@@ -84,7 +87,9 @@ struct probe_result {
  * at most PROBE_MAX_INFLIGHT in flight, each bounded by timeout_ms from its
  * own start (poll), so a socket that never completes delays no other.  A
  * connection made, or EAGAIN (a full backlog: the plugin is there but busy)
- * is alive; ECONNREFUSED, ENOENT and every other error are dead.  out[i] is
+ * is alive; ECONNREFUSED, ENOENT and every other error are dead, except a
+ * socket() that fails for want of an fd or memory (EMFILE, ENFILE, ENOBUFS,
+ * ENOMEM): that one is skipped, the daemon's problem.  out[i] is
  * the result of paths[i] (caller's array of n).  Returns 0 or -ENOMEM.
  */
 int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
@@ -119,7 +124,8 @@ void probe_global_cleanup(void);
  * one more consecutive failure and keeps the error; an alive registration
  * turns dead when the count reaches `failures'; an unknown one (never
  * probed: a new registration) or a dead one is dead at once.  since is now
- * when health changed, else old's; probed_at is now.
+ * when health changed, else old's; probed_at is now.  A skipped probe
+ * leaves old as it is.
  */
 void probe_next_runtime(const struct reg_runtime *old, const struct probe_result *res,
 			unsigned failures, int64_t now, struct reg_runtime *out);

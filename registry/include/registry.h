@@ -417,7 +417,8 @@ int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, si
  * paths: absolute, normalised (no empty, `.' or `..' component, no
  * trailing `/'), no control characters (C0, DEL, C1), shorter than
  * PATH_MAX.  `/' itself is accepted only when root_ok (a socket root, a
- * directory); reg_validate_socket_path is reg_validate_path(..., false).
+ * directory); reg_validate_socket_path is reg_validate_path(..., false)
+ * and valid UTF-8 (what the protocol can carry).
  */
 int reg_validate_path(const char *field, const char *s, bool root_ok, char *err, size_t errlen);
 int reg_validate_socket_path(const char *field, const char *s, char *err, size_t errlen);

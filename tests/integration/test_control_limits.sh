@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The [control] limits through a real daemon (docs/protocol.md, "Limits"):
-# with max_clients = 2 two idle clients are kept, a third connection gets one
-# `unavailable` line and is closed, and a freed slot serves `plugfs list`
-# again; with idle_timeout = 1 an idle connection gets an `unavailable` line
+# with max_clients = 2 two watchers (never idle, never closed to make room)
+# are kept, a third connection gets one `unavailable` line and is closed,
+# and a freed slot serves `plugfs list` again; with idle_timeout = 1 an idle connection gets an `unavailable` line
 # and is closed, while a watcher and a pending wait are never idle.  Neither
 # limit changes the registry, and the mount keeps being served throughout.
 . "$(dirname "$0")/lib.sh"
@@ -11,17 +11,19 @@ require_fuse
 
 N=csi-node
 STATUS='{"op":"status","id":"s"}'
+WATCH='{"op":"watch","id":"w"}'
 
-# holder NAME: a raw client that asks for status once and then stays
-# connected without a byte more (ctlraw --hold); answers go to $T/NAME.out.
+# holder NAME: a raw client that asks for status once, then watches and
+# stays connected without a byte more (ctlraw --hold); answers go to
+# $T/NAME.out.
 # Waits until the daemon answered, so the client is accepted and counted.
 # Sets HOLDER_PID.
 holder() {
-	printf '%s\n' "$STATUS" | "$CTLRAW" --hold "$CTL" 120 >"$T/$1.out" 2>"$T/$1.err" &
+	printf '%s\n' "$STATUS" "$WATCH" | "$CTLRAW" --hold "$CTL" 120 >"$T/$1.out" 2>"$T/$1.err" &
 	HOLDER_PID=$!
 	_PIDS+=("$HOLDER_PID")
-	wait_until --pid "$HOLDER_PID" 30 "the daemon answered $1's status request" \
-		grep -q '"id":"s"' "$T/$1.out" || exit 1
+	wait_until --pid "$HOLDER_PID" 30 "the daemon answered $1's status and watch requests" \
+		grep -q '"id":"w"' "$T/$1.out" || exit 1
 }
 
 # expect_unavailable DESC FILE REGEX: FILE's last line is an `unavailable`
@@ -53,7 +55,7 @@ holder h1
 h1=$HOLDER_PID
 holder h2
 h2=$HOLDER_PID
-check_eq "the second holder's status counts 2 clients" 2 "$(jq -r .clients "$T/h2.out")"
+check_eq "the second holder's status counts 2 clients" 2 "$(head -n 1 "$T/h2.out" | jq -r .clients)"
 
 # A third connection: one line, then the daemon closes it (ctlraw exits 0
 # only when the daemon closed the connection, within 10 s).  It sends
@@ -74,7 +76,7 @@ check "plugfs list prints nothing on stdout" test ! -s "$T/list-full.out"
 
 check "the first holder is still connected" kill -0 "$h1"
 check "the second holder is still connected" kill -0 "$h2"
-check_eq "the first holder got nothing but its answer" 1 "$(wc -l <"$T/h1.out")"
+check_eq "the first holder got nothing but its two answers" 2 "$(wc -l <"$T/h1.out")"
 mount_serves "while full"
 
 # Free a slot: the daemon notices the close on its own; poll until list works.

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "pathtrust.h"
 
 static char base[64];
 
@@ -81,11 +82,56 @@ static void test_names_what_failed(void **state)
 	assert_string_equal(err, "`': not a usable path");
 }
 
+/* plugfs_path_trust on what a user can make without root: modes and
+ * symlinks (other owners: test_path_trust, as nobody). */
+static void test_path_trust(void **state)
+{
+	char ww[128], sticky[128], p[256], link[256], err[512] = "";
+
+	(void)state;
+	snprintf(ww, sizeof(ww), "%s/ww", base);
+	snprintf(sticky, sizeof(sticky), "%s/sticky", base);
+	assert_int_equal(mkdir(ww, 0700), 0);
+	assert_int_equal(chmod(ww, 0777), 0);
+	assert_int_equal(mkdir(sticky, 0700), 0);
+	assert_int_equal(chmod(sticky, 01777), 0);
+
+	/* A file below a directory writable by others, not sticky. */
+	snprintf(p, sizeof(p), "%s/x/state.db", ww);
+	assert_int_equal(plugfs_path_trust("state.path", p, 0, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "writable by others (mode 0777) without the sticky bit"));
+	assert_non_null(strstr(err, ww));
+	/* Also as the parent of a mountpoint; sticky is fine; missing is fine. */
+	snprintf(p, sizeof(p), "%s/mnt", ww);
+	assert_int_equal(plugfs_path_trust("m", p, PLUGFS_TRUST_PARENTS_ONLY, err, sizeof(err)),
+			 -EPERM);
+	snprintf(p, sizeof(p), "%s/state.db", sticky);
+	assert_int_equal(plugfs_path_trust("state.path", p, 0, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/no/such/state.db", base);
+	assert_int_equal(plugfs_path_trust("state.path", p, 0, err, sizeof(err)), 0);
+	/* A symlink at the path itself is refused; one of ours on the way is
+	 * followed, and its target checked. */
+	snprintf(link, sizeof(link), "%s/state.db", sticky);
+	assert_int_equal(symlink("/etc/passwd", link), 0);
+	assert_int_equal(plugfs_path_trust("state.path", link, 0, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "is a symlink"));
+	snprintf(link, sizeof(link), "%s/to-ww", base);
+	assert_int_equal(symlink(ww, link), 0);
+	snprintf(p, sizeof(p), "%s/to-ww/state.db", base);
+	assert_int_equal(plugfs_path_trust("state.path", p, 0, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "writable by others"));
+	assert_int_equal(chmod(ww, 0755), 0);
+	assert_int_equal(plugfs_path_trust("state.path", p, 0, err, sizeof(err)), 0);
+	assert_int_equal(plugfs_path_trust("state.path", "rel/state.db", 0, err, sizeof(err)),
+			 -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_creates_parents_with_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_what_failed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_path_trust, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

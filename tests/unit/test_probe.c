@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -167,6 +168,45 @@ static void test_connector_threads(void **state)
 	assert_false(connector_next(b, &slot, &fd, &e));
 	assert_int_equal(connector_start(b, 2, path[2]), 0);
 	connector_batch_free(b); /* abandons slot 2 */
+}
+
+/* With no fd left, a probe learns nothing of the plugin: it is skipped and
+ * an alive registration stays alive (a daemon at its fd limit must not
+ * declare every plugin dead). */
+static void test_out_of_fds_skipped(void **state)
+{
+	char live[108];
+	int l = bound("live2.sock", true, 16, live, sizeof(live));
+	const char *paths[] = {live};
+	struct probe_result res[1];
+	struct reg_runtime alive = {.health = REG_HEALTH_ALIVE, .probed_at = 5, .since = 3};
+	struct reg_runtime rt;
+	struct rlimit old, low;
+	int fds[64], n = 0;
+
+	(void)state;
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 64;
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (n < 64 && (fds[n] = dup(0)) >= 0)
+		n++;
+	assert_int_equal(errno, EMFILE);
+	assert_int_equal(probe_connect_many(paths, 1, 200, res), 0);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_false(res[0].ok);
+	assert_true(res[0].skipped);
+	probe_next_runtime(&alive, &res[0], 1, 99, &rt);
+	assert_int_equal(rt.health, REG_HEALTH_ALIVE);
+	assert_int_equal(rt.failures, 0);
+	assert_int_equal(rt.probed_at, 5);
+	/* With fds again, the same socket probes alive. */
+	assert_int_equal(probe_connect_many(paths, 1, 200, res), 0);
+	assert_true(res[0].ok);
+	assert_false(res[0].skipped);
+	close(l);
 }
 
 static void test_hysteresis(void **state)
@@ -495,10 +535,15 @@ static void test_stop_cancels_hung_round(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_connect_outcomes), cmocka_unit_test(test_connect_many),
-	    cmocka_unit_test(test_connector_threads), cmocka_unit_test(test_hysteresis),
-	    cmocka_unit_test(test_round_moves_active), cmocka_unit_test(test_prober_thread),
-	    cmocka_unit_test(test_round_per_type), cmocka_unit_test(test_round_override),
+	    cmocka_unit_test(test_connect_outcomes),
+	    cmocka_unit_test(test_connect_many),
+	    cmocka_unit_test(test_connector_threads),
+	    cmocka_unit_test(test_out_of_fds_skipped),
+	    cmocka_unit_test(test_hysteresis),
+	    cmocka_unit_test(test_round_moves_active),
+	    cmocka_unit_test(test_prober_thread),
+	    cmocka_unit_test(test_round_per_type),
+	    cmocka_unit_test(test_round_override),
 	    cmocka_unit_test(test_stop_cancels_hung_round),
 	};
 

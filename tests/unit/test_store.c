@@ -626,8 +626,8 @@ static void test_check_file(void **state)
 	close_registry(f);
 	exec_sql(f->path, "UPDATE registrations SET socket = 'relative/csi.sock'");
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
-	assert_non_null(strstr(err, "registration 1: socket `relative/csi.sock': must be an "
-				    "absolute path"));
+	assert_non_null(strstr(err, "table `registrations', row 1 (csi-node/p a0): socket "
+				    "`relative/csi.sock': must be an absolute path"));
 	exec_sql(f->path, "UPDATE registrations SET socket = '/ok.sock';"
 			  " UPDATE meta SET value = 0 WHERE key = 'seq'");
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);

@@ -113,6 +113,8 @@ static const struct bad bad_inputs[] = {
     {"socket /", NODE, .spec = {GOOD_SPEC, .socket = "/"}, .msg = "socket `/': " NORMAL_RULE},
     {"socket with a newline", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\n.sock"},
      .msg = "socket `/run/a/x\\x0a.sock': must not contain control characters"},
+    {"socket not UTF-8", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\xff.sock"},
+     .msg = "socket `/run/a/x\\xff.sock': must be valid UTF-8"},
     {"socket with DEL", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\x7f"},
      .msg = "socket `/run/a/x\\x7f': must not contain control characters"},
     {"socket with a C1 control", NODE, .spec = {GOOD_SPEC, .socket = "/run/a/x\xc2\x9b.sock"},

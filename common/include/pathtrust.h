@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Whether a path may be trusted by a privileged process, as sshd's
+ * StrictModes and systemd-tmpfiles judge it: nobody but root or the
+ * process's effective uid can have put, or can still change, what the path
+ * leads to.
+ */
+#ifndef PLUGFS_PATHTRUST_H
+#define PLUGFS_PATHTRUST_H
+
+#include <stddef.h>
+
+/* Check only the directories above path, not path itself (a mountpoint,
+ * whose lstat could wait on a hung FUSE mount; a socket replaced anyway). */
+#define PLUGFS_TRUST_PARENTS_ONLY 1u
+
+/*
+ * Walks the absolute path from `/' with lstat, component by component:
+ *  - every existing directory is owned by root or the effective uid, and is
+ *    writable by its group or others only when it has the sticky bit (like
+ *    /tmp) or, for the group, when the group is root's;
+ *  - a symlink on the way is followed only when it is owned by root or the
+ *    effective uid (its target is then checked the same way);
+ *  - path itself (unless PLUGFS_TRUST_PARENTS_ONLY), when it exists, is not
+ *    a symlink and is owned by root or the effective uid.
+ * A component that does not exist ends the walk (what is missing is created
+ * by us, under a trusted directory).  Returns 0, or -EPERM (-ELOOP, -errno)
+ * with "<what> `<path>': directory `D' is ...: <why>" in err.
+ */
+int plugfs_path_trust(const char *what, const char *path, unsigned flags, char *err,
+		      size_t errlen);
+
+#endif
