@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cliutil.h"
@@ -36,21 +37,55 @@ int ctlcli_print_error(const char *cmd, json_t *resp)
 	return EXIT_FAILED;
 }
 
-int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
-		int timeout_ms, int *fd_out)
+static long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connects to cfg->control_socket; while it is missing or refuses (a daemon
+ * that is not up yet), again every CONNECT_RETRY_MS until wait_ms passed.
+ * EXIT_OK with *fd_out and *waited_ms, else EXIT_UNREACHABLE after saying
+ * why. */
+#define CONNECT_RETRY_MS 150
+static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int wait_ms,
+			  int *fd_out, long *waited_ms)
 {
 	char err[512] = "";
-	int fd = -1, rc;
+	long start = now_ms(), left;
+	int rc;
+
+	*waited_ms = 0;
+	for (;;) {
+		rc = control_connect(cfg->control_socket, fd_out, err, sizeof(err));
+		*waited_ms = now_ms() - start;
+		left = wait_ms - *waited_ms;
+		if (rc == 0)
+			return EXIT_OK;
+		if ((rc != -ENOENT && rc != -ECONNREFUSED) || left <= 0)
+			break;
+		if (left > CONNECT_RETRY_MS)
+			left = CONNECT_RETRY_MS;
+		nanosleep(&(struct timespec){.tv_nsec = left * 1000000L}, NULL);
+	}
+	if (wait_ms > 0 && (rc == -ENOENT || rc == -ECONNREFUSED))
+		cli_error(cmd, "no daemon came up within %.3g s (--timeout); the last try:",
+			  wait_ms / 1000.0);
+	cli_unreachable(cmd, cfg, rc, err);
+	return EXIT_UNREACHABLE;
+}
+
+static int ctlcli_exchange(const char *cmd, const struct plugfs_config *cfg, int fd, json_t *req,
+			   json_t **resp, int timeout_ms, int *fd_out)
+{
+	char err[512] = "";
+	int rc;
 
 	*resp = NULL;
 	if (fd_out)
 		*fd_out = -1;
-	rc = control_connect(cfg->control_socket, &fd, err, sizeof(err));
-	if (rc < 0) {
-		cli_unreachable(cmd, cfg, rc, err);
-		rc = EXIT_UNREACHABLE;
-		goto out;
-	}
 	rc = control_exchange(fd, req, resp, timeout_ms, err, sizeof(err));
 	if (rc == -ETIMEDOUT) {
 		cli_error(cmd, "%s (socket %s)", err, cfg->control_socket);
@@ -84,6 +119,21 @@ out:
 	return rc;
 }
 
+int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
+		int timeout_ms, int *fd_out)
+{
+	long waited;
+	int fd = -1, rc;
+
+	*resp = NULL;
+	if (fd_out)
+		*fd_out = -1;
+	rc = ctlcli_connect(cmd, cfg, 0, &fd, &waited);
+	if (rc)
+		return rc;
+	return ctlcli_exchange(cmd, cfg, fd, req, resp, timeout_ms, fd_out);
+}
+
 int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 {
 	const char *cmd = v->cli.name;
@@ -92,6 +142,7 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 	json_t *req = NULL, *resp = NULL;
 	bool have_cfg = false;
 	int rc, timeout_ms = -1, fd = -1;
+	long waited = 0;
 
 	rc = cli_parse(&v->cli, st, argc, argv, &args);
 	if (rc != CLI_RUN)
@@ -103,7 +154,13 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 	if (rc)
 		goto out;
 	have_cfg = true;
-	rc = ctlcli_call(cmd, &cfg, req, &resp, timeout_ms, &fd);
+	rc = ctlcli_connect(cmd, &cfg, v->connect_wait_ms ? v->connect_wait_ms(st) : 0, &fd,
+			    &waited);
+	if (rc)
+		goto out;
+	if (v->connected)
+		v->connected(st, req, waited, &timeout_ms);
+	rc = ctlcli_exchange(cmd, &cfg, fd, req, &resp, timeout_ms, &fd);
 	if (rc)
 		goto out;
 	rc = v->print(st, &args, resp,

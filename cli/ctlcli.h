@@ -35,11 +35,19 @@ struct ctlcli_verb {
 	 * conn, which stays open until this returns.  Returns the exit code. */
 	int (*print)(void *st, const struct cli_args *args, json_t *resp,
 		     const struct ctlcli_conn *conn);
+	/* Optional: how long (ms) to keep trying to connect while the control
+	 * socket is missing or refuses (a daemon not up yet); 0 or NULL: one
+	 * try.  Called after request. */
+	int (*connect_wait_ms)(void *st);
+	/* Optional: called once connected, waited_ms after the first try, to
+	 * shorten what req and *timeout_ms allow by that time. */
+	void (*connected)(void *st, json_t *req, long waited_ms, int *timeout_ms);
 };
 
 /*
  * Runs v on argv (argv[0] is the verb): cli_parse, v->request, the config
- * (cli_load_config), one request to the daemon (ctlcli_call), v->print.
+ * (cli_load_config), one request to the daemon (as ctlcli_call, retrying the
+ * connection for v->connect_wait_ms), v->print.
  * Returns the exit code, after flushing stdout (cli_finish_output).
  */
 int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[]);

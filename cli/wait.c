@@ -52,6 +52,34 @@ static int wait_request(void *st, const struct cli_args *args, json_t **req, int
 	return rc;
 }
 
+/* With --timeout, the daemon may come up within it (a hook that runs while
+ * plugfs starts); without, a daemon that is not there is an error at once. */
+static int wait_connect_wait_ms(void *st)
+{
+	const struct wait *w = st;
+
+	/* Out of the daemon's range (0-86400 s): one try, it says why. */
+	if (!w->have_timeout || !(w->timeout > 0) || w->timeout > 86400)
+		return 0;
+	return (int)(w->timeout * 1000);
+}
+
+/* What the daemon waits is what is left of --timeout after connecting. */
+static void wait_connected(void *st, json_t *req, long waited_ms, int *timeout_ms)
+{
+	const struct wait *w = st;
+	double left;
+
+	if (!w->have_timeout || !(w->timeout > 0) || waited_ms <= 0)
+		return;
+	left = w->timeout - waited_ms / 1000.0;
+	if (left < 0)
+		left = 0;
+	json_object_set_new(req, "timeout", json_real(left));
+	if (left < 1e6)
+		*timeout_ms = (int)(left * 1000) + 10000;
+}
+
 static int wait_print(void *st, const struct cli_args *args, json_t *resp,
 		      const struct ctlcli_conn *conn)
 {
@@ -80,7 +108,10 @@ static const struct ctlcli_verb wait_verb = {
 		     "With --alloc, waits until alloc ID is the active one: registered, and\n"
 		     "with probing on, its socket found alive (a hook that registered an\n"
 		     "allocation waits so until csi.sock leads to it).  Without --timeout it\n"
-		     "waits without limit.\n\n"
+		     "waits without limit.  With --timeout it also waits for the daemon\n"
+		     "within it: while the control socket is missing or refuses (plugfs is\n"
+		     "starting), it tries again every 150 ms; without, a daemon that is not\n"
+		     "there is exit 3 at once.\n\n"
 		     "  -a, --alloc ID    wait until ID is the active registration\n"
 		     "  -t, --timeout S   give up after S seconds (0 = only check; decimals ok)\n"
 		     "  -c FILE           config file (for control.socket)\n\n"
@@ -93,6 +124,8 @@ static const struct ctlcli_verb wait_verb = {
 	},
     .request = wait_request,
     .print = wait_print,
+    .connect_wait_ms = wait_connect_wait_ms,
+    .connected = wait_connected,
 };
 
 int wait_main(int argc, char *argv[])
