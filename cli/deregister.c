@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs deregister: removes one registration, or every one of an alloc. */
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "commands.h"
@@ -7,6 +8,7 @@
 
 struct deregister {
 	const char *type, *name, *alloc; /* --type, --name, --alloc, or NULL */
+	bool quiet;			 /* -q: nothing on success */
 };
 
 static int deregister_option(void *st, int c, char *arg)
@@ -22,6 +24,9 @@ static int deregister_option(void *st, int c, char *arg)
 		break;
 	case 'a':
 		d->alloc = arg;
+		break;
+	case 'q':
+		d->quiet = true;
 		break;
 	}
 	return EXIT_OK;
@@ -52,6 +57,8 @@ static int deregister_print(void *st, const struct cli_args *args, json_t *resp,
 	const struct deregister *d = st;
 	json_int_t removed = json_integer_value(json_object_get(resp, "removed"));
 
+	if (d->quiet)
+		return EXIT_OK;
 	if (d->type)
 		printf("%s/%s: %s %s\n", d->type, d->name, d->alloc,
 		       removed ? "deregistered" : "was not registered (nothing changed)");
@@ -65,6 +72,7 @@ static const struct option deregister_longopts[] = {
     {"type", required_argument, NULL, 't'},
     {"name", required_argument, NULL, 'n'},
     {"alloc", required_argument, NULL, 'a'},
+    {"quiet", no_argument, NULL, 'q'},
     {NULL, 0, NULL, 0},
 };
 
@@ -72,17 +80,19 @@ static const struct ctlcli_verb deregister_verb = {
     .cli =
 	{
 	    .name = "deregister",
-	    .usage = "Usage: plugfs deregister --type T --name N --alloc A [-c FILE]\n"
-		     "       plugfs deregister --alloc A [-c FILE]\n\n"
+	    .usage = "Usage: plugfs deregister --type T --name N --alloc A [-q] [-c FILE]\n"
+		     "       plugfs deregister --alloc A [-q] [-c FILE]\n\n"
 		     "Removes the registration of allocation A from plugin T/N, or with --alloc\n"
 		     "alone every registration of A under every type, in one transaction.\n"
-		     "Removing what is not registered succeeds and changes nothing.\n\n"
+		     "Removing what is not registered succeeds and changes nothing.  Says\n"
+		     "what it removed (nothing with -q).\n\n"
 		     "  -t, --type T      plugin type\n"
 		     "  -n, --name N      plugin name\n"
 		     "  -a, --alloc A     allocation id (required)\n"
+		     "  -q, --quiet       print nothing on success (errors still)\n"
 		     "  -c FILE           config file (for control.socket)\n\n"
 		     "Exit codes: 0 done, 1 rejected, 2 usage error, 3 daemon unreachable.\n",
-	    .shortopts = "t:n:a:",
+	    .shortopts = "t:n:a:q",
 	    .longopts = deregister_longopts,
 	    .option = deregister_option,
 	},

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* plugfs register: registers one allocation under one or more types. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@ struct reg {
 	json_t *options;				  /* the --option values, KEY: VALUE */
 	const char *name, *alloc, *sock, *version, *kind; /* or NULL */
 	const char *probe, *csi_name;			  /* or NULL */
+	bool quiet;					  /* -q: nothing on success */
 };
 
 /* --option KEY=VALUE into r->options: each KEY once. */
@@ -79,6 +81,9 @@ static int register_option(void *st, int c, char *arg)
 	case 'C':
 		r->csi_name = arg;
 		break;
+	case 'q':
+		r->quiet = true;
+		break;
 	}
 	return EXIT_OK;
 }
@@ -130,10 +135,15 @@ static int register_print(void *st, const struct cli_args *args, json_t *resp,
 	json_t *p, *h;
 	size_t i;
 
-	json_array_foreach(json_object_get(resp, "plugins"), i, p) printf(
-	    "%s/%s: registered %s, active %s\n", json_string_value(json_object_get(p, "type")),
-	    json_string_value(json_object_get(p, "name")), r->alloc,
-	    json_string_value(json_object_get(p, "active")));
+	json_array_foreach(json_object_get(resp, "plugins"), i, p)
+	{
+		if (r->quiet)
+			break;
+		printf("%s/%s: registered %s, active %s\n",
+		       json_string_value(json_object_get(p, "type")),
+		       json_string_value(json_object_get(p, "name")), r->alloc,
+		       json_string_value(json_object_get(p, "active")));
+	}
 	h = json_object_get(resp, "health");
 	if (h && strcmp(json_string_value(json_object_get(h, "state")) ?: "", "dead") == 0)
 		fprintf(stderr,
@@ -144,11 +154,17 @@ static int register_print(void *st, const struct cli_args *args, json_t *resp,
 }
 
 static const struct option register_longopts[] = {
-    {"type", required_argument, NULL, 't'},	{"name", required_argument, NULL, 'n'},
-    {"alloc", required_argument, NULL, 'a'},	{"socket", required_argument, NULL, 's'},
-    {"version", required_argument, NULL, 'V'},	{"kind", required_argument, NULL, 'k'},
-    {"option", required_argument, NULL, 'o'},	{"probe", required_argument, NULL, 'P'},
-    {"csi-name", required_argument, NULL, 'C'}, {NULL, 0, NULL, 0},
+    {"type", required_argument, NULL, 't'},
+    {"name", required_argument, NULL, 'n'},
+    {"alloc", required_argument, NULL, 'a'},
+    {"socket", required_argument, NULL, 's'},
+    {"version", required_argument, NULL, 'V'},
+    {"kind", required_argument, NULL, 'k'},
+    {"option", required_argument, NULL, 'o'},
+    {"probe", required_argument, NULL, 'P'},
+    {"csi-name", required_argument, NULL, 'C'},
+    {"quiet", no_argument, NULL, 'q'},
+    {NULL, 0, NULL, 0},
 };
 
 static const struct ctlcli_verb register_verb = {
@@ -159,10 +175,11 @@ static const struct ctlcli_verb register_verb = {
 		"Usage: plugfs register --type T [--type T2] --name N --alloc A --socket PATH\n"
 		"                       [--version V] [--kind controller|node|monolith]\n"
 		"                       [--option KEY=VALUE]... [--probe none|connect|csi]\n"
-		"                       [--csi-name NAME] [-c FILE]\n\n"
+		"                       [--csi-name NAME] [-q] [-c FILE]\n\n"
 		"Registers allocation A of plugin N under each type, in one transaction.\n"
 		"Registering an alloc already in the list updates it in place; a new alloc\n"
-		"becomes the active one.  Prints the plugin(s) as they are afterwards.\n\n"
+		"becomes the active one.  Prints the plugin(s) as they are afterwards\n"
+		"(nothing with -q).\n\n"
 		"  -t, --type T        plugin type (repeat for a monolith: csi-controller, "
 		"csi-node)\n"
 		"  -n, --name N        plugin name\n"
@@ -175,9 +192,10 @@ static const struct ctlcli_verb register_verb = {
 		"                      (default: its type's [probe] mode)\n"
 		"  -C, --csi-name NAME with --probe csi: the plugin name GetPluginInfo must\n"
 		"                      answer (a mismatch is dead)\n"
+		"  -q, --quiet         print nothing on success (errors and warnings still)\n"
 		"  -c FILE             config file (for control.socket)\n\n"
 		"Exit codes: 0 registered, 1 rejected, 2 usage error, 3 daemon unreachable.\n",
-	    .shortopts = "t:n:a:s:V:k:o:P:C:",
+	    .shortopts = "t:n:a:s:V:k:o:P:C:q",
 	    .longopts = register_longopts,
 	    .option = register_option,
 	},

@@ -12,8 +12,10 @@ for c in register deregister list show wait watch status; do
 done
 
 # The daemon is not running: exit 3 and the path it tried.
-for args in "list" "status" "show csi-node x" "wait csi-node x --timeout 1" "watch" \
-	"deregister --alloc a0" "register --type csi-node --name n --alloc a --socket /s"; do
+# (wait --timeout waits for the daemon first: test_control_wait_daemon.)
+for args in "list" "status" "show csi-node x" "wait csi-node x" "watch" \
+	"deregister --alloc a0" "register --type csi-node --name n --alloc a --socket /s" \
+	"deregister -q --alloc a0" "register --quiet --type csi-node --name n --alloc a --socket /s"; do
 	# shellcheck disable=SC2086
 	plugfs $args >"$T/out" 2>"$T/err"
 	rc=$?
