@@ -391,6 +391,22 @@ static int add_health_counts(struct control_server *srv, json_t *o)
 		   : 0;
 }
 
+/* o.types: the configured types, in the registry's order (for completion). */
+static int add_types(struct control_server *srv, json_t *o)
+{
+	const char *const *names = NULL;
+	const int64_t *ids = NULL;
+	size_t n = registry_types(srv->reg, &names, &ids);
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_string(names[i]))) {
+			json_decref(a);
+			a = NULL;
+		}
+	return a && json_object_set_new(o, "types", a) == 0 ? 0 : -ENOMEM;
+}
+
 static void op_status(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	size_t n_plugins = 0, n_regs = 0, n_watchers = 0;
@@ -408,6 +424,10 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
 		      (json_int_t)getpid());
+	if (o && add_types(srv, o) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
 	if (o && srv->probe && add_health_counts(srv, o) < 0) {
 		json_decref(o);
 		o = NULL;

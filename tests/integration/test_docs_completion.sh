@@ -37,7 +37,28 @@ check_eq "plugfs st<TAB>" "state status stop-post" "$(comp plugfs st)"
 check_eq "plugfs -c FILE li<TAB>" "list" "$(comp plugfs -c "$CFG" li)"
 check_eq "plugfs register --kind <TAB>" "controller monolith node" "$(comp plugfs register --kind '')"
 check_eq "plugfs state <TAB>" "check dump import" "$(comp plugfs state '')"
-has "plugfs show <TAB> offers the default types" csi-node "$(comp plugfs show '')"
+check_eq "plugfs show <TAB> offers the configured types (no daemon)" "csi-controller csi-node" \
+	"$(comp plugfs show '')"
+# The types are the config's [registry] types (continued on indented lines,
+# comments dropped), from -c FILE or $PLUGFS_CONFIG; no built-in list.
+cat >"$T/types.ini" <<INI
+[control]
+socket = $T/nobody.sock
+
+[registry]
+; the node types
+types = alpha-t beta-t ; two
+  gamma-t
+
+[probe]
+types = not-a-type
+INI
+check_eq "plugfs -c FILE show <TAB> offers FILE's types" "alpha-t beta-t gamma-t" \
+	"$(comp plugfs -c "$T/types.ini" show '')"
+check_eq "plugfs register --type <TAB> with \$PLUGFS_CONFIG offers its types" \
+	"alpha-t beta-t gamma-t" "$(PLUGFS_CONFIG=$T/types.ini comp plugfs register --type '')"
+check_eq "plugfs deregister --alloc <TAB> with no daemon offers nothing" "" \
+	"$(comp plugfs deregister --alloc '')"
 has "plugfs register --type <TAB> offers csi-controller" csi-controller "$(comp plugfs register --type '')"
 check_eq "plugfs register -k <TAB>" "controller monolith node" "$(comp plugfs register -k '')"
 check_eq "plugfs register --probe <TAB>" "connect csi none" "$(comp plugfs register --probe '')"
@@ -67,6 +88,13 @@ done
 # With a daemon, show/wait complete the registered plugins of the type.
 require_fuse
 start_daemon
+# A config without [registry] types (the built-in ones): the daemon's types,
+# from `plugfs status --json' (nothing registered yet: none served).
+printf '[control]\nsocket = %s\n' "$CTL" >"$T/sockonly.ini"
+check_eq "plugfs -c FILE wait <TAB> with no types in FILE offers the daemon's" \
+	"csi-controller csi-node" "$(comp plugfs -c "$T/sockonly.ini" wait '')"
+check_eq "status --json lists the configured types" '["csi-controller","csi-node"]' \
+	"$("$PLUGFS_BIN" -c "$CFG" status --json | jq -c .types)"
 for n in alpha beta; do
 	"$PLUGFS_BIN" -c "$CFG" register --type csi-node --name "$n" --alloc a1 \
 		--socket "$T/$n/csi.sock" >/dev/null || die "register $n failed"
@@ -74,9 +102,24 @@ done
 "$PLUGFS_BIN" -c "$CFG" register --type csi-controller --name gamma --alloc a1 \
 	--socket "$T/gamma/csi.sock" >/dev/null || die "register gamma failed"
 check_eq "plugfs show csi-node <TAB> offers its plugins" "alpha beta" "$(comp plugfs show csi-node '')"
-check_eq "plugfs watch --type <TAB> offers each type once (served and default)" \
+check_eq "plugfs watch --type <TAB> offers each type once (configured and served)" \
 	"csi-controller csi-node" "$(comp plugfs watch --type '')"
 check_eq "plugfs wait csi-controller <TAB> offers its plugins" "gamma" "$(comp plugfs wait csi-controller '')"
+# --alloc of wait and deregister offers the registered allocs, once each.
+"$PLUGFS_BIN" -c "$CFG" register --type csi-node --name alpha --alloc a2 \
+	--socket "$T/alpha2/csi.sock" >/dev/null || die "register alpha a2 failed"
+check_eq "plugfs wait csi-node alpha --alloc <TAB> offers its allocs" "a1 a2" \
+	"$(comp plugfs wait csi-node alpha --alloc '')"
+check_eq "plugfs wait -t 5 csi-node beta -a <TAB> offers its alloc" "a1" \
+	"$(comp plugfs wait -t 5 csi-node beta -a '')"
+check_eq "plugfs deregister --type csi-node --name alpha --alloc <TAB> offers its allocs" "a1 a2" \
+	"$(comp plugfs deregister --type csi-node --name alpha --alloc '')"
+check_eq "plugfs deregister -t csi-controller -n gamma -a <TAB> offers its alloc" "a1" \
+	"$(comp plugfs deregister -t csi-controller -n gamma -a '')"
+check_eq "plugfs deregister --alloc <TAB> offers every alloc once" "a1 a2" \
+	"$(comp plugfs deregister --alloc '')"
+check_eq "plugfs deregister --alloc a2<TAB> completes to a2 alone" "a2" \
+	"$(comp plugfs deregister --alloc a2)"
 # -c FILE on the command line is passed on (PLUGFS_CONFIG points elsewhere).
 sed "s|^socket = .*|socket = $T/nobody.sock|" "$CFG" >"$T/other.ini"
 check_eq "plugfs show csi-node <TAB> with a config that reaches no daemon" "" \
