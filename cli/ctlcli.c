@@ -71,12 +71,14 @@ static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int 
 		nanosleep(&(struct timespec){.tv_nsec = left * 1000000L}, NULL);
 	}
 	if (wait_ms > 0 && (rc == -ENOENT || rc == -ECONNREFUSED))
-		cli_error(cmd, "no daemon came up within %.3g s (--timeout); the last try:",
+		cli_error(cmd, "no daemon came up within %g s (--timeout); the last try:",
 			  wait_ms / 1000.0);
 	cli_unreachable(cmd, cfg, rc, err);
 	return EXIT_UNREACHABLE;
 }
 
+/* The rest of ctlcli_call on fd, a connection it owns: closed, unless handed
+ * over in *fd_out on EXIT_OK (fd_out may be where fd came from). */
 static int ctlcli_exchange(const char *cmd, const struct plugfs_config *cfg, int fd, json_t *req,
 			   json_t **resp, int timeout_ms, int *fd_out)
 {
