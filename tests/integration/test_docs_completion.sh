@@ -116,7 +116,11 @@ check_eq "plugfs deregister --type csi-node --name alpha --alloc <TAB> offers it
 	"$(comp plugfs deregister --type csi-node --name alpha --alloc '')"
 check_eq "plugfs deregister -t csi-controller -n gamma -a <TAB> offers its alloc" "a1" \
 	"$(comp plugfs deregister -t csi-controller -n gamma -a '')"
-check_eq "plugfs deregister --alloc <TAB> offers every alloc once" "a1 a2" \
+"$PLUGFS_BIN" -c "$CFG" register --type csi-controller --name gamma --alloc c3 \
+	--socket "$T/gamma3/csi.sock" >/dev/null || die "register gamma c3 failed"
+check_eq "plugfs deregister --type csi-node --alloc <TAB> offers the allocs of the type" "a1 a2" \
+	"$(comp plugfs deregister --type csi-node --alloc '')"
+check_eq "plugfs deregister --alloc <TAB> offers every alloc once" "a1 a2 c3" \
 	"$(comp plugfs deregister --alloc '')"
 check_eq "plugfs deregister --alloc a2<TAB> completes to a2 alone" "a2" \
 	"$(comp plugfs deregister --alloc a2)"
