@@ -32,7 +32,8 @@ check_eq "status with a stale socket exits 3" 3 $?
 check "a stale socket is called stale" grep -qF "no plugfs daemon answers at $CTL: the socket is stale" "$T/err"
 # A user who may not use the socket (root's, 0660): the rule, not "is it running?".
 chmod 0660 "$CTL"
-as_nobody "$PLUGFS_BIN" -c "$CFG" status 2>"$T/err"
+install -m 0755 "$PLUGFS_BIN" "$T/plugfs" # where nobody may run it
+as_nobody "$T/plugfs" -c "$CFG" status 2>"$T/err"
 check_eq "status by a user who may not connect exits 3" 3 $?
 check "the permission error names the rule and the user" \
 	grep -qF "permission denied on $CTL: the control socket is for root only ([control] group is not set); this is uid $(id -u nobody)" "$T/err"

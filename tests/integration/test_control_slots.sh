@@ -13,7 +13,11 @@
 require_fuse
 command -v python3 >/dev/null || die "python3 is not installed"
 getent group daemon >/dev/null || die "group daemon is missing"
-HOLD=$PLUGFS_SOURCE_DIR/tests/integration/hold_conns.py
+# Copies where nobody can read and run them, wherever the checkout and the
+# build are (a private clone directory is not nobody's to enter).
+install -m 0755 "$PLUGFS_SOURCE_DIR/tests/integration/hold_conns.py" "$T/hold_conns.py"
+install -m 0755 "$PLUGFS_BIN" "$T/plugfs"
+HOLD=$T/hold_conns.py
 TRICKLE=$PLUGFS_SOURCE_DIR/tests/integration/trickle.py
 
 write_config "[control]" "max_clients = 8" "idle_timeout = 2" "group = daemon"
@@ -61,7 +65,7 @@ BUSY_PID=$!
 _PIDS+=("$BUSY_PID")
 wait_until 30 "7 watchers of nobody are answered" eval '[ "$(st "$T/nobody/busy.status" answered)" = 7 ]' || exit 1
 sleep 1.2
-as_nobody_in daemon "$PLUGFS_BIN" -c "$CFG" status >"$T/nobody.out" 2>"$T/nobody.err"
+as_nobody_in daemon "$T/plugfs" -c "$CFG" status >"$T/nobody.out" 2>"$T/nobody.err"
 check_eq "an 8th client of nobody is refused (exit 1)" 1 $?
 check "it is told the slots not reserved for root are busy" \
 	grep -q 'plugfs status: too many clients: the 7 slots not reserved for root are busy' "$T/nobody.err"
