@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Damage that SQLite alone would pass over: a state file cut short (shorter
+# than its header's page count) is refused by `state check' and `mount' with
+# the sizes named and left as it is.
+. "$(dirname "$0")/lib.sh"
+require_fuse
+command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
+write_config
+
+for i in $(seq 0 39); do state_register csi-node "p$((i % 5))" "a$i" "/run/csi/a$i/csi.sock"; done
+check "no -wal beside the prepared file" test ! -e "$STATE-wal"
+size=$(stat -c %s "$STATE")
+page=$(sqlite3 "$STATE" 'PRAGMA page_size')
+plugfs state check >"$T/out" 2>"$T/err"
+check_eq "the whole file passes check" 0 $?
+cp "$STATE" "$T/good.db"
+
+# --- a file 1 byte short, and one a whole page short ---
+for cut in 1 "$page"; do
+	cp "$T/good.db" "$STATE"
+	truncate -s "-$cut" "$STATE"
+	cp "$STATE" "$T/cut.db"
+	plugfs state check >"$T/out" 2>"$T/err"
+	check_eq "$cut byte(s) short: check exits 1" 1 $?
+	check "$cut byte(s) short: check says truncated, with the sizes" \
+		grep -q "^plugfs state check: state file \`$STATE': truncated: $((size - cut)) bytes, but its header counts $((size / page)) pages of $page bytes ($size bytes)" "$T/err"
+	plugfs state dump >"$T/out" 2>"$T/err"
+	check_eq "$cut byte(s) short: dump exits 1" 1 $?
+	# Bounded: a mount that comes up is stopped by SIGTERM after 20 s.
+	timeout -s TERM 20 "$PLUGFS_BIN" -c "$CFG" mount >"$T/mount.log" 2>&1
+	check_eq "$cut byte(s) short: mount is refused (exit 1)" 1 $?
+	check "$cut byte(s) short: mount says truncated" grep -q "state file \`$STATE': truncated: " "$T/mount.log"
+	check "$cut byte(s) short: the file is left as it was" cmp "$STATE" "$T/cut.db"
+	check "$cut byte(s) short: no -wal or -shm left" test ! -e "$STATE-wal" -a ! -e "$STATE-shm"
+done
+cp "$T/good.db" "$STATE"
+start_daemon
+check "the whole file mounts" test -L "$MNT/plugins/csi-node/p0/csi.sock"
+stop_daemon
+check_daemon_log
+finish
