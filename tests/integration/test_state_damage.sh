@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Damage that SQLite alone would pass over: a state file cut short (shorter
 # than its header's page count) is refused by `state check' and `mount' with
-# the sizes named and left as it is.
+# the sizes named and left as it is; a 0-byte file is a new registry, and
+# `state check' and `mount' say so.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
@@ -33,6 +34,20 @@ for cut in 1 "$page"; do
 	check "$cut byte(s) short: the file is left as it was" cmp "$STATE" "$T/cut.db"
 	check "$cut byte(s) short: no -wal or -shm left" test ! -e "$STATE-wal" -a ! -e "$STATE-shm"
 done
+
+# --- a 0-byte file: SQLite's new database; said, not silent ---
+: >"$STATE"
+plugfs state check >"$T/out" 2>"$T/err"
+check_eq "empty: check exits 0" 0 $?
+check "empty: check says the file is empty" \
+	grep -qx "$STATE: ok, but empty (0 bytes): no registry yet; \`plugfs mount' starts a new, empty one in it" "$T/out"
+check_eq "empty: check left it empty" 0 "$(stat -c %s "$STATE")"
+start_daemon
+check "empty: mount warns that it starts a new registry" \
+	grep -q "plugfs warn: state file $STATE is empty (0 bytes): starting a new, empty registry in it" "$DAEMON_LOG"
+check "empty: the registry is served" test -d "$MNT/plugins/csi-node"
+stop_daemon
+
 cp "$T/good.db" "$STATE"
 start_daemon
 check "the whole file mounts" test -L "$MNT/plugins/csi-node/p0/csi.sock"
