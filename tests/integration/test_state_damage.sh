@@ -35,6 +35,24 @@ for cut in 1 "$page"; do
 	check "$cut byte(s) short: no -wal or -shm left" test ! -e "$STATE-wal" -a ! -e "$STATE-shm"
 done
 
+# --- a -wal without its -shm (a daemon killed): dump and check read the
+# commits in the -wal and change neither file; SQLite leaves a -shm ---
+cp "$T/good.db" "$T/w.db"
+printf '%s\n' "PRAGMA journal_mode = WAL;" \
+	"UPDATE registrations SET version = 'in-wal' WHERE id = (SELECT min(id) FROM registrations);" \
+	".shell cp '$T/w.db' '$STATE'; cp '$T/w.db-wal' '$STATE-wal'" | sqlite3 "$T/w.db" >/dev/null
+rm -f "$STATE-shm"
+check "a -wal without a -shm" test -s "$STATE-wal" -a ! -e "$STATE-shm"
+sums() { sha256sum "$STATE" "$STATE-wal"; }
+BEFORE=$(sums)
+plugfs state dump --json >"$T/out" 2>"$T/err"
+check_eq "wal: dump exits 0" 0 $?
+check_eq "wal: dump shows the commit in the -wal" 1 "$(jq '[.plugins[].registrations[] | select(.version == "in-wal")] | length' "$T/out")"
+plugfs state check >"$T/out" 2>"$T/err"
+check_eq "wal: check exits 0" 0 $?
+check_eq "wal: the state file and its -wal are unchanged" "$BEFORE" "$(sums)"
+rm -f "$STATE-wal" "$STATE-shm"
+
 # --- a 0-byte file: SQLite's new database; said, not silent ---
 : >"$STATE"
 plugfs state check >"$T/out" 2>"$T/err"
