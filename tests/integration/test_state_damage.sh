@@ -2,9 +2,10 @@
 # Damage that SQLite alone would pass over: a state file cut short (shorter
 # than its header's page count) is refused by `state check' and `mount' with
 # the sizes named and left as it is; a 0-byte file is a new registry, and
-# `state check' and `mount' say so.
+# `state check' and `mount' say so; JSON nested too deep is said to be.
 . "$(dirname "$0")/lib.sh"
 require_fuse
+command -v jq >/dev/null || die "jq is not installed"
 command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
 write_config
 
@@ -66,7 +67,18 @@ check "empty: mount warns that it starts a new registry" \
 check "empty: the registry is served" test -d "$MNT/plugins/csi-node"
 stop_daemon
 
+# --- state import of JSON nested too deep: said so, not "not valid JSON" ---
 cp "$T/good.db" "$STATE"
+{ printf '{"Plugins": '; printf '[%.0s' $(seq 3000); printf ']%.0s' $(seq 3000); printf '}'; } >"$T/deep.json"
+plugfs state import "$T/deep.json" >"$T/out" 2>"$T/err"
+check_eq "deep: import exits 1" 1 $?
+check "deep: import says nested too deep, with the depth" \
+	grep -q "^plugfs state import: $T/deep.json: legacy JSON: nested too deep (3001 levels of arrays and objects); nothing was imported" "$T/err"
+echo '{"Plugins": [[[' >"$T/broken.json"
+plugfs state import "$T/broken.json" >"$T/out" 2>"$T/err"
+check "shallow broken JSON is still not valid JSON" grep -q "legacy JSON: not valid JSON" "$T/err"
+check_eq "deep: nothing was imported" 40 "$(plugfs state dump --json | jq '[.plugins[].registrations[]] | length')"
+
 start_daemon
 check "the whole file mounts" test -L "$MNT/plugins/csi-node/p0/csi.sock"
 stop_daemon
