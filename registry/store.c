@@ -63,8 +63,7 @@ int store_fail(struct store *s, int rc, const char *what, char *err, size_t errl
 		return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
 				   s->path ? s->path : "?", what, msg);
 	return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s (%s: %s)",
-			   s->path ? s->path : "?", what, msg, name ? name : "errno",
-			   strerror(e));
+			   s->path ? s->path : "?", what, msg, name ? name : "errno", strerror(e));
 }
 
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)

@@ -50,7 +50,7 @@ check "a leftover private directory with only its socket is removed" test ! -e "
 check "the removal is logged" grep -q "removed $T/.plugfs-Sock01, left by a start" "$DAEMON_LOG"
 check_eq "a directory holding something else, one not 0700, one just made, another name and a symlink stay" \
 	".plugfs-Link01 .plugfs-Other1 .plugfs-Wide01 .plugfs-Young1 .plugfs-notours" \
-	"$(cd "$T" && ls -d .plugfs-* | xargs)"
+	"$(cd "$T" && echo .plugfs-*)"
 check_eq "what the kept directory holds is intact" keep "$(cat "$T/.plugfs-Other1/s")"
 plugfs status >/dev/null
 check_eq "a new daemon replaced the stale socket" 0 $?
