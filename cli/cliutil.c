@@ -322,3 +322,10 @@ out:
 	free(dir);
 	return rc;
 }
+
+bool cli_state_file_empty(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}

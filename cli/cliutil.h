@@ -122,4 +122,8 @@ int cli_finish_output(const char *cmd, int rc);
  * not be made. */
 int cli_make_parents(const char *cmd, const char *path);
 
+/* Whether path is a regular file of 0 bytes: SQLite takes it for a new,
+ * empty database; mount and state check say so (plugfs(8)). */
+bool cli_state_file_empty(const char *path);
+
 #endif

@@ -677,6 +677,9 @@ int mount_main(int argc, char *argv[])
 	if (cli_make_parents(CMD, d.cfg.state_path) != EXIT_OK)
 		goto out;
 	d.t_start = mono_ns();
+	if (cli_state_file_empty(d.cfg.state_path))
+		log_warn("state file %s is empty (0 bytes): starting a new, empty registry in it",
+			 d.cfg.state_path);
 	if (registry_open(d.cfg.state_path, &ropts, &d.reg, err, sizeof(err)) != 0) {
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;

@@ -290,7 +290,12 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 		cli_error(cmd, "%s", err); /* the registry names the file */
 		return EXIT_FAILED;
 	}
-	printf("%s: ok\n", cfg->state_path);
+	if (cli_state_file_empty(cfg->state_path))
+		printf("%s: ok, but empty (0 bytes): no registry yet; `plugfs mount' starts a new, "
+		       "empty one in it\n",
+		       cfg->state_path);
+	else
+		printf("%s: ok\n", cfg->state_path);
 	return cli_finish_output(cmd, EXIT_OK);
 }
 

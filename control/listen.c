@@ -9,7 +9,12 @@
  * it is never changed; the 0700 directory is what keeps others out while the
  * mode is whatever bind() gave.  rename() also replaces a stale socket
  * atomically, so clients never see the path missing once it existed.
+ *
+ * A start killed in its first milliseconds leaves that directory (maybe
+ * with the socket in it); the next start removes such leftovers, and only
+ * them (remove_leftover).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -17,12 +22,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "log.h"
+
+/* A start's private directory is this old at least before another start
+ * may take it for a leftover (it lives milliseconds, locked). */
+#define LEFTOVER_MIN_AGE 2
 
 int ctl_resolve_group(const char *group, gid_t *gid, char *err, size_t errlen)
 {
@@ -95,6 +107,79 @@ static int check_existing(const char *path, char *err, size_t errlen)
 	return 0;
 }
 
+/* Is name one of ours, ".plugfs-" and mkdtemp's six characters? */
+static bool leftover_name(const char *name)
+{
+	if (strncmp(name, ".plugfs-", 8) != 0 || strlen(name) != 14)
+		return false;
+	for (const char *c = name + 8; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		      (*c >= '0' && *c <= '9')))
+			return false;
+	return true;
+}
+
+/*
+ * Removes dfd's directory name if it is a private directory a start killed
+ * early left behind: a real directory (not a symlink) of our uid, mode
+ * 0700, older than LEFTOVER_MIN_AGE, not locked by a start in progress, and
+ * empty or holding only our socket "s".  Anything else stays.
+ */
+static void remove_leftover(int dfd, const char *dir, const char *name, time_t now)
+{
+	struct stat st, sst;
+	struct dirent *e;
+	DIR *d = NULL;
+	bool other = false;
+	int fd;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid() || (st.st_mode & 07777) != 0700 ||
+	    now - st.st_mtime < LEFTOVER_MIN_AGE)
+		return;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0 || !(d = fdopendir(fd))) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (strcmp(e->d_name, "s") != 0 ||
+		    fstatat(fd, "s", &sst, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISSOCK(sst.st_mode) ||
+		    sst.st_uid != geteuid())
+			other = true;
+	}
+	if (!other && (unlinkat(fd, "s", 0) == 0 || errno == ENOENT) &&
+	    unlinkat(dfd, name, AT_REMOVEDIR) == 0)
+		log_notice("control: removed %s/%s, left by a start that was stopped early", dir,
+			   name);
+	closedir(d);
+}
+
+/* Removes the leftovers (remove_leftover) of earlier starts in dir. */
+static void remove_leftovers(const char *dir)
+{
+	time_t now = time(NULL);
+	struct dirent *e;
+	DIR *d;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((e = readdir(d)))
+		if (leftover_name(e->d_name))
+			remove_leftover(dfd, dir, e->d_name, now);
+	closedir(d);
+}
+
 int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *dev_out,
 	       ino_t *ino_out, char *err, size_t errlen)
 {
@@ -102,7 +187,7 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 	char *dir = NULL, *tmpdir = NULL, *tmpsock = NULL;
 	const char *slash;
 	struct stat st;
-	int fd = -1, rc;
+	int fd = -1, lockfd = -1, rc;
 
 	if (!path || path[0] != '/') {
 		plugfs_seterr(err, errlen, "control.socket: `%s' must be an absolute path",
@@ -130,6 +215,8 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 		return rc;
 
 	dir = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	if (dir)
+		remove_leftovers(dir);
 	if (!dir ||
 	    asprintf(&tmpdir, "%s%s.plugfs-XXXXXX", dir, strcmp(dir, "/") == 0 ? "" : "/") < 0) {
 		tmpdir = NULL;
@@ -146,6 +233,11 @@ int ctl_listen(const char *path, bool set_group, gid_t gid, int *fd_out, dev_t *
 		tmpdir = NULL;
 		goto out;
 	}
+	/* Held until the directory is removed: a start sweeping leftovers
+	 * never takes this one (remove_leftover). */
+	lockfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lockfd >= 0)
+		flock(lockfd, LOCK_EX | LOCK_NB);
 	if (asprintf(&tmpsock, "%s/s", tmpdir) < 0) {
 		tmpsock = NULL;
 		rc = -ENOMEM;
@@ -213,6 +305,8 @@ out:
 		rmdir(tmpdir);
 		free(tmpdir);
 	}
+	if (lockfd >= 0)
+		close(lockfd);
 	free(dir);
 	return rc;
 }

@@ -167,6 +167,35 @@ static int read_entry(sqlite3 *db, sqlite3_stmt *st, sqlite3_stmt *ost, struct l
 			    errlen);
 }
 
+/* SQLite's JSON parser refuses documents nested deeper than JSON_MAX_DEPTH
+ * (2000, 1000 in later versions) as not valid: below this depth, invalid
+ * JSON is not valid JSON; deeper, the depth is the likely cause. */
+#define NESTING_REPORTED 1000
+
+/* The deepest nesting of arrays and objects in json (strings skipped). */
+static size_t nesting_depth(const char *json)
+{
+	size_t depth = 0, max = 0;
+	bool in_string = false;
+
+	for (const char *c = json; *c; c++) {
+		if (in_string) {
+			if (*c == '\\' && c[1])
+				c++;
+			else if (*c == '"')
+				in_string = false;
+		} else if (*c == '"') {
+			in_string = true;
+		} else if (*c == '[' || *c == '{') {
+			if (++depth > max)
+				max = depth;
+		} else if ((*c == ']' || *c == '}') && depth) {
+			depth--;
+		}
+	}
+	return max;
+}
+
 /* The document must be an object whose Plugins is an object (or null) of
  * objects (or nulls). */
 static int check_top(sqlite3 *db, const char *json, char *err, size_t errlen)
@@ -188,7 +217,15 @@ static int check_top(sqlite3 *db, const char *json, char *err, size_t errlen)
 	sqlite3_bind_text(st, 1, json, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE) {
-		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: not valid JSON");
+		size_t depth = nesting_depth(json);
+
+		if (depth > NESTING_REPORTED)
+			rc = plugfs_errf(err, errlen, -EINVAL,
+					 "legacy JSON: nested too deep (%zu levels of arrays and "
+					 "objects)",
+					 depth);
+		else
+			rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: not valid JSON");
 		goto out;
 	}
 	if (rc != SQLITE_ROW) {

@@ -31,11 +31,39 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
 };
 
+/*
+ * The errno behind a failure of the file itself (a full disk, an I/O error,
+ * a file that cannot be opened or written), 0 for the others.  SQLite keeps
+ * the system's errno only for I/O and open errors; a full disk is ENOSPC.
+ */
+static int file_errno(struct store *s, int rc)
+{
+	int sys = 0;
+
+	switch (rc & 0xff) {
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+		sys = s->db ? sqlite3_system_errno(s->db) : 0;
+		return sys > 0 ? sys : -reg_sqlite_errno(rc);
+	case SQLITE_FULL:
+	case SQLITE_READONLY:
+		return -reg_sqlite_errno(rc);
+	default:
+		return 0;
+	}
+}
+
 int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen)
 {
-	return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
-			   s->path ? s->path : "?", what,
-			   s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+	const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+	int e = file_errno(s, rc);
+	const char *name = e ? strerrorname_np(e) : NULL;
+
+	if (!e)
+		return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s",
+				   s->path ? s->path : "?", what, msg);
+	return plugfs_errf(err, errlen, reg_sqlite_errno(rc), "state file `%s': %s: %s (%s: %s)",
+			   s->path ? s->path : "?", what, msg, name ? name : "errno", strerror(e));
 }
 
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen)

@@ -172,7 +172,10 @@ int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err,
  * replaced; a symlink there is not followed); on failure it is removed. */
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
 
-/* The error of the last failing call on s, as "what: sqlite message". */
+/* The error of the last failing call on s, as "state file `PATH': what:
+ * sqlite message", followed by " (ENOSPC: No space left on device)" (the
+ * errno's name and text) when the file itself failed: a full disk, an I/O
+ * error, a file that cannot be opened or written.  Returns the -errno. */
 int store_fail(struct store *s, int rc, const char *what, char *err, size_t errlen);
 
 #endif

@@ -6,9 +6,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -202,6 +204,55 @@ static bool wal_without_log(const char *path)
 	return !log;
 }
 
+/*
+ * Refuses a database file shorter than its header says: the page count at
+ * offset 28 (valid when the "version-valid-for" number at 92 equals the
+ * change counter at 24) times the page size at 16.  SQLite would read the
+ * missing bytes as zeros and serve damaged rows without a word.  With a
+ * -wal that is not empty the pages may be in the log (a checkpoint stopped
+ * halfway), so the check is left to SQLite.  Anything that is not an SQLite
+ * file of at least a header is left to SQLite's own message too.
+ */
+static int check_length(const char *path, char *err, size_t errlen)
+{
+	static const char magic[16] = "SQLite format 3";
+	unsigned char h[100];
+	struct stat st, wst;
+	char *wal = NULL;
+	uint64_t page, pages;
+	bool wal_used;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(h) ||
+	    pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, magic, 16) != 0 ||
+	    memcmp(h + 24, h + 92, 4) != 0)
+		goto out;
+	page = (uint64_t)h[16] << 8 | h[17];
+	if (page == 1)
+		page = 65536;
+	pages = (uint64_t)h[28] << 24 | (uint64_t)h[29] << 16 | (uint64_t)h[30] << 8 | h[31];
+	if (pages == 0 || (uint64_t)st.st_size >= pages * page)
+		goto out;
+	if (asprintf(&wal, "%s-wal", path) < 0) {
+		wal = NULL;
+		goto out;
+	}
+	wal_used = stat(wal, &wst) == 0 && wst.st_size > 0;
+	if (!wal_used)
+		rc = plugfs_errf(err, errlen, -EIO,
+				 "state file `%s': truncated: %lld bytes, but its header counts "
+				 "%llu pages of %llu bytes (%llu bytes); restore it from a backup",
+				 path, (long long)st.st_size, (unsigned long long)pages,
+				 (unsigned long long)page, (unsigned long long)(pages * page));
+out:
+	free(wal);
+	close(fd);
+	return rc;
+}
+
 /* "file:" URI of path for a read-only open ('?', '#' and '%' escaped).  A
  * read-only connection on a WAL database creates the -shm and -wal files
  * when they are missing and leaves them behind; when there is no -wal, the
@@ -269,6 +320,8 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 			    err, errlen, -errno,
 			    "state file `%s': %s (a read-only open does not create it)", path,
 			    strerror(errno));
+		if ((rc = check_length(path, err, errlen)) < 0)
+			return rc;
 		uri = read_only_uri(path);
 		if (!uri)
 			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
@@ -341,6 +394,8 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	s->had_wal = access(wal, F_OK) == 0;
 	free(wal);
+	if ((rc = check_length(path, err, errlen)) < 0)
+		return rc;
 	rc = sqlite3_open_v2(path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
 
 	if (rc != SQLITE_OK)

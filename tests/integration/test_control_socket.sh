@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The control socket file: 0660 from the start, a live daemon's socket is
 # never taken over, a stale one (the daemon was killed) is replaced, a file
-# that is not a socket is never replaced, and a clean stop removes it.
+# that is not a socket is never replaced, a killed start's private
+# directory is removed by the next start, and a clean stop removes it.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 require_fuse
@@ -27,7 +28,30 @@ wait "$DAEMON_PID" 2>/dev/null
 check "a killed daemon leaves its socket file" test -S "$CTL"
 plugfs status >/dev/null 2>"$T/err"
 check_eq "the stale socket is unreachable (exit 3)" 3 $?
+# Private directories of starts killed early (mkdtemp's, 0700): the next
+# start removes those empty or holding only the socket, and nothing else.
+leftover() { mkdir -m 0700 "$T/$1" && touch -d '1 minute ago' "$T/$1"; }
+leftover .plugfs-Empty1
+leftover .plugfs-Sock01
+python3 -c 'import socket,sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$T/.plugfs-Sock01/s"
+touch -d '1 minute ago' "$T/.plugfs-Sock01"
+leftover .plugfs-Other1
+echo keep >"$T/.plugfs-Other1/s"
+touch -d '1 minute ago' "$T/.plugfs-Other1"
+leftover .plugfs-Wide01
+chmod 0755 "$T/.plugfs-Wide01"
+mkdir -m 0700 "$T/.plugfs-Young1"
+leftover .plugfs-notours
+leftover target
+ln -s target "$T/.plugfs-Link01"
 start_daemon
+check "a leftover empty private directory is removed" test ! -e "$T/.plugfs-Empty1"
+check "a leftover private directory with only its socket is removed" test ! -e "$T/.plugfs-Sock01"
+check "the removal is logged" grep -q "removed $T/.plugfs-Sock01, left by a start" "$DAEMON_LOG"
+check_eq "a directory holding something else, one not 0700, one just made, another name and a symlink stay" \
+	".plugfs-Link01 .plugfs-Other1 .plugfs-Wide01 .plugfs-Young1 .plugfs-notours" \
+	"$(cd "$T" && echo .plugfs-*)"
+check_eq "what the kept directory holds is intact" keep "$(cat "$T/.plugfs-Other1/s")"
 plugfs status >/dev/null
 check_eq "a new daemon replaced the stale socket" 0 $?
 check_eq "the new socket is 0660 too" 660 "$(stat -c '%a' "$CTL")"
