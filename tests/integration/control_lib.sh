@@ -99,3 +99,17 @@ tree_of_json() {
 		([.registrations[]] | sort_by(.alloc) | map(" \(.alloc)=\(.socket)") | join(""))' |
 		LC_ALL=C sort
 }
+
+# --- the liveness tests (a plugin $E = $MNT/plugins/TYPE/NAME; csi-node/p
+# for health_of and error_of) ---
+
+# ms: now, in milliseconds (for the figures the tests print).
+ms() { date +%s%3N; }
+# link_is ALLOC: $E/csi.sock points at the socket of ALLOC (sock_of).
+link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
+# health_of ALLOC, error_of ALLOC: the health state and the last probe error
+# of ALLOC's registration of csi-node/p, from show --json.
+health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
+error_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.error'; }
+# error_is ALLOC ERROR: error_of ALLOC is ERROR.
+error_is() { [ "$(error_of "$1")" = "$2" ]; }

@@ -13,10 +13,7 @@ write_config "[probe]" "mode = connect" "interval = 0.2" "timeout = 0.5" "failur
 start_daemon
 E=$MNT/plugins/csi-node/p
 
-ms() { date +%s%3N; }
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
 both_dead() { [ "$(health_of a1)$(health_of a2)" = deaddead ]; }
-health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
 
 demo a1
 pid_a1=$DEMO_PID

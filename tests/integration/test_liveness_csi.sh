@@ -18,11 +18,7 @@ write_config "[probe]" "mode = csi" "interval = 0.2" "timeout = 0.5" "failures =
 start_daemon
 E=$MNT/plugins/csi-node/p
 
-ms() { date +%s%3N; }
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
 active_is() { [ "$(plugfs show csi-node p --json | jq -r .active)" = "$1" ]; }
-health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
-error_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.error'; }
 alive() { [ "$(health_of "$1")" = alive ]; }
 dead() { [ "$(health_of "$1")" = dead ]; }
 

@@ -14,9 +14,7 @@ start_daemon
 E=$MNT/plugins/csi-node/p
 FLAPPER=$PLUGFS_SOURCE_DIR/tests/integration/flapper.py
 
-health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
 a2_alive() { [ "$(health_of a2)" = alive ]; }
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
 # flap UP_MS DOWN_MS CYCLES: a2's socket flaps, then stays up; waits for it.
 flap() {
 	python3 "$FLAPPER" "$(sock_of a2)" a2 "$@" >"$T/flap.out" 2>&1 &

@@ -29,11 +29,6 @@ wait_until --pid "$pid2" 60 "the second daemon serves $MNT2" mount_answers "$MNT
 on_cleanup kill -CONT "$pid2"
 start_daemon
 
-ms() { date +%s%3N; }
-health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.state'; }
-error_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.error'; }
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
-error_is() { [ "$(error_of "$1")" = "$2" ]; }
 
 demo a1
 demo a2

@@ -17,7 +17,6 @@ E=$MNT/plugins/csi-node/p
 # metric 'NAME{LABELS}': its value in $T/m.txt.
 metric() { awk -v k="$1" '$1 == k { print $2 }' "$T/m.txt"; }
 scrape() { plugfs metrics >"$T/m.txt"; }
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
 
 demo a1
 demo a2

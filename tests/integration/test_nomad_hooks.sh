@@ -17,7 +17,6 @@ write_config "socket_roots = $SOCKROOT" "[probe]" "mode = connect" "interval = 0
 	"timeout = 0.5" "failures = 3"
 start_daemon
 E=$MNT/plugins/csi-node/hostpath
-link_is() { [ "$(readlink "$E/csi.sock")" = "$(sock_of "$1")" ]; }
 
 # The poststart hook: `sh -c SCRIPT' of the job, /usr/bin/plugfs being this
 # build's plugfs with this test's config.
