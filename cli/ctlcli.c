@@ -77,10 +77,24 @@ static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int 
 	return EXIT_UNREACHABLE;
 }
 
+/*
+ * A daemon that stops or re-executes (SIGUSR2, a restart under systemd)
+ * closes the clients it has not answered; the next one answers from the
+ * same socket.  Every operation is safe to send again (register of the same
+ * data and deregister are idempotent, the rest only read), so a request
+ * whose connection closed before a byte of an answer is sent again, a few
+ * times (ctlcli_call).
+ */
+#define CLOSED_RETRIES 5
+#define CLOSED_RETRY_MS 100
+#define CLOSED_AGAIN (-1) /* ctlcli_exchange: send it again */
+
 /* The rest of ctlcli_call on fd, a connection it owns: closed, unless handed
- * over in *fd_out on EXIT_OK (fd_out may be where fd came from). */
+ * over in *fd_out on EXIT_OK (fd_out may be where fd came from).  With
+ * may_retry, a connection closed before an answer returns CLOSED_AGAIN
+ * without a word. */
 static int ctlcli_exchange(const char *cmd, const struct plugfs_config *cfg, int fd, json_t *req,
-			   json_t **resp, int timeout_ms, int *fd_out)
+			   json_t **resp, int timeout_ms, int *fd_out, bool may_retry)
 {
 	char err[512] = "";
 	int rc;
@@ -89,6 +103,10 @@ static int ctlcli_exchange(const char *cmd, const struct plugfs_config *cfg, int
 	if (fd_out)
 		*fd_out = -1;
 	rc = control_exchange(fd, req, resp, timeout_ms, err, sizeof(err));
+	if (rc == -ECONNABORTED && may_retry) {
+		rc = CLOSED_AGAIN;
+		goto out;
+	}
 	if (rc == -ETIMEDOUT) {
 		cli_error(cmd, "%s (socket %s)", err, cfg->control_socket);
 		rc = EXIT_FAILED;
@@ -112,7 +130,7 @@ static int ctlcli_exchange(const char *cmd, const struct plugfs_config *cfg, int
 	}
 	rc = EXIT_OK;
 out:
-	if (rc != EXIT_OK) {
+	if (rc != EXIT_OK) { /* CLOSED_AGAIN included */
 		json_decref(*resp);
 		*resp = NULL;
 	}
@@ -120,6 +138,17 @@ out:
 		close(fd);
 	return rc;
 }
+
+/*
+ * A daemon that stops or re-executes (SIGUSR2, a restart under systemd)
+ * closes the clients it has not answered; the next one answers from the
+ * same socket.  Every operation is safe to send again (register of the same
+ * data and deregister are idempotent, the rest only read), so a request
+ * whose connection closed before a byte of an answer is sent again, a few
+ * times.
+ */
+#define CLOSED_RETRIES 5
+#define CLOSED_RETRY_MS 100
 
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms, int *fd_out)
@@ -130,10 +159,16 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 	*resp = NULL;
 	if (fd_out)
 		*fd_out = -1;
-	rc = ctlcli_connect(cmd, cfg, 0, &fd, &waited);
-	if (rc)
-		return rc;
-	return ctlcli_exchange(cmd, cfg, fd, req, resp, timeout_ms, fd_out);
+	for (int tries = 0;; tries++) {
+		rc = ctlcli_connect(cmd, cfg, 0, &fd, &waited);
+		if (rc)
+			return rc;
+		rc = ctlcli_exchange(cmd, cfg, fd, req, resp, timeout_ms, fd_out,
+				     tries < CLOSED_RETRIES);
+		if (rc != CLOSED_AGAIN)
+			return rc;
+		nanosleep(&(struct timespec){.tv_nsec = CLOSED_RETRY_MS * 1000000L}, NULL);
+	}
 }
 
 int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
@@ -162,7 +197,16 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 		goto out;
 	if (v->connected)
 		v->connected(st, req, waited, &timeout_ms);
-	rc = ctlcli_exchange(cmd, &cfg, fd, req, &resp, timeout_ms, &fd);
+	for (int tries = 0;; tries++) {
+		rc = ctlcli_exchange(cmd, &cfg, fd, req, &resp, timeout_ms, &fd,
+				     tries < CLOSED_RETRIES);
+		if (rc != CLOSED_AGAIN)
+			break;
+		nanosleep(&(struct timespec){.tv_nsec = CLOSED_RETRY_MS * 1000000L}, NULL);
+		rc = ctlcli_connect(cmd, &cfg, 0, &fd, &waited);
+		if (rc)
+			goto out;
+	}
 	if (rc)
 		goto out;
 	rc = v->print(st, &args, resp,

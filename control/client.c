@@ -30,8 +30,7 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen)
 	}
 	/* Before a byte is sent: the socket is root's (or ours), in
 	 * directories nobody else can change, or it may be anyone's. */
-	if (path[0] == '/' &&
-	    (rc = plugfs_path_trust("control.socket", path, 0, err, errlen)) < 0)
+	if (path[0] == '/' && (rc = plugfs_path_trust("control.socket", path, 0, err, errlen)) < 0)
 		return rc;
 	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -149,7 +148,10 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			goto out;
 		}
 		if (n == 0) {
-			rc = -EPIPE;
+			/* Closed before a byte of the answer: -ECONNABORTED (a
+			 * daemon stopping or re-executing closes the clients it
+			 * has not answered; the request may be sent again). */
+			rc = len ? -EPIPE : -ECONNABORTED;
 			plugfs_seterr(err, errlen, "the daemon closed the connection%s",
 				      len ? " in the middle of an answer" : "");
 			goto out;

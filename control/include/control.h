@@ -81,7 +81,8 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen);
 /* Sends one request object (a line), 0 or -errno. */
 int control_send(int fd, json_t *req, char *err, size_t errlen);
 /* Reads one response/event line; timeout_ms < 0 waits forever.
- * -ETIMEDOUT on timeout, -EPIPE when the server closed. */
+ * -ETIMEDOUT on timeout, -EPIPE when the server closed in the middle of a
+ * line, -ECONNABORTED when it closed before sending a byte of one. */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen);
 /* Sends req and reads one answer.  When the daemon closed the connection
  * before taking the request (it refuses a client beyond max_clients that way),

@@ -573,7 +573,7 @@ static void test_idle_timeout(void **state)
 	raw_send(watcher, "{\"op\":\"watch\"}\n", 15);
 	recv_ok(watcher);
 	recv_error(idle, "unavailable", "control.idle_timeout");
-	assert_int_equal(control_recv(idle, &r, 2000, err, sizeof(err)), -EPIPE);
+	assert_int_equal(control_recv(idle, &r, 2000, err, sizeof(err)), -ECONNABORTED); /* closed, no byte of a line */
 	/* The watcher is still served after the idle time. */
 	json_decref(reg_req(f, "csi-node", "idle", "a0"));
 	r = recv_one(watcher, 5000);
