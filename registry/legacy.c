@@ -2,12 +2,18 @@
 /*
  * Reading the legacy registry document {"Plugins": {type: {name: PluginInfo}}}
  * with SQLite's JSON functions (json_valid, json_type, json_each,
- * json_extract): no JSON parser of our own.
+ * json_extract): no JSON parser of our own.  SQLite 3.40's json_valid
+ * accepts some documents that are not JSON, and json_each then crashes on
+ * them (fuzz_legacy found both): an object key that is not UTF-8 (refused
+ * by keys_are_utf8) and an object where a key belongs (jansson checks the
+ * syntax first).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "hash.h"
 #include "array.h"
@@ -296,6 +302,35 @@ static bool keys_are_utf8(const char *json)
 	return true;
 }
 
+/*
+ * The document's structure is strict JSON (RFC 8259: string keys, nothing
+ * after the value) when jansson parses it; the tree is thrown away at once.
+ * jansson reads a copy whose bytes that are not UTF-8 are `?' (same length,
+ * so the line and column hold): those are refused later, key by key above
+ * and field by field with the field's name.  \u0000 is left to the fields'
+ * checks too.
+ */
+static int check_syntax(const char *json, char *err, size_t errlen)
+{
+	json_error_t je;
+	char *copy = plugfs_utf8_sanitize(json);
+	json_t *doc = copy ? json_loads(copy, JSON_ALLOW_NUL, &je) : NULL;
+
+	free(copy);
+	if (!copy)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	if (doc) {
+		json_decref(doc);
+		return 0;
+	}
+	if (nesting_depth(json) > NESTING_REPORTED)
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "legacy JSON: nested too deep (%zu levels of arrays and objects)",
+				   nesting_depth(json));
+	return plugfs_errf(err, errlen, -EINVAL, "legacy JSON: not valid JSON (line %d, column %d: %s)",
+			   je.line, je.column, je.text);
+}
+
 int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_t *n_out, char *err,
 		 size_t errlen)
 {
@@ -314,7 +349,7 @@ int legacy_parse(sqlite3 *db, const char *json, struct legacy_entry **out, size_
 				 "legacy JSON: an object key is not valid UTF-8");
 		goto out;
 	}
-	if ((rc = check_top(db, json, err, errlen)) < 0)
+	if ((rc = check_syntax(json, err, errlen)) < 0 || (rc = check_top(db, json, err, errlen)) < 0)
 		goto out;
 	if (sqlite3_prepare_v2(db, entries_sql, -1, &st, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db, options_sql, -1, &ost, NULL) != SQLITE_OK) {

@@ -21,7 +21,9 @@ rc=$?
 set -e
 runs=$(sed -n 's/^Done \([0-9]*\) runs in \([0-9]*\) second.*/\1/p' "$work/log" | tail -n 1)
 if [ "$rc" -ne 0 ]; then
-	tail -n 60 "$work/log"
+	# The report with a `# ' before each line, so that filtered logs (the
+	# CI's keeps `N: #' lines) show what was found and where.
+	grep -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)' "$work/log" | tail -n 60 | sed 's/^/# /'
 	echo "not ok - $name: the fuzzer failed (exit $rc); the input is under $art"
 	exit 1
 fi

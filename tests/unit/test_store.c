@@ -539,7 +539,12 @@ static void test_import_rejects_all_or_nothing(void **state)
 	    {"{\"Plugins\": 3}", "legacy JSON: `Plugins' must be an object"},
 	    {"{\"Plugins\": {\"csi-node\": {\"ok\": 1}}}",
 	     "legacy JSON: Plugins.csi-node.ok: must be an object"},
-	    {"not json", "legacy JSON: not valid JSON"},
+	    {"not json", "legacy JSON: not valid JSON (line 1, column 3: '[' or '{' expected near 'not')"},
+	    /* SQLite's json_valid accepts these two, and json_each crashed on them. */
+	    {"{\"Plugins\": {\"csi-node\": {{\"k\": \"v\"}: \"x\"}}}",
+	     "legacy JSON: not valid JSON (line 1, column 27: string or '}' expected near '{')"},
+	    {"{\"Plugins\": {\"csi-n\xff" "de\": {}}}",
+	     "legacy JSON: an object key is not valid UTF-8"},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
