@@ -529,7 +529,9 @@ int main(int argc, char *argv[])
 	    {0},
 	};
 	struct bench b = {.iterations = 1000000, .connects = 200000, .switches = 1000};
-	static const double targets[] = {1.3, 1.3, 1.15};
+	/* The cached path against a tmpfs symlink of the same depth: what
+	 * is left is the kernel's FUSE code (no request reaches the daemon). */
+	static const double targets[] = {1.2, 1.2, 1.1};
 	double shm_ns[3], fuse_ns[3], med, p99, ack_med;
 	unsigned long long req0, req1, ack_stale;
 	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL;
