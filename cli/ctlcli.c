@@ -139,17 +139,8 @@ out:
 	return rc;
 }
 
-/*
- * A daemon that stops or re-executes (SIGUSR2, a restart under systemd)
- * closes the clients it has not answered; the next one answers from the
- * same socket.  Every operation is safe to send again (register of the same
- * data and deregister are idempotent, the rest only read), so a request
- * whose connection closed before a byte of an answer is sent again, a few
- * times.
- */
-#define CLOSED_RETRIES 5
-#define CLOSED_RETRY_MS 100
-
+/* The request sent, and sent again (CLOSED_RETRIES) when the connection
+ * closed before an answer (see above). */
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms, int *fd_out)
 {
