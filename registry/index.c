@@ -88,15 +88,17 @@ void plugin_node_free(struct plugin_node *p)
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx)
 {
 	struct plugin_node *p = calloc(1, sizeof(*p));
+	const char *in[] = {type, name};
+	char **out[2];
 
 	if (!p)
 		return NULL;
+	out[0] = &p->pub.type;
+	out[1] = &p->pub.name;
 	p->type_idx = type_idx;
-	p->pub.type = strdup(type);
-	p->pub.name = strdup(name);
 	p->pub.regs = calloc(1, sizeof(*p->pub.regs));
 	p->cap = 1;
-	if (!p->pub.type || !p->pub.name || !p->pub.regs) {
+	if (!reg_strings_pack(in, out, 2) || !p->pub.regs) {
 		plugin_node_free(p);
 		return NULL;
 	}

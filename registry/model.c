@@ -11,16 +11,44 @@
 
 #include "registry.h"
 
+/*
+ * A value's strings live in one allocation: a registration's six (type,
+ * name, alloc, socket, version, csi_name, in that order) and a plugin's two
+ * (type, name), each NUL-terminated, the first at the start.  One malloc
+ * instead of six costs less memory (a malloc chunk's overhead and rounding
+ * per string: about 110 bytes a registration) and less time to copy.  Only
+ * registration_copy and reg_plugin_copy (and plugin_node_new through
+ * reg_strings_pack) make owned values, so freeing the first string frees
+ * them all.
+ */
+char *reg_strings_pack(const char *const *in, char **out[], size_t n)
+{
+	size_t len[8], total = 0;
+	char *block, *at;
+
+	if (n > sizeof(len) / sizeof(len[0]))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		len[i] = strlen(in[i] ? in[i] : "") + 1;
+		total += len[i];
+	}
+	block = malloc(total);
+	if (!block)
+		return NULL;
+	at = block;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(at, in[i] ? in[i] : "", len[i]);
+		*out[i] = at;
+		at += len[i];
+	}
+	return block;
+}
+
 void registration_free_contents(struct registration *g)
 {
 	if (!g)
 		return;
-	free(g->type);
-	free(g->name);
-	free(g->alloc);
-	free(g->socket);
-	free(g->version);
-	free(g->csi_name);
+	free(g->type); /* the block of all six strings */
 	reg_options_free(g->options, g->n_options);
 	memset(g, 0, sizeof(*g));
 }
@@ -32,8 +60,7 @@ void reg_plugin_free_contents(struct reg_plugin *p)
 	for (size_t i = 0; i < p->n_regs; i++)
 		registration_free_contents(&p->regs[i]);
 	free(p->regs);
-	free(p->type);
-	free(p->name);
+	free(p->type); /* the block of type and name */
 	memset(p, 0, sizeof(*p));
 }
 
@@ -87,18 +114,19 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 
 int registration_copy(const struct registration *src, struct registration *dst)
 {
+	const char *in[] = {src->type,	 src->name,    src->alloc,
+			    src->socket, src->version, src->csi_name};
+	char **out[] = {&dst->type,   &dst->name,    &dst->alloc,
+			&dst->socket, &dst->version, &dst->csi_name};
+
 	*dst = *src;
 	dst->options = NULL;
 	dst->n_options = 0;
-	dst->type = dup_or_empty(src->type);
-	dst->name = dup_or_empty(src->name);
-	dst->alloc = dup_or_empty(src->alloc);
-	dst->socket = dup_or_empty(src->socket);
-	dst->version = dup_or_empty(src->version);
-	dst->csi_name = dup_or_empty(src->csi_name);
-	if (!dst->type || !dst->name || !dst->alloc || !dst->socket || !dst->version ||
-	    !dst->csi_name ||
-	    reg_options_copy(src->options, src->n_options, &dst->options, &dst->n_options) < 0) {
+	if (!reg_strings_pack(in, out, 6)) {
+		memset(dst, 0, sizeof(*dst));
+		return -ENOMEM;
+	}
+	if (reg_options_copy(src->options, src->n_options, &dst->options, &dst->n_options) < 0) {
 		registration_free_contents(dst);
 		return -ENOMEM;
 	}
@@ -107,13 +135,16 @@ int registration_copy(const struct registration *src, struct registration *dst)
 
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst)
 {
+	const char *in[] = {src->type, src->name};
+	char **out[] = {&dst->type, &dst->name};
+
 	memset(dst, 0, sizeof(*dst));
 	dst->id = src->id;
 	dst->active = src->active;
-	dst->type = dup_or_empty(src->type);
-	dst->name = dup_or_empty(src->name);
+	if (!reg_strings_pack(in, out, 2))
+		return -ENOMEM;
 	dst->regs = calloc(src->n_regs ? src->n_regs : 1, sizeof(*dst->regs));
-	if (!dst->type || !dst->name || !dst->regs)
+	if (!dst->regs)
 		goto fail;
 	for (size_t i = 0; i < src->n_regs; i++) {
 		if (registration_copy(&src->regs[i], &dst->regs[i]) < 0)

@@ -229,13 +229,6 @@ int store_last_seq(struct store *s, int64_t *seq, char *err, size_t errlen)
 	    seq, "reading the sequence counter", err, errlen);
 }
 
-static char *col_strdup(sqlite3_stmt *st, int i)
-{
-	const unsigned char *t = sqlite3_column_text(st, i);
-
-	return t ? strdup((const char *)t) : NULL;
-}
-
 static const char *col_text_or_empty(sqlite3_stmt *st, int i)
 {
 	const unsigned char *t = sqlite3_column_text(st, i);
@@ -324,19 +317,9 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 		}
 		memset(&r, 0, sizeof(r));
 		r.id = sqlite3_column_int64(st, 3);
-		r.type = strdup(types[ti]);
-		r.name = col_strdup(st, 2);
-		r.alloc = col_strdup(st, 4);
-		r.socket = col_strdup(st, 5);
-		r.version = col_strdup(st, 6);
 		r.seq = sqlite3_column_int64(st, 8);
 		r.registered_at = sqlite3_column_int64(st, 9);
 		r.updated_at = sqlite3_column_int64(st, 10);
-		r.csi_name = col_strdup(st, 12);
-		if (!r.type || !r.name || !r.alloc || !r.socket || !r.version || !r.csi_name) {
-			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-			goto out;
-		}
 		if (reg_kind_parse(kind, &r.kind) < 0) {
 			rc = plugfs_errf(err, errlen, -EIO,
 					 "state file `%s': registration %lld has unknown kind `%s'",
@@ -350,6 +333,22 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 					"state file `%s': registration %lld has unknown probe `%s'",
 					s->path, (long long)r.id, col_text_or_empty(st, 11));
 			goto out;
+		}
+		{
+			/* The columns' texts, borrowed until the next step:
+			 * registration_copy makes them the registration's. */
+			struct registration b = r;
+
+			b.type = (char *)types[ti];
+			b.name = (char *)col_text_or_empty(st, 2);
+			b.alloc = (char *)col_text_or_empty(st, 4);
+			b.socket = (char *)col_text_or_empty(st, 5);
+			b.version = (char *)col_text_or_empty(st, 6);
+			b.csi_name = (char *)col_text_or_empty(st, 12);
+			if (registration_copy(&b, &r) < 0) {
+				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+				goto out;
+			}
 		}
 		if ((rc = fn(arg, ti, sqlite3_column_int64(st, 1), &r, err, errlen)) < 0)
 			goto out;

@@ -163,6 +163,11 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 		     size_t *n_dst);
 int registration_copy(const struct registration *src, struct registration *dst);
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
+/* The one allocation that holds an owned value's strings (model.c): copies
+ * the n (at most 8) strings in[i] (NULL as "") into one block, points
+ * *out[i] at each copy and returns the block (that is, *out[0]); NULL on
+ * ENOMEM, with nothing set. */
+char *reg_strings_pack(const char *const *in, char **out[], size_t n);
 /* Whether registry_set_runtime sees a change from a to b worth an event:
  * health, since or error differ.  probed_at and failures alone are kept
  * without an event (a probe round that changed nothing wakes nobody). */
