@@ -36,7 +36,7 @@ static void active_reason(const struct reg_event *ev, char *buf, size_t len)
 		return;
 	if (g->runtime.health == REG_HEALTH_DEAD)
 		snprintf(buf, len, " (%s: %s x%u%s)", g->alloc,
-			 g->runtime.error[0] ? g->runtime.error : "dead", g->runtime.failures,
+			 g->runtime.error ? g->runtime.error : "dead", g->runtime.failures,
 			 none_alive ? "; none is alive" : "");
 	else
 		snprintf(buf, len, " (%s: %s)", g->alloc, reg_health_name(g->runtime.health));
@@ -59,7 +59,7 @@ static int list_dead(void *arg, const struct reg_plugin *p)
 			d->len += (size_t)snprintf(d->text + d->len, sizeof(d->text) - d->len,
 						   "%s %s/%s/%s (%s)", d->n > 1 ? "," : ":",
 						   p->type, p->name, p->regs[j].alloc,
-						   p->regs[j].runtime.error);
+						   reg_runtime_error(&p->regs[j].runtime));
 	}
 	return 0;
 }
@@ -110,8 +110,9 @@ void audit_log_change(const struct reg_event *ev, void *arg)
 				 ev->plugin_name, ev->reg->alloc,
 				 reg_health_name(ev->old_runtime->health),
 				 reg_health_name(ev->reg->runtime.health),
-				 ev->reg->runtime.error[0] ? " (" : "", ev->reg->runtime.error,
-				 ev->reg->runtime.error[0] ? ")" : "");
+				 ev->reg->runtime.error ? " (" : "",
+				 reg_runtime_error(&ev->reg->runtime),
+				 ev->reg->runtime.error ? ")" : "");
 		break;
 	}
 }

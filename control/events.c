@@ -71,7 +71,7 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 		    json_object_set_new(it->event, "new",
 					json_string(reg_health_name(now->health))) ||
 		    json_object_set_new(it->event, "error",
-					now->error[0] ? json_string(now->error) : json_null()) ||
+					now->error && *now->error ? json_string(now->error) : json_null()) ||
 		    json_object_set_new(it->event, "failures", json_integer(now->failures)))
 			goto out;
 	} else if (ev->type == REG_EV_ACTIVE) {

@@ -145,7 +145,7 @@ json_t *control_json_health(const struct reg_runtime *rt)
 	if (!obj || !set(obj, "state", json_string(reg_health_name(rt->health))) ||
 	    !set(obj, "since", time_or_null(rt->since)) ||
 	    !set(obj, "last_probe", time_or_null(rt->probed_at)) ||
-	    !set(obj, "error", rt->error[0] ? ctl_json_text(rt->error) : json_null()) ||
+	    !set(obj, "error", rt->error && *rt->error ? ctl_json_text(rt->error) : json_null()) ||
 	    !set(obj, "failures", json_integer(rt->failures))) {
 		json_decref(obj);
 		return NULL;

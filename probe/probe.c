@@ -239,10 +239,10 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 	if (res->ok) {
 		out->health = REG_HEALTH_ALIVE;
 		out->failures = 0;
-		out->error[0] = '\0';
+		out->error = NULL;
 	} else {
 		out->failures = old->failures + 1;
-		snprintf(out->error, sizeof(out->error), "%s", res->error);
+		out->error = reg_error_intern(res->error);
 		if (old->health != REG_HEALTH_ALIVE || out->failures >= failures)
 			out->health = REG_HEALTH_DEAD;
 	}

@@ -217,5 +217,5 @@ const char *reg_health_name(enum reg_health h)
 bool reg_runtime_differs(const struct reg_runtime *a, const struct reg_runtime *b)
 {
 	return a->health != b->health || a->since != b->since ||
-	       strncmp(a->error, b->error, sizeof(a->error)) != 0;
+	       strcmp(reg_runtime_error(a), reg_runtime_error(b)) != 0;
 }

@@ -232,6 +232,7 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 {
 	struct plugin_node *p;
 	const struct registration *g;
+	struct reg_runtime kept;
 	ssize_t idx;
 	int rc;
 
@@ -251,11 +252,13 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 		goto out;
 	}
 	g = &p->pub.regs[idx];
-	if (!reg_runtime_differs(&g->runtime, rt)) {
-		p->pub.regs[idx].runtime = *rt; /* counters only: no event */
+	kept = *rt;
+	kept.error = reg_error_intern(rt->error);
+	if (!reg_runtime_differs(&g->runtime, &kept)) {
+		p->pub.regs[idx].runtime = kept; /* counters only: no event */
 		goto out;
 	}
-	txn_set_runtime(r, p, (size_t)idx, rt);
+	txn_set_runtime(r, p, (size_t)idx, &kept);
 	if (changed)
 		*changed = true;
 out:

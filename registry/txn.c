@@ -322,6 +322,7 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 		nr.runtime = old->runtime;
 	} else if (spec->runtime) {
 		nr.runtime = *spec->runtime;
+		nr.runtime.error = reg_error_intern(spec->runtime->error);
 	}
 	c = batch_add(b);
 	if (!c)

@@ -86,20 +86,38 @@ enum reg_health {
 /* "unknown", "alive", "dead"; "?" for anything else. */
 const char *reg_health_name(enum reg_health h);
 
+/* The longest probe failure text kept (longer ones are cut). */
 #define REG_HEALTH_ERR_MAX 160
+
+/*
+ * The one stored copy of a probe failure's text: NULL for NULL or "", else
+ * a string that lives as long as the process, the same pointer for the same
+ * text.  At most REG_ERROR_TEXTS_MAX distinct texts are kept; past that a
+ * new one is given as a fixed text that says so.  Thread-safe.
+ */
+#define REG_ERROR_TEXTS_MAX 4096
+#define REG_ERROR_TEXTS_MAX_STR "4096"
+const char *reg_error_intern(const char *text);
 
 /* State of a registration that lives in memory only (never persisted;
  * zero, i.e. unknown, when the registry opens), changed through
  * registry_set_runtime.  The registry reads health only to elect the
- * active registration; the prober (probe/) sets it. */
+ * active registration; the prober (probe/) sets it.  A plain value: the
+ * error text is shared, never owned. */
 struct reg_runtime {
 	enum reg_health health;
-	int64_t since;			/* when health last changed: unix seconds, UTC; 0 never */
-	int64_t probed_at;		/* the last probe: unix seconds, UTC; 0 never */
-	unsigned failures;		/* consecutive failed probes */
-	char error[REG_HEALTH_ERR_MAX]; /* the last failure ("connection refused");
-					   "" after a success */
+	int64_t since;	    /* when health last changed: unix seconds, UTC; 0 never */
+	int64_t probed_at;  /* the last probe: unix seconds, UTC; 0 never */
+	unsigned failures;  /* consecutive failed probes */
+	const char *error;  /* the last failure ("connection refused"), NULL after
+			       a success: a text of reg_error_intern's (the
+			       registry stores no other) */
 };
+/* rt's error text, "" when there is none. */
+static inline const char *reg_runtime_error(const struct reg_runtime *rt)
+{
+	return rt->error ? rt->error : "";
+}
 
 struct registration {
 	int64_t id; /* persisted row id, never reused in a state file */

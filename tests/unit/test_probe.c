@@ -229,7 +229,7 @@ static void test_hysteresis(void **state)
 	assert_int_equal(a.health, REG_HEALTH_ALIVE);
 	assert_int_equal(a.failures, 0);
 	assert_int_equal(a.since, 11);
-	assert_string_equal(a.error, "");
+	assert_null(a.error);
 	/* Alive: dead only after 3 consecutive failures. */
 	probe_next_runtime(&a, &bad, 3, 12, &b);
 	assert_int_equal(b.health, REG_HEALTH_ALIVE);

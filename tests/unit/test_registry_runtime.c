@@ -151,7 +151,7 @@ static int set_health(struct fixture *f, const char *alloc, enum reg_health h, c
 	struct reg_runtime rt = {.health = h, .since = 1};
 	char err[REG_ERR_MAX] = "";
 
-	snprintf(rt.error, sizeof(rt.error), "%s", error ? error : "");
+	rt.error = error; /* the registry keeps its own copy (reg_error_intern) */
 	return registry_set_runtime(f->r, "csi-node", "p", alloc, &rt, NULL, err, sizeof(err));
 }
 
@@ -216,14 +216,51 @@ static void test_runtime_counters_quiet(void **state)
 	assert_int_equal(p.regs[0].runtime.probed_at, 10);
 	assert_int_equal(p.regs[0].runtime.failures, 1);
 	reg_plugin_free_contents(&p);
-	/* A new error text is an event. */
-	snprintf(rt.error, sizeof(rt.error), "timeout");
-	assert_int_equal(
-	    registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed, err, sizeof(err)), 0);
-	assert_true(changed);
+	/* A new error text is an event, and the registry keeps its own
+	 * copy: the caller's buffer may change at once. */
+	{
+		char text[32] = "timeout";
+
+		rt.error = text;
+		assert_int_equal(registry_set_runtime(f->r, "csi-node", "p", "a0", &rt, &changed,
+						      err, sizeof(err)),
+				 0);
+		assert_true(changed);
+		memset(text, 'x', sizeof(text) - 1);
+	}
+	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p", &p), 0);
+	assert_string_equal(p.regs[0].runtime.error, "timeout");
+	reg_plugin_free_contents(&p);
 	assert_string_equal(reg_health_name(REG_HEALTH_UNKNOWN), "unknown");
 	assert_string_equal(reg_health_name(REG_HEALTH_ALIVE), "alive");
 	assert_string_equal(reg_health_name(REG_HEALTH_DEAD), "dead");
+}
+
+/* A failure's text is stored once: the same pointer for the same text,
+ * NULL for none, and a bounded table. */
+static void test_error_text_interned(void **state)
+{
+	char buf[64] = "connection refused";
+	const char *a = reg_error_intern(buf), *last = NULL;
+
+	(void)state;
+	assert_non_null(a);
+	assert_ptr_not_equal(a, buf);
+	buf[0] = 'X';
+	assert_string_equal(a, "connection refused");
+	assert_ptr_equal(reg_error_intern("connection refused"), a);
+	assert_ptr_equal(reg_error_intern(a), a);
+	assert_null(reg_error_intern(""));
+	assert_null(reg_error_intern(NULL));
+	for (int i = 0; i <= REG_ERROR_TEXTS_MAX; i++) {
+		snprintf(buf, sizeof(buf), "grpc status 14: attempt %d", i);
+		last = reg_error_intern(buf);
+	}
+	assert_string_equal(last, "(text not kept: more than 4096 distinct probe errors)");
+	assert_ptr_equal(reg_error_intern(last), last);
+	/* What was kept stays found. */
+	assert_ptr_equal(reg_error_intern("connection refused"), a);
+	assert_string_equal(reg_error_intern("grpc status 14: attempt 7"), "grpc status 14: attempt 7");
 }
 
 /* A registration that starts dead (probed before registering) never
@@ -261,6 +298,7 @@ int main(void)
 	    T(test_runtime_in_memory_only), T(test_runtime_refusals),
 	    T(test_runtime_delivery),	    T(test_election_skips_dead),
 	    T(test_runtime_counters_quiet), T(test_register_starts_dead),
+	    cmocka_unit_test(test_error_text_interned),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
