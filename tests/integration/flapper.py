@@ -3,8 +3,10 @@
 # with ALLOC and a newline, as the demo plugin does, then closing it), then closes its listening socket for DOWN ms (the file stays:
 # connects are refused, as after a crash), CYCLES times, then listens until
 # killed.  Prints "up" / "down" with a monotonic time in ms on each change.
+# With GATE, the first cycle starts only once the file GATE exists (it
+# listens until then), so a test can start watching first.
 #
-#   flapper.py SOCKET ALLOC UP_MS DOWN_MS CYCLES
+#   flapper.py SOCKET ALLOC UP_MS DOWN_MS CYCLES [GATE]
 import os
 import select
 import socket
@@ -49,6 +51,9 @@ def main():
     up, down, cycles = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     os.makedirs(os.path.dirname(path), exist_ok=True)
     s = listen(path)
+    if len(sys.argv) > 6:
+        while not os.path.exists(sys.argv[6]):
+            serve(s, 20, reply)
     for _ in range(cycles):
         serve(s, up, reply)
         s.close()  # the socket file stays: connections are refused

@@ -25,7 +25,7 @@ expect_active "both alive" csi-node p a2
 a2_alive() { [ "$(health_of a2)" = alive ]; }
 wait_until 5 "a2 is probed alive" a2_alive
 check "info shows the health column" grep -Eq "^a2 $(sock_of a2) - node [^ ]+ alive\$" "$E/info"
-plugfs watch --json >"$T/watch.json" 2>&1 &
+plugfs_bg watch --json >"$T/watch.json" 2>&1 &
 watch_pid=$!
 _PIDS+=("$watch_pid")
 sleep 0.3

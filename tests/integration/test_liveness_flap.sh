@@ -17,10 +17,12 @@ FLAPPER=$PLUGFS_SOURCE_DIR/tests/integration/flapper.py
 a2_alive() { [ "$(health_of a2)" = alive ]; }
 # flap UP_MS DOWN_MS CYCLES: a2's socket flaps, then stays up; waits for it.
 flap() {
+	rm -f "$T/flap.out" # here: the background job's redirection may come late
 	python3 "$FLAPPER" "$(sock_of a2)" a2 "$@" >"$T/flap.out" 2>&1 &
 	flap_pid=$!
 	_PIDS+=("$flap_pid")
-	wait_until 5 "the flapper listens" test -S "$(sock_of a2)"
+	# Its own "up" line: the socket file of an earlier one may be there.
+	wait_until 10 "the flapper listens" grep -q '^up' "$T/flap.out"
 }
 # Events of the current phase's watch (in $W).
 active_events() { jq -s 'map(select(.event == "active")) | length' "$W"; }
@@ -36,7 +38,7 @@ reg csi-node p a2
 wait_until 5 "a2 is probed alive" a2_alive
 expect_active "a2 newest and alive" csi-node p a2
 W=$T/watch1.json
-plugfs watch --json >"$W" 2>"$T/watch.err" &
+plugfs_bg watch --json >"$W" 2>"$T/watch.err" &
 watch_pid=$!
 _PIDS+=("$watch_pid")
 sleep 0.3
@@ -60,16 +62,23 @@ expect_active "a2 still active" csi-node p a2
 kill "$flap_pid"
 wait "$flap_pid" 2>/dev/null
 
-# Long outages: 2 of 1.5 s, up 1.5 s in between: two switches each.
+# Long outages: 2 of 1.5 s, up 1.5 s in between: two switches each.  The
+# new flapper waits for its gate: the moment between the two flappers (a2
+# refusing, maybe long enough on a busy machine to turn dead and back) is
+# over before the watch starts.
 kill "$watch_pid"
 wait "$watch_pid" 2>/dev/null
+flap 1500 1500 2 "$T/gate"
+wait_until 5 "a2 is alive again" a2_alive
+wait_until 5 "a2 active again" link_is a2
+expect_active "a2 active before the long outages" csi-node p a2
 W=$T/watch2.json
-plugfs watch --json >"$W" 2>"$T/watch.err" &
+plugfs_bg watch --json >"$W" 2>"$T/watch.err" &
 watch_pid=$!
 _PIDS+=("$watch_pid")
-flap 1500 1500 2
-wait_until 5 "a2 is alive again" a2_alive
-sleep 0.3
+wait_until 10 "the daemon counts the watcher" watchers_are 1
+touch "$T/gate"
+wait_until 5 "the first long outage began" downs_at_least 1
 wait_until 15 "two long outages over" ups_at_least 3
 sleep 0.5
 wait_until 5 "a2 back after the second" a2_alive
