@@ -11,6 +11,8 @@
 #   share/man/man1/plugfs-demo-plugin.1.gz
 #   lib/systemd/system/plugfs.service      (ExecStart= points at bin/plugfs)
 #   share/bash-completion/completions/plugfs
+#   share/zsh/vendor-completions/_plugfs   (zsh's directory for packages)
+#   share/fish/vendor_completions.d/plugfs.fish
 #   share/doc/plugfs/examples/plugfs.ini   (every key at its default, explained;
 #                                           copy to /etc/plugfs/plugfs.ini to edit)
 #   share/doc/plugfs/{README.md,protocol.md,examples/...}
@@ -57,6 +59,9 @@ install(FILES contrib/plugfs-metrics.service contrib/plugfs-metrics.timer
 
 install(FILES contrib/plugfs.bash-completion DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/bash-completion/completions
   RENAME plugfs)
+install(FILES contrib/plugfs.zsh-completion DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/zsh/vendor-completions
+  RENAME _plugfs)
+install(FILES contrib/plugfs.fish DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d)
 install(FILES contrib/plugfs.ini contrib/nomad/csi-node-plugin.nomad.hcl
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(PROGRAMS contrib/docker-consumer.sh DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)

@@ -43,6 +43,15 @@ A2=7be41d55 # its replacement
 # (Background jobs run the programs themselves, so that $! is their pid.)
 plugfs() { "$PLUGFS" "$@"; }
 plugfs-demo-plugin() { "$DEMO" "$@"; }
+# ls as in a terminal: names in columns (a later -l still wins).
+ls() { command ls -C "$@"; }
+# stop JOB PID: what `kill JOB' (%1, %2: the demo plugins, in the order they
+# were started) does in the reader's terminal, to PID; waits for it to end.
+stop() {
+	printf '$ kill %s\n' "$1"
+	kill -TERM "$2"
+	wait "$2" || true
+}
 
 pids=()
 cleanup() {
@@ -56,7 +65,7 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	rm -rf "$DIR"
-	[ "$rc" -eq 0 ] && echo "The walkthrough is done; everything it started is stopped."
+	[ "$rc" -eq 0 ] && echo "# The walkthrough is done; everything it started is stopped."
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -107,7 +116,7 @@ run plugfs-demo-plugin --connect "$P/csi.sock"
 expect "the connection reached $A1" "$A1" "$(plugfs-demo-plugin --connect "$P/csi.sock")"
 
 step "5. Roll to a second allocation, $A2, while plugfs watch follows the events"
-printf '$ %s\n' "plugfs watch --type csi-node &"
+echo "# in a third terminal: plugfs watch --type csi-node"
 "$PLUGFS" watch --type csi-node >"$DIR/watch.log" 2>&1 &
 wpid=$!
 pids+=("$wpid")
@@ -132,8 +141,7 @@ expect "info lists both, the active one first" "$A2 $A1" "$(awk '{printf "%s%s",
 step "6. The old allocation stops: deregister it"
 run plugfs deregister --type csi-node --name demo --alloc "$A1"
 registered=$A2
-kill -TERM "${pids[0]}"
-wait "${pids[0]}" || true
+stop %1 "${pids[0]}"
 run ls "$P/allocs/"
 expect "only $A2 is left" "$A2" "$(ls "$P/allocs/")"
 expect "csi.sock still leads to $A2" "$A2" "$(plugfs-demo-plugin --connect "$P/csi.sock")"
@@ -143,7 +151,9 @@ step "7. What plugfs watch saw"
 for _ in $(seq 50); do grep -q "deregistered.*$A1" "$DIR/watch.log" && break; sleep 0.1; done
 kill -TERM "$wpid" 2>/dev/null || true
 wait "$wpid" 2>/dev/null || true
-run cat "$DIR/watch.log"
+# (what the third terminal shows)
+printf '$ %s\n' "plugfs watch --type csi-node"
+cat "$DIR/watch.log"
 expect "watch saw $A2 registered" 1 "$(grep -c " registered .*$A2" "$DIR/watch.log")"
 expect "watch saw the switch $A1 -> $A2" 1 "$(grep -c "active.*$A1 -> $A2" "$DIR/watch.log")"
 expect "watch saw $A1 deregistered" 1 "$(grep -c "deregistered.*$A1" "$DIR/watch.log")"
@@ -153,3 +163,4 @@ run plugfs deregister --type csi-node --name demo --alloc "$A2"
 registered=
 run ls "$MNT/plugins/csi-node/"
 expect "the plugin is gone" "no" "$([ -e "$P" ] && echo yes || echo no)"
+stop %2 "${pids[2]}"

@@ -86,6 +86,8 @@ for f in /usr/bin/plugfs /usr/lib/plugfs/plugfs-demo-plugin \
 	/usr/share/man/man1/plugfs-demo-plugin.1.gz \
 	/usr/lib/systemd/system/plugfs.service \
 	/usr/share/bash-completion/completions/plugfs \
+	/usr/share/zsh/vendor-completions/_plugfs \
+	/usr/share/fish/vendor_completions.d/plugfs.fish \
 	/usr/share/doc/plugfs/examples/plugfs.ini /usr/share/doc/plugfs/README.md \
 	/usr/share/doc/plugfs/copyright /usr/share/doc/plugfs/changelog.gz; do
 	check "package contains $f" grep -qx "$f" "$T/contents"
