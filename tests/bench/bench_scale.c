@@ -16,12 +16,17 @@
  *     daemon with no registration measured in the same run, over N;
  *   - an uncached lookup in the type directory: stat of <type>/<name> for
  *     names the kernel has not seen (each a FUSE LOOKUP), median over up to
- *     2,000 names.
+ *     2,000 names;
+ *   - `plugfs list --json': its time, the daemon's peak RSS during it
+ *     against its RSS at rest, and status p50/p99 alone and while another
+ *     client loops full lists (bench_list.c).
  *
  * Targets: start to ready <= 1000 ms (goal 200 ms); RSS per registration
  * <= 1024 bytes (judged from 10,000 registrations on, where it is above the
  * noise of a page count); uncached lookup <= 2x the median at the smallest
- * size of the run (flat cost).  Timings never fail the run.
+ * size of the run (flat cost); peak RSS during a list <= 1.2x at rest;
+ * status p99 while another client lists <= 50 ms.  Timings never fail the
+ * run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_list.h"
 #include "bench_scale.h"
 
 #define SCALE_MAX_SIZES 8
@@ -56,6 +62,7 @@ struct scale_run {
 	double rss_per_reg;
 	double lookup_us;
 	char phases[512]; /* the ready line's breakdown, mode none */
+	struct list_figures list;
 };
 
 static uint64_t mono_ns(void)
@@ -303,8 +310,14 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 		}
 		/* The last start is measured further: RSS, lookups. */
 		if (k == STARTS - 1) {
+			char sock[PATH_MAX];
+
 			out->rss_kib = daemon_rss_kib(&d);
 			out->lookup_us = n > 0 ? uncached_lookup_us(dir, n) : 0;
+			snprintf(sock, sizeof(sock), "%s/ctl.sock", dir);
+			if (n > 0 && out->lookup_us >= 0 &&
+			    bench_list(plugfs, cfg_none, sock, d.pid, &out->list) != 0)
+				out->lookup_us = -1;
 		}
 		if (daemon_stop(&d) != 0 || out->lookup_us < 0)
 			goto out;
@@ -420,6 +433,53 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 		       verdict(true,
 			       runs[i].lookup_us <= LOOKUP_TARGET_RATIO * runs[0].lookup_us));
 	printf("   <= %.0fx the smallest N (median of up to %d)\n", LOOKUP_TARGET_RATIO, LOOKUPS);
+
+	printf("%-34s", "list --json via the CLI (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16.1f", runs[i].list.list_ms);
+	printf("   (best of 3, output to /dev/null)\n");
+
+	printf("%-34s", "daemon RSS at rest (KiB)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", runs[i].list.rss_rest_kib);
+	printf("\n");
+
+	printf("%-34s", "daemon peak RSS during list (KiB)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", runs[i].list.rss_peak_kib);
+	printf("   (%s)\n", k && runs[0].list.peak_from_hwm ? "VmHWM reset before, and sampled"
+							: "VmRSS sampled every 1 ms");
+
+	printf("%-34s", "  peak / rest");
+	for (size_t i = 0; i < k; i++) {
+		double r = runs[i].list.rss_rest_kib > 0 ? (double)runs[i].list.rss_peak_kib /
+							       (double)runs[i].list.rss_rest_kib
+							 : 0;
+
+		printf(" %9.3f %-6s", r, verdict(true, r <= LIST_RSS_TARGET_RATIO));
+	}
+	printf("   <= %.1f\n", LIST_RSS_TARGET_RATIO);
+
+	printf("%-34s", "status p50 / p99, alone (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf("    %6.2f/%6.2f", runs[i].list.status_idle_p50, runs[i].list.status_idle_p99);
+	printf("\n");
+
+	printf("%-34s", "status p50 / p99, while listing");
+	for (size_t i = 0; i < k; i++)
+		printf("    %6.2f/%6.2f", runs[i].list.status_busy_p50, runs[i].list.status_busy_p99);
+	printf("   another client loops full lists\n");
+
+	printf("%-34s", "  p99 verdict");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16s",
+		       verdict(true, runs[i].list.status_busy_p99 <= STATUS_BUSY_TARGET_MS));
+	printf("   <= %.0f ms\n", STATUS_BUSY_TARGET_MS);
+
+	printf("%-34s", "  lists completed meanwhile");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", runs[i].list.lists_meanwhile);
+	printf("\n");
 
 	printf("\nwhere the start went (the daemon's ready line, probe none):\n");
 	for (size_t i = 0; i < k; i++)
