@@ -31,6 +31,8 @@
 
 #define LIST_RUNS 3
 #define STATUS_N 400
+#define LISTS_MEANWHILE 3
+#define BUSY_MAX_S 60
 
 static uint64_t now_ns(void)
 {
@@ -165,7 +167,7 @@ out:
 struct lister {
 	const char *socket;
 	atomic_bool stop;
-	long lists;
+	_Atomic long lists;
 	bool failed;
 };
 
@@ -190,25 +192,44 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* p50 and p99 of STATUS_N status round trips, in ms. */
-static int status_latency(const char *socket, double *p50, double *p99)
+/* p50, p99 and max of status round trips, in ms: STATUS_N of them, and
+ * with l (may be NULL) until it completed LISTS_MEANWHILE more lists too
+ * (so that list starts, the names taken and sorted, fall among them), for
+ * at most BUSY_MAX_S. */
+static int status_latency(const char *socket, struct lister *l, double *p50, double *p99,
+			  double *max)
 {
-	double *t = calloc(STATUS_N, sizeof(*t));
+	size_t n = 0, cap = STATUS_N;
+	double *t = calloc(cap, sizeof(*t));
+	long lists0 = l ? l->lists : 0;
+	uint64_t start = now_ns();
 
 	if (!t)
 		return -1;
-	for (int i = 0; i < STATUS_N; i++) {
+	while (n < STATUS_N ||
+	       (l && l->lists - lists0 < LISTS_MEANWHILE && now_ns() - start < BUSY_MAX_S * 1000000000ull)) {
 		uint64_t t0 = now_ns();
 
+		if (n == cap) {
+			double *nt = realloc(t, 2 * cap * sizeof(*t));
+
+			if (!nt) {
+				free(t);
+				return -1;
+			}
+			t = nt;
+			cap *= 2;
+		}
 		if (exchange(socket, "{\"op\":\"status\"}\n", "\n") != 0) {
 			free(t);
 			return -1;
 		}
-		t[i] = (double)(now_ns() - t0) / 1e6;
+		t[n++] = (double)(now_ns() - t0) / 1e6;
 	}
-	qsort(t, STATUS_N, sizeof(*t), cmp_double);
-	*p50 = t[STATUS_N / 2];
-	*p99 = t[STATUS_N * 99 / 100];
+	qsort(t, n, sizeof(*t), cmp_double);
+	*p50 = t[n / 2];
+	*p99 = t[n * 99 / 100];
+	*max = t[n - 1];
 	free(t);
 	return 0;
 }
@@ -253,12 +274,14 @@ int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t da
 	}
 	out->peak_from_hwm = hwm;
 
-	if (status_latency(socket, &out->status_idle_p50, &out->status_idle_p99) != 0)
+	if (status_latency(socket, NULL, &out->status_idle_p50, &out->status_idle_p99,
+			   &out->status_idle_max) != 0)
 		return -1;
 	if (pthread_create(&th, NULL, loop_lists, &lst) != 0)
 		return -1;
 	usleep(50000);
-	if (status_latency(socket, &out->status_busy_p50, &out->status_busy_p99) != 0) {
+	if (status_latency(socket, &lst, &out->status_busy_p50, &out->status_busy_p99,
+			   &out->status_busy_max) != 0) {
 		atomic_store(&lst.stop, true);
 		pthread_join(th, NULL);
 		return -1;

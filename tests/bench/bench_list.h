@@ -18,8 +18,9 @@ struct list_figures {
 	long rss_rest_kib;	 /* the daemon's VmRSS before */
 	long rss_peak_kib;	 /* its peak during the lists */
 	bool peak_from_hwm;	 /* VmHWM could be reset (else sampled only) */
-	double status_idle_p50, status_idle_p99;
-	double status_busy_p50, status_busy_p99; /* while another client lists */
+	double status_idle_p50, status_idle_p99, status_idle_max;
+	/* while another client loops full lists, over at least 3 of them */
+	double status_busy_p50, status_busy_p99, status_busy_max;
 	long lists_meanwhile;
 };
 
