@@ -78,6 +78,9 @@ bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppre
 #define STREAM_LOW (64 * 1024)
 #define STREAM_CHUNK_BYTES (32 * 1024)
 #define STREAM_CHUNK_PLUGINS 256
+/* Steps of a list's cursor (a slice of 4,096 names taken, or a run of
+ * 1,024 sorted) per round, before its first plugin. */
+#define STREAM_PREPARE_STEPS 2
 
 struct ctl_stream; /* stream.c */
 

@@ -23,6 +23,8 @@ struct ctl_stream {
 	size_t regs; /* their registrations */
 	char *buf;   /* one chunk, reused */
 	size_t len, cap;
+	bool prepared; /* the names taken and sorted */
+	int64_t t0;    /* monotonic ms at the request */
 };
 
 static int buf_add(struct ctl_stream *s, const char *data, size_t n)
@@ -88,6 +90,7 @@ static void stream_end(struct client *c)
 int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	struct ctl_stream *s = calloc(1, sizeof(*s));
+	int64_t t0 = ctl_now_ms();
 	int rc;
 
 	if (!s)
@@ -95,6 +98,7 @@ int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_re
 	s->lines = req->stream;
 	s->id = req->id ? json_incref(req->id) : NULL;
 	rc = control_cursor_open(srv->reg, req->type, &s->cur);
+	s->t0 = t0;
 	if (rc == 0)
 		rc = add_ok_prefix(s);
 	if (rc == 0)
@@ -161,6 +165,21 @@ void ctl_stream_step(struct control_server *srv, struct client *c)
 	size_t n = 0;
 	int rc = 0, more = 1;
 
+	/* Taking and sorting the names are steps of their own, a few per
+	 * round, before the first plugin. */
+	if (!s->prepared) {
+		rc = control_cursor_prepare(s->cur, STREAM_PREPARE_STEPS);
+		if (rc == 0)
+			return;
+		if (rc > 0) {
+			s->prepared = true;
+			log_debug("control: list for client %llu: %zu names taken and sorted in "
+				  "%lld ms",
+				  c->serial, control_cursor_total(s->cur),
+				  (long long)(ctl_now_ms() - s->t0));
+			rc = 0;
+		}
+	}
 	while (rc == 0 && n < STREAM_CHUNK_PLUGINS && s->len < STREAM_CHUNK_BYTES) {
 		struct reg_plugin p;
 		json_t *j;

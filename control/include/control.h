@@ -156,16 +156,26 @@ int control_json_plugins_end(struct control_json_writer *w);
 
 /*
  * The plugins of reg (of one type when type is not NULL) one at a time, in
- * (type, name) order, without copying the registry: opening takes the names
- * of the plugins that have registrations then (one pass under the registry
- * mutex; about 20 bytes a plugin, sorted outside it), and each step copies
- * one plugin as it is at that moment.  A plugin deregistered after the open
- * is passed over when its turn comes; one registered after it is not in the
- * walk.  Each plugin is consistent (one state it had); the walk is not one
- * instant of the whole registry.  0 or -ENOMEM.
+ * (type, name) order, without copying the registry: first the names of the
+ * plugins that have registrations are taken (about 20 bytes a plugin; a
+ * slice at a time, see control_cursor_prepare) and sorted, then each step
+ * copies one plugin as it is at that moment.  A plugin that has
+ * registrations all along comes exactly once; one deregistered before its
+ * turn is passed over; one registered after the names were taken (before
+ * the first plugin comes out) is not in the walk, and one registered while
+ * they are being taken may or may not be.  Each plugin is consistent (one
+ * state it had); the walk is not one instant of the whole registry.  Open:
+ * 0 or -ENOMEM (nothing is taken yet).
  */
 struct control_cursor;
 int control_cursor_open(struct registry *reg, const char *type, struct control_cursor **out);
+/* Up to steps more steps of taking the names (a slice of 4,096 plugins of
+ * the index under the registry mutex per step), then of sorting them (a
+ * run of 1,024 per step), then setting up their merge.  1 once the cursor
+ * is ready (next then costs a lookup and a copy), 0 while steps remain,
+ * or -ENOMEM.  A caller that must not hold its thread long (the control
+ * server) makes a few steps per turn; next makes whatever is left. */
+int control_cursor_prepare(struct control_cursor *cur, size_t steps);
 /* The next plugin into *out (a copy: reg_plugin_free_contents): 1, 0 at
  * the end, or -ENOMEM. */
 int control_cursor_next(struct control_cursor *cur, struct reg_plugin *out);
