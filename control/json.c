@@ -197,9 +197,13 @@ int control_json_plugins_add(struct control_json_writer *w, json_t *plugin)
 	/* At depth 2: every line of the plugin 4 spaces in. */
 	if (fputs(w->n ? ",\n    " : "{\n  \"plugins\": [\n    ", w->f) < 0)
 		rc = -errno;
-	for (const char *s = text; rc == 0 && *s; s++)
-		if ((*s == '\n' ? fputs("\n    ", w->f) : putc(*s, w->f)) < 0)
+	for (const char *s = text; rc == 0 && *s;) {
+		size_t n = strcspn(s, "\n");
+
+		if (fwrite(s, 1, n, w->f) != n || (s[n] && fputs("\n    ", w->f) < 0))
 			rc = -errno;
+		s += n + (s[n] != '\0');
+	}
 	free(text);
 	w->n++;
 	return rc;

@@ -30,6 +30,8 @@
 #include "bench_list.h"
 
 #define LIST_RUNS 3
+#define LIST_TARGET_RATIO 2.0
+#define LIST_JUDGED_FROM 1000
 #define STATUS_N 400
 #define LISTS_MEANWHILE 3
 #define BUSY_MAX_S 60
@@ -294,4 +296,81 @@ int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t da
 		return -1;
 	}
 	return 0;
+}
+
+static const char *verdict(bool judged, bool met)
+{
+	return !judged ? "-" : met ? "met" : "MISSED";
+}
+
+void bench_list_print(const long *n, const struct list_figures *f, size_t k)
+{
+	printf("%-34s", "list --json via the CLI (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16.1f", f[i].list_ms);
+	printf("   (best of 3, output to /dev/null)\n");
+
+	/* Flat cost: per plugin, against the smallest N of at least
+	 * LIST_JUDGED_FROM (below it the fixed cost of a run dominates). */
+	{
+		double ref = 0;
+
+		for (size_t i = 0; i < k && ref == 0; i++)
+			if (n[i] >= LIST_JUDGED_FROM)
+				ref = f[i].list_ms * 1000.0 / (double)n[i];
+		printf("%-34s", "  per plugin (us)");
+		for (size_t i = 0; i < k; i++) {
+			double us = f[i].list_ms * 1000.0 / (double)n[i];
+
+			printf(" %9.1f %-6s", us,
+			       verdict(ref > 0 && n[i] >= LIST_JUDGED_FROM,
+				       us <= LIST_TARGET_RATIO * ref));
+		}
+		printf("   <= %.0fx the smallest N >= %d\n", LIST_TARGET_RATIO, LIST_JUDGED_FROM);
+	}
+
+	printf("%-34s", "daemon RSS at rest (KiB)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", f[i].rss_rest_kib);
+	printf("\n");
+
+	printf("%-34s", "daemon peak RSS during list (KiB)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", f[i].rss_peak_kib);
+	printf("   (%s)\n", k && f[0].peak_from_hwm ? "VmHWM reset before, and sampled"
+							: "VmRSS sampled every 1 ms");
+
+	printf("%-34s", "  peak / rest");
+	for (size_t i = 0; i < k; i++) {
+		double r = f[i].rss_rest_kib > 0 ? (double)f[i].rss_peak_kib /
+							       (double)f[i].rss_rest_kib
+							 : 0;
+
+		printf(" %9.3f %-6s", r, verdict(true, r <= LIST_RSS_TARGET_RATIO));
+	}
+	printf("   <= %.1f\n", LIST_RSS_TARGET_RATIO);
+
+	printf("%-34s", "status p50/p99/max, alone (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %5.2f/%4.1f/%5.1f", f[i].status_idle_p50,
+		       f[i].status_idle_p99, f[i].status_idle_max);
+	printf("\n");
+
+	printf("%-34s", "status p50/p99/max, listing (ms)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %5.2f/%4.1f/%5.1f", f[i].status_busy_p50,
+		       f[i].status_busy_p99, f[i].status_busy_max);
+	printf("   another client loops full lists (3 or more)\n");
+
+	printf("%-34s", "  p99 verdict");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16s",
+		       verdict(true, f[i].status_busy_p99 <= STATUS_BUSY_TARGET_MS));
+	printf("   <= %.0f ms\n", STATUS_BUSY_TARGET_MS);
+
+	printf("%-34s", "  lists completed meanwhile");
+	for (size_t i = 0; i < k; i++)
+		printf(" %16ld", f[i].lists_meanwhile);
+	printf("\n");
+
 }

@@ -5,6 +5,7 @@
 #define PLUGFS_BENCH_LIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 /* Targets: the daemon's peak RSS during a full `list --json' at most 1.2x
@@ -28,5 +29,9 @@ struct list_figures {
  * socket, by the plugfs binary at plugfs.  0 or -1 (a message printed). */
 int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t daemon,
 	       struct list_figures *out);
+
+/* Prints the rows of the k sizes n[] (plugins) of the --scale table, each
+ * with its target and met or missed. */
+void bench_list_print(const long *n, const struct list_figures *f, size_t k);
 
 #endif
