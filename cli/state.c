@@ -208,66 +208,79 @@ static void print_registration(const struct registration *r, bool active)
 	}
 }
 
-static int print_human(const struct reg_snapshot *s, const char *path, bool exists)
+/* One plugin of `state dump' as text. */
+static void print_plugin(const struct reg_plugin *p, bool first)
 {
-	size_t n_regs = 0;
+	const struct registration *act = reg_plugin_active(p);
 
-	for (size_t i = 0; i < s->n_plugins; i++) {
-		const struct reg_plugin *p = &s->plugins[i];
-		const struct registration *act = reg_plugin_active(p);
-
-		if (i > 0)
-			printf("\n");
-		printf("%s/%s  active %s\n", p->type, p->name, act ? act->alloc : "(none)");
-		for (size_t j = 0; j < p->n_regs; j++)
-			print_registration(&p->regs[j], &p->regs[j] == act);
-		n_regs += p->n_regs;
-	}
-	if (s->n_plugins)
+	if (!first)
 		printf("\n");
-	printf("%s%s: %zu plugin%s, %zu registration%s\n", path, exists ? "" : " (no file yet)",
-	       s->n_plugins, s->n_plugins == 1 ? "" : "s", n_regs, n_regs == 1 ? "" : "s");
-	return EXIT_OK;
+	printf("%s/%s  active %s\n", p->type, p->name, act ? act->alloc : "(none)");
+	for (size_t j = 0; j < p->n_regs; j++)
+		print_registration(&p->regs[j], &p->regs[j] == act);
 }
 
-/* A state file that does not exist yet dumps as empty (and stays absent). */
+/* A state file that does not exist yet dumps as empty (and stays absent).
+ * The plugins go out one at a time (control_cursor): the output is never
+ * built whole. */
 static int run_dump(const struct plugfs_config *cfg, char *operands[], bool json)
 {
 	static const char cmd[] = "state dump";
 	struct registry *reg = NULL;
-	struct reg_snapshot snap = {0};
-	bool have_snap = false, exists;
-	json_t *j = NULL;
-	int rc = EXIT_FAILED, ret;
+	struct control_cursor *cur = NULL;
+	struct control_json_writer w;
+	size_t n_plugins = 0, n_regs = 0;
+	bool exists;
+	int rc = EXIT_FAILED, ret = 0;
 
 	if (state_file_exists(cmd, cfg->state_path, &exists) != EXIT_OK)
 		goto out;
 	if (exists) {
 		if (open_registry(cmd, cfg, true, &reg) != EXIT_OK)
 			goto out;
-		ret = registry_snapshot(reg, NULL, &snap);
+		ret = control_cursor_open(reg, NULL, &cur);
 		if (ret < 0) {
 			cli_error(cmd, "cannot read the registrations: %s", strerror(-ret));
 			goto out;
 		}
-		have_snap = true;
+	}
+	if (json)
+		control_json_plugins_begin(&w, stdout);
+	while (cur && ret == 0) {
+		struct reg_plugin p;
+		json_t *j;
+
+		ret = control_cursor_next(cur, &p);
+		if (ret <= 0)
+			break;
+		ret = 0;
+		if (json) {
+			j = control_json_plugin(&p);
+			ret = j ? control_json_plugins_add(&w, j) : -ENOMEM;
+			json_decref(j);
+		} else {
+			print_plugin(&p, n_plugins == 0);
+		}
+		n_plugins++;
+		n_regs += p.n_regs;
+		reg_plugin_free_contents(&p);
+	}
+	if (ret == 0 && json)
+		ret = control_json_plugins_end(&w);
+	if (ret < 0) {
+		cli_error(cmd, "cannot write the output: %s", strerror(-ret));
+		goto out;
 	}
 	if (!json) {
-		rc = print_human(&snap, cfg->state_path, exists);
-		goto out;
+		if (n_plugins)
+			printf("\n");
+		printf("%s%s: %zu plugin%s, %zu registration%s\n", cfg->state_path,
+		       exists ? "" : " (no file yet)", n_plugins, n_plugins == 1 ? "" : "s", n_regs,
+		       n_regs == 1 ? "" : "s");
 	}
-	j = control_json_snapshot(&snap);
-	if (!j || json_dumpf(j, stdout, JSON_INDENT(2)) < 0) {
-		cli_error(cmd, "cannot write the JSON output: %s",
-			  j ? strerror(errno) : "out of memory");
-		goto out;
-	}
-	printf("\n");
 	rc = EXIT_OK;
 out:
-	json_decref(j);
-	if (have_snap)
-		reg_snapshot_free(&snap);
+	control_cursor_free(cur);
 	if (reg)
 		registry_close(reg);
 	return cli_finish_output(cmd, rc);

@@ -185,6 +185,111 @@ out:
 	return rc;
 }
 
+void control_reader_init(struct control_reader *rd, int fd)
+{
+	*rd = (struct control_reader){.fd = fd};
+}
+
+void control_reader_free(struct control_reader *rd)
+{
+	free(rd->buf);
+	rd->buf = NULL;
+	rd->off = rd->len = rd->cap = 0;
+}
+
+int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms, char *err,
+			size_t errlen)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : ctl_now_ms() + timeout_ms;
+	size_t scanned = 0;
+	json_error_t jerr;
+
+	*obj = NULL;
+	for (;;) {
+		char *start = rd->buf + rd->off;
+		char *nl = rd->len > rd->off ? memchr(start + scanned, '\n',
+						       rd->len - rd->off - scanned)
+					     : NULL;
+		struct pollfd pfd = {.fd = rd->fd, .events = POLLIN};
+		int wait = -1, rc;
+		ssize_t n;
+
+		if (nl) {
+			size_t l = (size_t)(nl - start) + 1;
+
+			rd->off += l;
+			*obj = json_loadb(start, l, 0, &jerr);
+			if (!*obj || !json_is_object(*obj)) {
+				json_decref(*obj);
+				*obj = NULL;
+				plugfs_seterr(err, errlen,
+					      "the daemon sent something that is not a JSON "
+					      "object: %s",
+					      jerr.text);
+				return -EPROTO;
+			}
+			return 0;
+		}
+		scanned = rd->len - rd->off;
+		/* Room: move the partial line to the front, grow when full. */
+		if (rd->off > 0) {
+			memmove(rd->buf, start, scanned);
+			rd->len = scanned;
+			rd->off = 0;
+		}
+		if (rd->cap - rd->len < 65536) {
+			size_t ncap = rd->cap ? rd->cap * 2 : 65536 * 2;
+			char *nb;
+
+			if (rd->cap >= RESPONSE_MAX) {
+				plugfs_seterr(err, errlen, "answer from the daemon exceeds %d bytes",
+					      RESPONSE_MAX);
+				return -EMSGSIZE;
+			}
+			nb = realloc(rd->buf, ncap);
+			if (!nb) {
+				plugfs_seterr(err, errlen, "out of memory");
+				return -ENOMEM;
+			}
+			rd->buf = nb;
+			rd->cap = ncap;
+		}
+		if (deadline >= 0) {
+			int64_t left = deadline - ctl_now_ms();
+
+			wait = left < 0 ? 0 : (int)left;
+		}
+		rc = poll(&pfd, 1, wait);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc < 0) {
+			rc = -errno;
+			plugfs_seterr(err, errlen, "poll: %s", strerror(errno));
+			return rc;
+		}
+		if (rc == 0) {
+			plugfs_seterr(err, errlen, "no answer from the daemon within %d ms",
+				      timeout_ms);
+			return -ETIMEDOUT;
+		}
+		n = recv(rd->fd, rd->buf + rd->len, rd->cap - rd->len, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0) {
+			rc = errno == ECONNRESET ? -EPIPE : -errno;
+			plugfs_seterr(err, errlen, "lost the connection to the daemon: %s",
+				      strerror(errno));
+			return rc;
+		}
+		if (n == 0) {
+			plugfs_seterr(err, errlen, "the daemon closed the connection%s",
+				      rd->len ? " in the middle of an answer" : "");
+			return rd->len ? -EPIPE : -ECONNABORTED;
+		}
+		rd->len += (size_t)n;
+	}
+}
+
 int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, char *err,
 		 size_t errlen)
 {

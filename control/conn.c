@@ -29,6 +29,8 @@ void ctl_conn_free(struct client *c)
 		close(c->fd);
 	ctl_linebuf_free(&c->in);
 	free(c->out);
+	ctl_stream_release(c);
+	free(c->held);
 	ctl_events_release(c);
 	free(c);
 }
@@ -151,7 +153,8 @@ static bool out_of_fds(struct control_server *srv, int e)
  * watch, no wait, no answer on its way. */
 static bool evictable(const struct client *c, int64_t now)
 {
-	return !c->dead && !c->closing && !c->watching && !c->waiting && ctl_out_pending(c) == 0 &&
+	return !c->dead && !c->closing && !c->watching && !c->waiting && !c->stream &&
+	       ctl_out_pending(c) == 0 &&
 	       now - c->last_active >= EVICT_IDLE_MS;
 }
 
@@ -300,39 +303,67 @@ void ctl_conn_flush(struct client *c)
 		c->out_off = c->out_len = 0;
 }
 
-void ctl_conn_write(struct client *c, const char *data, size_t n)
+/* Appends n bytes to buf (len, cap); 0 or -ENOMEM. */
+static int buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 {
-	if (c->dead)
-		return;
-	if (ctl_out_pending(c) + n > OUT_MAX) {
-		log_warn("control: dropping client %llu (uid %u): it does not read its "
-			 "output (%zu bytes pending)",
-			 c->serial, (unsigned)c->peer.uid, ctl_out_pending(c));
-		ctl_conn_kill(c, NULL);
-		return;
+	if (*cap - *len < n) {
+		size_t ncap = *cap ? *cap : 4096;
+		char *nbuf;
+
+		while (ncap - *len < n)
+			ncap *= 2;
+		nbuf = realloc(*buf, ncap);
+		if (!nbuf)
+			return -ENOMEM;
+		*buf = nbuf;
+		*cap = ncap;
 	}
+	memcpy(*buf + *len, data, n);
+	*len += n;
+	return 0;
+}
+
+void ctl_conn_write_raw(struct client *c, const char *data, size_t n)
+{
+	if (c->dead || n == 0)
+		return;
 	if (c->out_off > 0 && c->out_cap - c->out_len < n) {
 		memmove(c->out, c->out + c->out_off, ctl_out_pending(c));
 		c->out_len -= c->out_off;
 		c->out_off = 0;
 	}
-	if (c->out_cap - c->out_len < n) {
-		size_t ncap = c->out_cap ? c->out_cap : 4096;
-		char *nbuf;
-
-		while (ncap - c->out_len < n)
-			ncap *= 2;
-		nbuf = realloc(c->out, ncap);
-		if (!nbuf) {
-			ctl_conn_kill(c, "out of memory");
-			return;
-		}
-		c->out = nbuf;
-		c->out_cap = ncap;
+	if (buf_append(&c->out, &c->out_len, &c->out_cap, data, n) < 0) {
+		ctl_conn_kill(c, "out of memory");
+		return;
 	}
-	memcpy(c->out + c->out_len, data, n);
-	c->out_len += n;
 	ctl_conn_flush(c);
+}
+
+void ctl_conn_write(struct client *c, const char *data, size_t n)
+{
+	if (c->dead)
+		return;
+	if (ctl_out_pending(c) + c->held_len + n > OUT_MAX) {
+		log_warn("control: dropping client %llu (uid %u): it does not read its "
+			 "output (%zu bytes pending)",
+			 c->serial, (unsigned)c->peer.uid, ctl_out_pending(c) + c->held_len);
+		ctl_conn_kill(c, NULL);
+		return;
+	}
+	if (!c->stream) {
+		ctl_conn_write_raw(c, data, n);
+		return;
+	}
+	if (buf_append(&c->held, &c->held_len, &c->held_cap, data, n) < 0)
+		ctl_conn_kill(c, "out of memory");
+}
+
+void ctl_conn_release_held(struct client *c)
+{
+	ctl_conn_write_raw(c, c->held, c->held_len);
+	free(c->held);
+	c->held = NULL;
+	c->held_len = c->held_cap = 0;
 }
 
 /* Counts an answer (an object with "ok") for metrics. */
@@ -408,7 +439,8 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 		char *line = NULL;
 		size_t len = 0;
 
-		if (c->dead || c->closing || c->waiting || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->closing || c->waiting || c->stream ||
+		    ctl_out_pending(c) > OUT_STALL)
 			return;
 		r = ctl_linebuf_next(&c->in, &line, &len);
 		if (r == CTL_LINE_NONE && c->eof)
@@ -463,7 +495,7 @@ void ctl_conn_read(struct control_server *srv, struct client *c)
 		ctl_linebuf_commit(&c->in, (size_t)n);
 		/* Serve between reads so that input stays bounded. */
 		ctl_conn_serve(srv, c);
-		if (c->dead || c->waiting || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->waiting || c->stream || ctl_out_pending(c) > OUT_STALL)
 			return;
 	}
 	ctl_conn_serve(srv, c);

@@ -125,6 +125,7 @@ struct ctl_request {
 	struct reg_option options[CTL_MAX_OPTIONS];
 	size_t n_options;
 	double timeout; /* wait: seconds; < 0 = none */
+	bool stream;	/* list: a line per plugin (docs/protocol.md) */
 };
 
 /*

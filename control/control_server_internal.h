@@ -71,6 +71,18 @@ bool ctl_ratelimit_ok(struct ctl_ratelimit *rl, int64_t now_ms, unsigned *suppre
 /* A client idle this long (no whole request) may be closed to make room
  * for a new one when control.max_clients is reached. */
 #define EVICT_IDLE_MS 1000
+/* A list (stream.c) is produced a chunk at a time, a chunk of at most
+ * STREAM_CHUNK_PLUGINS plugins or about STREAM_CHUNK_BYTES, and only while
+ * less than STREAM_LOW of its answer is unsent: a listing client holds at
+ * most about STREAM_LOW + STREAM_CHUNK_BYTES of the daemon's memory. */
+#define STREAM_LOW (64 * 1024)
+#define STREAM_CHUNK_BYTES (32 * 1024)
+#define STREAM_CHUNK_PLUGINS 256
+/* Steps of a list's cursor (a slice of 4,096 names taken, or a run of
+ * 1,024 sorted) per round, before its first plugin. */
+#define STREAM_PREPARE_STEPS 2
+
+struct ctl_stream; /* stream.c */
 
 /* One connection.  Owned by the server thread; created by ctl_conn_accept,
  * freed by ctl_conn_free.  The watch and wait fields belong to events.c. */
@@ -83,6 +95,12 @@ struct client {
 	struct ctl_linebuf in;
 	char *out;
 	size_t out_off, out_len, out_cap;
+	/* A list being sent (stream.c), or NULL.  While it runs, later
+	 * request lines wait, and other output (events of a watch) is held
+	 * here so that it does not land inside the list; it follows the end. */
+	struct ctl_stream *stream;
+	char *held;
+	size_t held_len, held_cap;
 	bool eof;     /* the client shut down its sending side */
 	bool closing; /* close once the output is flushed */
 	bool dead;    /* close now */
@@ -190,8 +208,14 @@ void ctl_conn_kill(struct client *c, const char *why);
 /* Sends as much queued output as the socket takes without blocking. */
 void ctl_conn_flush(struct client *c);
 /* Queues n bytes for c and tries to send them; drops a client whose
- * backlog would pass OUT_MAX. */
+ * backlog would pass OUT_MAX.  While c's list streams, they are held back
+ * until its end. */
 void ctl_conn_write(struct client *c, const char *data, size_t n);
+/* Queues n bytes of c's stream itself (stream.c): never held back; the
+ * stream bounds what it queues. */
+void ctl_conn_write_raw(struct client *c, const char *data, size_t n);
+/* Queues what was held back during a stream (at its end). */
+void ctl_conn_release_held(struct client *c);
 /* Sends obj (may be NULL: out of memory) as one line and releases it. */
 void ctl_conn_send(struct client *c, json_t *obj);
 /* Sends {"ok":false,"error":{code, message}} with id (may be NULL). */
@@ -212,6 +236,26 @@ void ctl_conn_serve(struct control_server *srv, struct client *c);
 void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
 			 size_t len);
+
+/* The JSON of p as answers carry it: with its health when the daemon
+ * probes.  NULL when out of memory. */
+json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p);
+
+/* --- list as a stream (stream.c) --- */
+
+/* Starts answering req (a list, its type checked) as a stream on c: the
+ * header (or the start of the one-line answer) is queued now, the plugins
+ * by ctl_stream_step.  0, or -ENOMEM with nothing sent. */
+int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_request *req);
+/* Whether c has a stream that may produce now (its output drained below
+ * STREAM_LOW). */
+bool ctl_stream_ready(const struct client *c);
+/* Queues the next chunk of c's stream (one chunk: the server loop serves
+ * the other clients between two); at the end the end line, then c's held
+ * output and its held-back requests. */
+void ctl_stream_step(struct control_server *srv, struct client *c);
+/* Frees c's stream (the client is closing). */
+void ctl_stream_release(struct client *c);
 
 /* --- events, watchers and waits (events.c) --- */
 

@@ -180,3 +180,38 @@ int control_json_snapshot_add_health(json_t *snap, const struct reg_snapshot *s)
 			return -ENOMEM;
 	return 0;
 }
+
+void control_json_plugins_begin(struct control_json_writer *w, FILE *f)
+{
+	w->f = f;
+	w->n = 0;
+}
+
+int control_json_plugins_add(struct control_json_writer *w, json_t *plugin)
+{
+	char *text = json_dumps(plugin, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	int rc = 0;
+
+	if (!text)
+		return -ENOMEM;
+	/* At depth 2: every line of the plugin 4 spaces in. */
+	if (fputs(w->n ? ",\n    " : "{\n  \"plugins\": [\n    ", w->f) < 0)
+		rc = -errno;
+	for (const char *s = text; rc == 0 && *s;) {
+		size_t n = strcspn(s, "\n");
+
+		if (fwrite(s, 1, n, w->f) != n || (s[n] && fputs("\n    ", w->f) < 0))
+			rc = -errno;
+		s += n + (s[n] != '\0');
+	}
+	free(text);
+	w->n++;
+	return rc;
+}
+
+int control_json_plugins_end(struct control_json_writer *w)
+{
+	int rc = fputs(w->n ? "\n  ]\n}\n" : "{\n  \"plugins\": []\n}\n", w->f);
+
+	return rc < 0 ? -errno : 0;
+}

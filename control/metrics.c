@@ -5,7 +5,8 @@
  * registry's and the control server's are built here; the filesystem's and
  * the probes' come from control_options.metrics (the daemon's, in
  * cli/mount.c), which this library does not link.  Runs on the server
- * thread; the per-type counts take one registry snapshot.
+ * thread; the per-type counts are taken under the registry mutex, without
+ * a copy of it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,40 +16,52 @@
 #include "log.h"
 #include "metrics.h"
 
+struct type_counts {
+	const char *const *types;
+	size_t n_types;
+	size_t *plugins, *regs, *none;
+	size_t (*by_health)[3];
+};
+
+/* registry_each_plugin: one plugin into the counts of its type. */
+static int count_plugin(void *arg, const struct reg_plugin *p)
+{
+	struct type_counts *tc = arg;
+	size_t t = 0, dead = 0;
+
+	while (t < tc->n_types && strcmp(tc->types[t], p->type) != 0)
+		t++;
+	if (t == tc->n_types)
+		return 0;
+	tc->plugins[t]++;
+	tc->regs[t] += p->n_regs;
+	for (size_t j = 0; j < p->n_regs; j++) {
+		unsigned h = (unsigned)p->regs[j].runtime.health;
+
+		tc->by_health[t][h < 3 ? h : 0]++;
+		dead += h == REG_HEALTH_DEAD;
+	}
+	tc->none[t] += p->n_regs > 0 && dead == p->n_regs;
+	return 0;
+}
+
 static void registry_metrics(struct control_server *srv, struct metrics *m)
 {
 	static const char *const health[] = {"unknown", "alive", "dead"};
 	const char *const *types;
 	const int64_t *ids;
 	size_t n_types = registry_types(srv->reg, &types, &ids);
-	struct reg_snapshot snap = {0};
 	struct reg_commit_stats cs;
 	size_t *plugins = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t *regs = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t *none = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t(*by_health)[3] = calloc(n_types ? n_types : 1, sizeof(*by_health));
+	struct type_counts tc = {types, n_types, plugins, regs, none, by_health};
 
-	if (!plugins || !regs || !none || !by_health || registry_snapshot(srv->reg, NULL, &snap)) {
+	if (!plugins || !regs || !none || !by_health ||
+	    registry_each_plugin(srv->reg, count_plugin, &tc)) {
 		m->failed = true;
 		goto out;
-	}
-	for (size_t i = 0; i < snap.n_plugins; i++) {
-		const struct reg_plugin *p = &snap.plugins[i];
-		size_t t = 0, dead = 0;
-
-		while (t < n_types && strcmp(types[t], p->type) != 0)
-			t++;
-		if (t == n_types)
-			continue;
-		plugins[t]++;
-		regs[t] += p->n_regs;
-		for (size_t j = 0; j < p->n_regs; j++) {
-			unsigned h = (unsigned)p->regs[j].runtime.health;
-
-			by_health[t][h < 3 ? h : 0]++;
-			dead += h == REG_HEALTH_DEAD;
-		}
-		none[t] += p->n_regs > 0 && dead == p->n_regs;
 	}
 	metrics_family(m, "plugfs_plugins", "gauge",
 		       "Plugins with at least one registration, by type.");
@@ -84,7 +97,6 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 		       "Commits of the state file that failed (nothing was changed).");
 	metrics_sample(m, "plugfs_commit_failures_total", NULL, (double)cs.failed);
 out:
-	reg_snapshot_free(&snap);
 	free(plugins);
 	free(regs);
 	free(none);

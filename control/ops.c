@@ -99,8 +99,7 @@ static void send_registry_error(struct client *c, struct ctl_request *req, int r
 	refuse(c, req, ctl_code_from_errno(rc), "%s", err[0] ? err : strerror(-rc));
 }
 
-/* The JSON of p, with its health when the daemon probes. */
-static json_t *plugin_json(struct control_server *srv, const struct reg_plugin *p)
+json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p)
 {
 	json_t *j = control_json_plugin(p);
 
@@ -191,7 +190,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 				have_mine = true;
 			}
 		}
-		if (json_array_append_new(plugins, plugin_json(srv, &p))) {
+		if (json_array_append_new(plugins, ctl_plugin_json(srv, &p))) {
 			json_decref(plugins);
 			plugins = NULL;
 		}
@@ -233,32 +232,17 @@ static void op_deregister(struct control_server *srv, struct client *c, struct c
 	ctl_conn_send_ok(c, req->id, "removed", json_integer((json_int_t)removed));
 }
 
+/* Streamed (stream.c): the answer is produced a chunk at a time while the
+ * client reads, between the other clients' requests. */
 static void op_list(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
-	struct reg_snapshot snap;
-	json_t *o = NULL;
 	int rc;
 
 	if (req->type && check_type(srv, c, req, req->type))
 		return;
-	memset(&snap, 0, sizeof(snap));
-	rc = registry_snapshot(srv->reg, req->type, &snap);
-	if (rc) {
+	rc = ctl_stream_begin(srv, c, req);
+	if (rc)
 		send_registry_error(c, req, rc, "");
-		return;
-	}
-	o = control_json_snapshot(&snap);
-	if (o && srv->probe && control_json_snapshot_add_health(o, &snap) < 0) {
-		json_decref(o);
-		o = NULL;
-	}
-	reg_snapshot_free(&snap);
-	if (o && (json_object_set_new(o, "ok", json_true()) ||
-		  (req->id && json_object_set(o, "id", req->id)))) {
-		json_decref(o);
-		o = NULL;
-	}
-	ctl_conn_send(c, o);
 }
 
 static void op_show(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -279,7 +263,7 @@ static void op_show(struct control_server *srv, struct client *c, struct ctl_req
 		send_registry_error(c, req, rc, "");
 		return;
 	}
-	ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
+	ctl_conn_send_ok(c, req->id, "plugin", ctl_plugin_json(srv, &p));
 	reg_plugin_free_contents(&p);
 }
 
@@ -305,7 +289,7 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	active = rc == 0 ? reg_plugin_active(&p) : NULL;
 	if (active && (!req->alloc || (strcmp(active->alloc, req->alloc) == 0 &&
 				       active->runtime.health != REG_HEALTH_DEAD))) {
-		ctl_conn_send_ok(c, req->id, "plugin", plugin_json(srv, &p));
+		ctl_conn_send_ok(c, req->id, "plugin", ctl_plugin_json(srv, &p));
 		reg_plugin_free_contents(&p);
 		return;
 	}
@@ -362,31 +346,37 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 
 /* status: "health": {"alive","unknown","dead" registrations, "none_alive"
  * plugins whose every registration is dead}. */
+struct health_counts {
+	json_int_t n[3], none_alive;
+};
+
+/* registry_each_plugin: counts without copying the registry. */
+static int count_health(void *arg, const struct reg_plugin *p)
+{
+	struct health_counts *hc = arg;
+	size_t dead = 0;
+
+	for (size_t j = 0; j < p->n_regs; j++) {
+		unsigned h = (unsigned)p->regs[j].runtime.health;
+
+		hc->n[h < 3 ? h : 0]++;
+		dead += h == REG_HEALTH_DEAD;
+	}
+	hc->none_alive += p->n_regs > 0 && dead == p->n_regs;
+	return 0;
+}
+
 static int add_health_counts(struct control_server *srv, json_t *o)
 {
-	struct reg_snapshot snap = {0};
-	json_int_t n[3] = {0}, none_alive = 0;
-	int rc = registry_snapshot(srv->reg, NULL, &snap);
+	struct health_counts hc = {{0}, 0};
+	int rc = registry_each_plugin(srv->reg, count_health, &hc);
 
 	if (rc < 0)
 		return rc;
-	for (size_t i = 0; i < snap.n_plugins; i++) {
-		const struct reg_plugin *p = &snap.plugins[i];
-		size_t dead = 0;
-
-		for (size_t j = 0; j < p->n_regs; j++) {
-			unsigned h = (unsigned)p->regs[j].runtime.health;
-
-			n[h < 3 ? h : 0]++;
-			dead += h == REG_HEALTH_DEAD;
-		}
-		none_alive += p->n_regs > 0 && dead == p->n_regs;
-	}
-	reg_snapshot_free(&snap);
 	return json_object_set_new(o, "health",
-				   json_pack("{s:I, s:I, s:I, s:I}", "alive", n[REG_HEALTH_ALIVE],
-					     "unknown", n[REG_HEALTH_UNKNOWN], "dead",
-					     n[REG_HEALTH_DEAD], "none_alive", none_alive))
+				   json_pack("{s:I, s:I, s:I, s:I}", "alive", hc.n[REG_HEALTH_ALIVE],
+					     "unknown", hc.n[REG_HEALTH_UNKNOWN], "dead",
+					     hc.n[REG_HEALTH_DEAD], "none_alive", hc.none_alive))
 		   ? -ENOMEM
 		   : 0;
 }

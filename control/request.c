@@ -62,7 +62,7 @@ static const struct op_desc ops[] = {
      CTL_OP_REGISTER,
      {"types", "name", "alloc", "socket", "version", "kind", "options", "probe", "csi_name", NULL}},
     {"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
-    {"list", CTL_OP_LIST, {"type", NULL}},
+    {"list", CTL_OP_LIST, {"type", "stream", NULL}},
     {"show", CTL_OP_SHOW, {"type", "name", NULL}},
     {"wait", CTL_OP_WAIT, {"type", "name", "alloc", "timeout", NULL}},
     {"watch", CTL_OP_WATCH, {"types", NULL}},
@@ -136,6 +136,23 @@ static int get_string(json_t *root, const char *op, const char *key, bool requir
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "%s: field `%s' must be a string, got %s", op, key, json_type_name(v));
 	*out = json_string_value(v);
+	return 0;
+}
+
+/* Optional field `key` as a boolean (false when absent). */
+static int get_bool(json_t *root, const char *op, const char *key, bool *out,
+		    enum ctl_code *code, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(root, key);
+
+	*out = false;
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
+			    "%s: field `%s' must be true or false, got %s", op, key,
+			    json_type_name(v));
+	*out = json_is_true(v);
 	return 0;
 }
 
@@ -349,7 +366,8 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 		break;
 	case CTL_OP_LIST:
 		if ((rc = get_string(req->root, d->name, "type", false, &req->type, code, err,
-				     errlen)))
+				     errlen)) ||
+		    (rc = get_bool(req->root, d->name, "stream", &req->stream, code, err, errlen)))
 			return rc;
 		break;
 	case CTL_OP_SHOW:

@@ -67,7 +67,7 @@ static int check_timers(struct control_server *srv)
 			next = deadline;
 	}
 	for (struct client *c = srv->clients; c; c = c->next)
-		if (c->resume && !c->dead)
+		if ((c->resume || ctl_stream_ready(c)) && !c->dead)
 			return 0;
 	if (srv->accept_resume > 0) {
 		if (now >= srv->accept_resume)
@@ -143,7 +143,9 @@ static void *server_thread(void *arg)
 		for (struct client *c = srv->clients; c; c = c->next) {
 			short ev = 0;
 
-			if (!c->eof && !c->waiting && ctl_out_pending(c) <= OUT_STALL)
+			/* A listing client is not read until its list ends: the
+			 * lines it sends meanwhile wait in the socket. */
+			if (!c->eof && !c->waiting && !c->stream && ctl_out_pending(c) <= OUT_STALL)
 				ev |= POLLIN;
 			if (ctl_out_pending(c) > 0)
 				ev |= POLLOUT;
@@ -187,6 +189,12 @@ static void *server_thread(void *arg)
 		}
 		if (pfds[1].fd >= 0 && (pfds[1].revents & POLLIN))
 			ctl_conn_accept(srv);
+		/* One chunk per listing client per round, after every other
+		 * client was served: a list of any size holds the loop for one
+		 * chunk at a time. */
+		for (struct client *c = srv->clients; c; c = c->next)
+			if (ctl_stream_ready(c))
+				ctl_stream_step(srv, c);
 	}
 	free(pfds);
 	free(who);

@@ -350,6 +350,34 @@ int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg)
 	return rc;
 }
 
+int registry_each_plugin_slice(struct registry *r, size_t *pos, size_t max, registry_plugin_fn fn,
+			       void *arg)
+{
+	const struct plugin_node *p = NULL;
+	size_t at = *pos, seen = 0;
+	int rc = 1;
+
+	lock(r);
+	for (;;) {
+		p = index_next_plugin(&r->ix, &at, p);
+		if (!p) {
+			rc = 0;
+			break;
+		}
+		/* Stop at a slot's start only, so the next call resumes there. */
+		if (at != *pos && seen >= max)
+			break;
+		*pos = at;
+		seen++;
+		if (p->pub.n_regs > 0 && (rc = fn(arg, &p->pub)) != 0)
+			break;
+		rc = 1;
+	}
+	*pos = at;
+	unlock(r);
+	return rc;
+}
+
 size_t registry_types(struct registry *r, const char *const **names, const int64_t **ids)
 {
 	if (names)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "registry.h"
 
@@ -94,6 +95,26 @@ int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *e
  * above with a message. */
 int control_call(const char *path, json_t *req, json_t **resp, int timeout_ms, char *err,
 		 size_t errlen);
+/*
+ * Reads the lines that follow an answer on fd (the lines of a streamed
+ * `list', events) through a buffer of its own: far fewer system calls than
+ * control_recv, which takes one line and leaves the rest in the socket.
+ * Use one or the other on a connection from a given point on.
+ */
+struct control_reader {
+	int fd;
+	char *buf;
+	size_t off, len, cap;
+};
+/* A reader of fd (not owned): no allocation yet. */
+void control_reader_init(struct control_reader *rd, int fd);
+/* The next line as a JSON object: 0 with *obj (owned by the caller), or
+ * -errno with a message as control_recv (-EPIPE: closed mid-stream,
+ * -ETIMEDOUT after timeout_ms without a whole line; < 0 waits). */
+int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms, char *err,
+			size_t errlen);
+void control_reader_free(struct control_reader *rd);
+
 /* NULL when resp is {"ok":true,...}; else the error message, and *code (may
  * be NULL) the error code.  The strings belong to resp. */
 const char *control_response_error(json_t *resp, const char **code);
@@ -115,5 +136,53 @@ json_t *control_json_health(const struct reg_runtime *rt);
 int control_json_add_health(json_t *plugin, const struct reg_plugin *p);
 /* control_json_add_health on every plugin of snap (the JSON of s). */
 int control_json_snapshot_add_health(json_t *snap, const struct reg_snapshot *s);
+
+/*
+ * Writes {"plugins":[...]} to f exactly as json_dumpf(JSON_INDENT(2)) would
+ * write control_json_snapshot's object, one plugin at a time (list --json,
+ * state dump --json without the whole document in memory).  begin, then add
+ * per plugin (borrowed), then end, which prints the last newline too.  0,
+ * or -errno of the write or -ENOMEM.
+ */
+struct control_json_writer {
+	FILE *f;
+	size_t n;
+};
+void control_json_plugins_begin(struct control_json_writer *w, FILE *f);
+int control_json_plugins_add(struct control_json_writer *w, json_t *plugin);
+int control_json_plugins_end(struct control_json_writer *w);
+
+/* --- a cursor over the plugins (list, state dump) --- */
+
+/*
+ * The plugins of reg (of one type when type is not NULL) one at a time, in
+ * (type, name) order, without copying the registry: first the names of the
+ * plugins that have registrations are taken (about 20 bytes a plugin; a
+ * slice at a time, see control_cursor_prepare) and sorted, then each step
+ * copies one plugin as it is at that moment.  A plugin that has
+ * registrations all along comes exactly once; one deregistered before its
+ * turn is passed over; one registered after the names were taken (before
+ * the first plugin comes out) is not in the walk, and one registered while
+ * they are being taken may or may not be.  Each plugin is consistent (one
+ * state it had); the walk is not one instant of the whole registry.  Open:
+ * 0 or -ENOMEM (nothing is taken yet).
+ */
+struct control_cursor;
+int control_cursor_open(struct registry *reg, const char *type, struct control_cursor **out);
+/* Up to steps more steps of taking the names (a slice of 4,096 plugins of
+ * the index under the registry mutex per step), then of sorting them (a
+ * run of 1,024 per step), then setting up their merge.  1 once the cursor
+ * is ready (next then costs a lookup and a copy), 0 while steps remain,
+ * or -ENOMEM.  A caller that must not hold its thread long (the control
+ * server) makes a few steps per turn; next makes whatever is left. */
+int control_cursor_prepare(struct control_cursor *cur, size_t steps);
+/* The next plugin into *out (a copy: reg_plugin_free_contents): 1, 0 at
+ * the end, or -ENOMEM. */
+int control_cursor_next(struct control_cursor *cur, struct reg_plugin *out);
+/* Plugins named at the open, and how many of them were passed over
+ * (deregistered before their turn). */
+size_t control_cursor_total(const struct control_cursor *cur);
+size_t control_cursor_skipped(const struct control_cursor *cur);
+void control_cursor_free(struct control_cursor *cur);
 
 #endif

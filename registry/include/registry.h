@@ -374,6 +374,20 @@ int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *a
 typedef int (*registry_plugin_fn)(void *arg, const struct reg_plugin *p);
 int registry_each_plugin(struct registry *r, registry_plugin_fn fn, void *arg);
 
+/*
+ * registry_each_plugin a slice at a time, taking the mutex once per call
+ * (a walk of any size never holds it long): from *pos (0 to begin) whole
+ * slots of the index until at least max plugins were seen, *pos then where
+ * the next call goes on.  1 while more remain, 0 at the end, or fn's first
+ * non-zero return.  Across calls: a plugin that has registrations during
+ * the whole walk is seen at least once, and twice at most when the index
+ * grew between two calls (its table only grows, by powers of two, which
+ * never moves an entry to a slot before the one it was in); one registered
+ * or emptied meanwhile may or may not be seen.
+ */
+int registry_each_plugin_slice(struct registry *r, size_t *pos, size_t max, registry_plugin_fn fn,
+			       void *arg);
+
 /* Configured types and their persisted ids (stable across restarts).  The
  * arrays belong to the registry and live as long as it. */
 size_t registry_types(struct registry *r, const char *const **names, const int64_t **ids);

@@ -16,12 +16,18 @@
  *     daemon with no registration measured in the same run, over N;
  *   - an uncached lookup in the type directory: stat of <type>/<name> for
  *     names the kernel has not seen (each a FUSE LOOKUP), median over up to
- *     2,000 names.
+ *     2,000 names;
+ *   - `plugfs list --json': its time, the daemon's peak RSS during it
+ *     against its RSS at rest, and status p50/p99 alone and while another
+ *     client loops full lists (bench_list.c).
  *
  * Targets: start to ready <= 1000 ms (goal 200 ms); RSS per registration
  * <= 1024 bytes (judged from 10,000 registrations on, where it is above the
  * noise of a page count); uncached lookup <= 2x the median at the smallest
- * size of the run (flat cost).  Timings never fail the run.
+ * size of the run (flat cost); list time per plugin <= 2x that of the
+ * smallest size of 1,000 or more; peak RSS during a list <= 1.2x at rest;
+ * status p99 while another client lists <= 50 ms.  Timings never fail the
+ * run.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_list.h"
 #include "bench_scale.h"
 
 #define SCALE_MAX_SIZES 8
@@ -56,6 +63,7 @@ struct scale_run {
 	double rss_per_reg;
 	double lookup_us;
 	char phases[512]; /* the ready line's breakdown, mode none */
+	struct list_figures list;
 };
 
 static uint64_t mono_ns(void)
@@ -303,8 +311,14 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 		}
 		/* The last start is measured further: RSS, lookups. */
 		if (k == STARTS - 1) {
+			char sock[PATH_MAX];
+
 			out->rss_kib = daemon_rss_kib(&d);
 			out->lookup_us = n > 0 ? uncached_lookup_us(dir, n) : 0;
+			snprintf(sock, sizeof(sock), "%s/ctl.sock", dir);
+			if (n > 0 && out->lookup_us >= 0 &&
+			    bench_list(plugfs, cfg_none, sock, d.pid, &out->list) != 0)
+				out->lookup_us = -1;
 		}
 		if (daemon_stop(&d) != 0 || out->lookup_us < 0)
 			goto out;
@@ -420,6 +434,17 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 		       verdict(true,
 			       runs[i].lookup_us <= LOOKUP_TARGET_RATIO * runs[0].lookup_us));
 	printf("   <= %.0fx the smallest N (median of up to %d)\n", LOOKUP_TARGET_RATIO, LOOKUPS);
+
+	{
+		long ln[SCALE_MAX_SIZES];
+		struct list_figures lf[SCALE_MAX_SIZES];
+
+		for (size_t i = 0; i < k; i++) {
+			ln[i] = runs[i].n;
+			lf[i] = runs[i].list;
+		}
+		bench_list_print(ln, lf, k);
+	}
 
 	printf("\nwhere the start went (the daemon's ready line, probe none):\n");
 	for (size_t i = 0; i < k; i++)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,52 @@ static void test_snapshot(void **state)
 	json_decref(j);
 }
 
+/* The writer of list --json and state dump --json, a plugin at a time,
+ * prints what json_dumpf(JSON_INDENT(2)) prints of the whole snapshot. */
+static void check_writer(const struct reg_snapshot *s)
+{
+	json_t *j = control_json_snapshot(s);
+	char *whole = json_dumps(j, JSON_INDENT(2)), *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct control_json_writer w;
+
+	assert_non_null(whole);
+	assert_non_null(f);
+	control_json_plugins_begin(&w, f);
+	for (size_t i = 0; i < s->n_plugins; i++) {
+		json_t *p = control_json_plugin(&s->plugins[i]);
+
+		assert_int_equal(control_json_plugins_add(&w, p), 0);
+		json_decref(p);
+	}
+	assert_int_equal(control_json_plugins_end(&w), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(strlen(text), strlen(whole) + 1);
+	assert_memory_equal(text, whole, strlen(whole));
+	assert_int_equal(text[strlen(whole)], '\n');
+	free(text);
+	free(whole);
+	json_decref(j);
+}
+
+static void test_writer(void **state)
+{
+	struct reg_plugin plugins[] = {
+	    {.id = 1, .type = (char *)"csi-node", .name = (char *)"plugin-1", .regs = &regs[1],
+	     .n_regs = 1},
+	    {.id = 2, .type = (char *)"csi-node", .name = (char *)"plugin-2", .regs = regs,
+	     .n_regs = 2},
+	};
+	struct reg_snapshot s = {.plugins = plugins, .n_plugins = 0};
+
+	check_writer(&s);
+	s.n_plugins = 1;
+	check_writer(&s);
+	s.n_plugins = 2;
+	check_writer(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -192,6 +239,7 @@ int main(void)
 	    cmocka_unit_test(test_registration_not_utf8),
 	    cmocka_unit_test(test_plugin),
 	    cmocka_unit_test(test_snapshot),
+	    cmocka_unit_test(test_writer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
