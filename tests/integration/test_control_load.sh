@@ -6,7 +6,8 @@
 #  - 8 clients register and deregister without pause (plugfs-test-storm),
 #  - 24 idle connections hold slots (hold_conns.py),
 #  - 4 clients trickle bytes without a newline (trickle.py),
-#  - 2 clients loop `plugfs list --json' over the 2,000 plugins.
+#  - 2 clients loop `plugfs list --json' over the 2,000 plugins,
+#  - 1 client reads a list one byte per millisecond (stream_client.py).
 # Prints p50/p99/max of both, quiet and loaded, and their ratio; fails when
 # a request of the timing client is refused or fails, or when a loaded p99
 # passes 1 s (a bound that a control plane serving one client at a time
@@ -51,6 +52,9 @@ for i in 1 2; do
 	(while :; do plugfs list --json >/dev/null 2>>"$T/list$i.err" || echo failed >>"$T/list$i.err"; done) &
 	_PIDS+=("$!")
 done
+python3 "$SRC/stream_client.py" slow "$CTL" $((secs + 3)) >"$T/slow.out" 2>&1 &
+_PIDS+=("$!")
+slow_pid=$!
 sleep 1
 check "the storm is running" kill -0 "$storm_pid"
 python3 "$SRC/latency.py" "$CTL" "$INFO" "$secs" >"$T/loaded.out"
@@ -62,7 +66,7 @@ for what in status info_read; do
 	q=$(field "$what" p99_ms "$T/quiet.out")
 	l=$(field "$what" p99_ms "$T/loaded.out")
 	awk -v w="$what" -v q="$q" -v l="$l" \
-		'BEGIN { printf "# %s p99: quiet %.1f ms, loaded %.1f ms (%.1fx)\n", w, q, l, q > 0 ? l / q : 0 }'
+		'BEGIN { printf "# %s p99: quiet %.1f ms, loaded %.1f ms (%.1fx)\n", w, q, l, (q > 0 ? l / q : 0) }'
 	check_eq "no $what of the timing client failed on a quiet daemon" 0 "$(field "$what" failed "$T/quiet.out")"
 	check_eq "no $what of the timing client failed under load" 0 "$(field "$what" failed "$T/loaded.out")"
 	check "$what was timed under load ($(field "$what" n "$T/loaded.out") samples)" \
@@ -70,6 +74,9 @@ for what in status info_read; do
 	check "$what p99 under load is at most 1 s ($l ms)" awk -v l="$l" 'BEGIN { exit !(l <= 1000) }'
 done
 check "the list loops got answers" test ! -s "$T/list1.err" -a ! -s "$T/list2.err"
+wait "$slow_pid"
+check_eq "the slow reader was served to the end of its time" 0 $?
+sed 's/^/# slow reader: /' "$T/slow.out"
 plugfs status >/dev/null
 check_eq "the daemon still answers status" 0 $?
 finish
