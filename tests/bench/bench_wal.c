@@ -8,8 +8,9 @@
  *
  *   max -wal      the largest -wal seen after a commit (the WAL only grows
  *                 between its restarts, so this is its high-water mark)
- *   B/reg         what one registration appends to the WAL (registrations
- *                 11 to 50, before any checkpoint)
+ *   B/reg         what one registration appends to the WAL (the median of
+ *                 the -wal's growth over the commits that grew it: a commit
+ *                 into a WAL started again writes over old frames)
  *   reg/s         registrations per second (fsync included)
  *   state file    its size at the end
  *
@@ -107,6 +108,13 @@ struct result {
 	int page_size;
 };
 
+static int cmp_ll(const void *a, const void *b)
+{
+	long long x = *(const long long *)a, y = *(const long long *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static void run(const struct config *c, const char *dir, int count, const char *sync,
 		struct result *out)
 {
@@ -114,11 +122,14 @@ static void run(const struct config *c, const char *dir, int count, const char *
 	struct registry_options o = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 86400, .synchronous = sync};
 	struct registry *r = NULL;
-	long long w, at10 = 0, at50 = 0;
+	long long w, prev = 0, *grew = calloc((size_t)count, sizeof(*grew));
+	size_t n_grew = 0;
 	double t0;
 
 	snprintf(path, sizeof(path), "%s/bench-wal.db", dir);
 	remove_files(path);
+	if (!grew)
+		die("out of memory");
 	if (c->page_size)
 		make_empty(path, c->page_size);
 	if (registry_open(path, &o, &r, err, sizeof(err)) != 0)
@@ -138,13 +149,14 @@ static void run(const struct config *c, const char *dir, int count, const char *
 		w = size_of(path, "-wal");
 		if (w > out->max_wal)
 			out->max_wal = w;
-		if (i == 10)
-			at10 = w;
-		if (i == 50)
-			at50 = w;
+		if (w > prev && prev > 0)
+			grew[n_grew++] = w - prev;
+		prev = w;
 	}
 	out->rate = count / (now_s() - t0);
-	out->per_reg = at50 > at10 ? (at50 - at10) / 40 : 0;
+	qsort(grew, n_grew, sizeof(*grew), cmp_ll);
+	out->per_reg = n_grew ? grew[n_grew / 2] : 0;
+	free(grew);
 	out->page_size = 0;
 	{
 		sqlite3 *db = NULL;
