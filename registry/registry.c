@@ -565,9 +565,14 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	}
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
 	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one,
-			     load_empty, load_option, &r->ix, err, errlen)) < 0 ||
-	    (!r->read_only &&
-	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
+			     load_empty, load_option, &r->ix, err, errlen)) < 0)
+		goto fail;
+	/* Expired tombstones only take space (register ignores them): on a
+	 * full disk the start goes on without deleting them, so that a host
+	 * that filled up can start and deregister. */
+	if (!r->read_only &&
+	    (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0 &&
+	    rc != -ENOSPC)
 		goto fail;
 	*out = r;
 	return 0;

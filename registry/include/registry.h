@@ -294,7 +294,8 @@ struct registry;
  * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
  * one transaction (entries of types not configured are kept, not served) and
  * the `kv' table dropped; the backup keeps it.  Tombstones older than
- * tombstone_ttl are deleted on open.  opts->read_only: none of the writes
+ * tombstone_ttl are deleted on open (not on a full disk: they are left for
+ * the next expiry, and the open goes on).  opts->read_only: none of the writes
  * above happen (see struct registry_options).
  */
 int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,

@@ -114,7 +114,28 @@ check "full again: a deregistration commits" plugfs deregister --type csi-node -
 sed -i '\|^csi-node/r1 r1$|d' "$T/want"
 check "the reserve was released a second time" \
 	test "$(grep -c "released the reserve" "$DAEMON_LOG")" -eq 2
-rm -f "$T/small/filler"
+
+# A restart on a disk with 64 KiB free (room for SQLite's -shm and a few
+# frames, not for the reserve): the daemon starts, refuses registrations
+# naming the reserve it cannot allocate, and takes deregistrations.
+stop_daemon
+dd if=/dev/zero of="$T/small/room" bs=64k count=1 status=none
+dd if=/dev/zero of="$T/small/filler2" bs=4k status=none 2>/dev/null
+rm -f "$T/small/room"
+start_daemon
+check "restarted nearly full: the reserve cannot be allocated, said as a warning" \
+	grep -q "plugfs warn: state file \`$STATE': cannot allocate the reserve \`$RESERVE' (262144 bytes): ENOSPC" \
+	"$DAEMON_LOG"
+out=$(plugfs register --type csi-node --name q3 --alloc q3 --socket "$(sock_of q3)" 2>&1)
+check "restarted nearly full: a registration is refused" test $? -ne 0
+check "restarted nearly full: the refusal says the reserve cannot be allocated" \
+	grep -qF "the reserve \`$RESERVE' (262144 bytes) that keeps deregistrations possible cannot be allocated (ENOSPC: " <<<"$out"
+check "restarted nearly full: a deregistration commits" \
+	plugfs deregister --type csi-node --name r2 --alloc r2
+sed -i '\|^csi-node/r2 r2$|d' "$T/want"
+rm -f "$T/small/filler" "$T/small/filler2"
+wait_until 15 "the reserve is allocated after the restart" reserve_full || exit 1
+reg csi-node r4 r4 && echo "csi-node/r4 r4" >>"$T/want"
 
 # Nothing lost: what the daemon serves is what was acknowledged, also after
 # a restart.
