@@ -47,7 +47,8 @@ struct registry {
 	size_t n_subs, cap_subs;
 	int next_sub_id;
 	int emitting; /* > 0 while callbacks run */
-	struct store_space *space; /* the upkeep (space.h), NULL when none runs */
+	/* The upkeep (space.h), NULL when none runs. */
+	struct store_space *space;
 };
 
 static inline void lock(struct registry *r)

@@ -74,6 +74,10 @@ fi
 echo "# $out"
 check "that refusal names the state file, the reserve and ENOSPC" \
 	grep -qF "state file \`$STATE': registering: the disk is full: the reserve \`$RESERVE' (262144 bytes) that keeps deregistrations possible was released for a deregistration (ENOSPC: " <<<"$out"
+check_eq "metrics: the reserve is not held" 1 \
+	"$(plugfs metrics | awk '$1 == "plugfs_state_reserve_held" { print ($2 == 0) }')"
+check_eq "metrics: one release" 1 \
+	"$(plugfs metrics | awk '$1 == "plugfs_state_reserve_releases_total" { print $2 }')"
 check "the release of the reserve is logged as a warning" \
 	grep -q "plugfs warn: state file \`$STATE': the disk is full: released the reserve \`$RESERVE'" \
 	"$DAEMON_LOG"
