@@ -193,12 +193,13 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	sp->commits++;
 	sp->last_commit_ms = mono_ms();
 	pthread_cond_signal(&sp->cond);
-	if (frames >= sp->limit_frames) {
+	if (frames >= sp->limit_frames && !sp->last_fail) {
 		/* The commits outrun the checkpoints (each begins while the one
 		 * a commit asked for still runs, so the WAL never starts again):
 		 * wait, for at most HOOK_WAIT_MS, until one begun after this
 		 * commit has run to its end; the next commit then starts the
-		 * WAL from its beginning. */
+		 * WAL from its beginning.  (Not while checkpoints fail for a
+		 * full disk or an I/O error: waiting would not help.) */
 		uint64_t want = sp->begun + 1, end = mono_ms() + HOOK_WAIT_MS;
 		struct timespec ts = {.tv_sec = (time_t)(end / 1000),
 				      .tv_nsec = (long)(end % 1000) * 1000000L};
@@ -291,8 +292,9 @@ static void *space_main(void *arg)
 
 			if (checkpoint(sp, mode) && sp->commits == seen)
 				sp->pending = false;
-			else if (sp->commits == seen)
-				retry_at = mono_ms() + BUSY_RETRY_MS; /* blocked: not at once */
+			else if (sp->commits == seen) /* blocked or failed: not at once */
+				retry_at =
+				    mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
 			continue;
 		}
 		if (sp->pending)
