@@ -7,7 +7,7 @@
  *   index.c     the in-memory lookups (index.h)
  *   store.c     the SQLite store (store.h); store_open.c opens it
  *   schema.c    schema versions and the migration ladder (schema.h)
- *   store_space.c  checkpoints and the reserve for deregistrations (space.h)
+ *   store_space.c  checkpoints, store_reserve.c the reserve for deregistrations (space.h)
  *   model.c     the value types (registry.h)
  * Every function here expects the registry mutex held by its caller.
  */

@@ -587,24 +587,6 @@ sqlite3 *registry_db(struct registry *r)
 	return r->st.db;
 }
 
-int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
-			  size_t errlen)
-{
-	int rc;
-
-	lock(r);
-	rc = space_start(r, o, err, errlen);
-	unlock(r);
-	return rc;
-}
-
-void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out)
-{
-	lock(r);
-	space_stats(r->space, out);
-	unlock(r);
-}
-
 void registry_close(struct registry *r)
 {
 	if (!r)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The upkeep of the state file's space: the checkpointer thread and the
- * reserve for deregistrations (registry_start_upkeep in registry.h).
+ * The upkeep of the state file's space: the checkpointer thread, which
+ * also allocates the reserve for deregistrations again (store_reserve.c),
+ * and the upkeep's start and stop (registry_start_upkeep in registry.h).
  *
  * The thread has its own SQLite connection on the state file, so that a
  * checkpoint never holds the registry mutex: the commits (the main
@@ -38,43 +39,7 @@
 /* How long a commit that finds the WAL at its limit waits for a checkpoint. */
 #define HOOK_WAIT_MS 1000
 
-enum reserve_state {
-	RESERVE_NONE,	  /* no reserve (none asked for, or the filesystem cannot) */
-	RESERVE_HELD,	  /* allocated */
-	RESERVE_RELEASED, /* released for a deregistration */
-	RESERVE_SHORT,	  /* cannot be allocated: the disk is full */
-};
-
-struct store_space {
-	struct registry *r;
-	sqlite3 *db; /* the checkpointer's connection */
-	char *reserve_path;
-	size_t reserve_bytes; /* 0: no reserve */
-	int reserve_fd;	      /* -1: not open */
-	/* Under the registry mutex: */
-	enum reserve_state reserve;
-	uint64_t reserve_released;
-	int ckpt_frames, limit_frames;
-	unsigned idle_ms;
-	pthread_t thread;
-	bool started;
-	pthread_mutex_t mu;
-	pthread_cond_t cond; /* to the thread: a commit, a stop, the reserve */
-	pthread_cond_t done; /* from the thread: a checkpoint ended */
-	/* Under mu: */
-	bool stop;
-	bool pending;	     /* the WAL holds ckpt_frames not yet checkpointed */
-	bool dirty;	     /* a commit since the last TRUNCATE */
-	bool reserve_wanted; /* allocate the reserve again */
-	int frames;	     /* frames in the WAL after the last commit */
-	uint64_t commits, last_commit_ms;
-	uint64_t begun;	   /* checkpoints begun */
-	uint64_t complete; /* the number (in begun) of the last that ran to its end */
-	uint64_t passive, restart, truncate, failed;
-	int last_fail; /* the SQLite code of the last failure logged, 0 after a success */
-};
-
-static uint64_t mono_ms(void)
+uint64_t space_mono_ms(void)
 {
 	struct timespec t;
 
@@ -85,96 +50,6 @@ static uint64_t mono_ms(void)
 static const char *state_path(const struct store_space *sp)
 {
 	return sp->r->st.path;
-}
-
-/* ---- the reserve (registry mutex held) ------------------------------- */
-
-/* Opens (creating it) the reserve file: a regular file of ours, never
- * through a symlink.  0 or an errno; a file of the wrong kind is EEXIST. */
-static int reserve_open(struct store_space *sp)
-{
-	struct stat st;
-	int fd = open(sp->reserve_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	if (fd < 0)
-		return errno == ELOOP || errno == EISDIR || errno == ENXIO ? EEXIST : errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		close(fd);
-		return EEXIST;
-	}
-	sp->reserve_fd = fd;
-	return 0;
-}
-
-/* Allocates the reserve (again): RESERVE_HELD, or RESERVE_SHORT when the
- * disk lacks the space (nothing of it kept), or RESERVE_NONE with a
- * warning when the filesystem cannot hold one. */
-static void reserve_fill(struct store_space *sp)
-{
-	enum reserve_state was = sp->reserve;
-	int e = sp->reserve_fd < 0 ? reserve_open(sp) : 0;
-
-	if (e == 0)
-		e = posix_fallocate(sp->reserve_fd, 0, (off_t)sp->reserve_bytes);
-	if (e == 0) {
-		sp->reserve = RESERVE_HELD;
-		if (was == RESERVE_RELEASED || was == RESERVE_SHORT)
-			log_warn(
-			    "state file `%s': the reserve `%s' (%zu bytes) is allocated again: "
-			    "registrations are accepted",
-			    state_path(sp), sp->reserve_path, sp->reserve_bytes);
-		return;
-	}
-	if (sp->reserve_fd >= 0 && ftruncate(sp->reserve_fd, 0) < 0)
-		e = errno;
-	if (e == ENOSPC || e == EDQUOT) {
-		if (was != RESERVE_RELEASED && was != RESERVE_SHORT)
-			log_warn(
-			    "state file `%s': cannot allocate the reserve `%s' (%zu bytes): %s "
-			    "(%s): registrations are refused until that much space is free",
-			    state_path(sp), sp->reserve_path, sp->reserve_bytes, strerrorname_np(e),
-			    strerror(e));
-		if (was != RESERVE_RELEASED)
-			sp->reserve = RESERVE_SHORT;
-		return;
-	}
-	log_warn("state file `%s': cannot allocate the reserve `%s': %s (%s): a full disk will "
-		 "refuse deregistrations too",
-		 state_path(sp), sp->reserve_path,
-		 strerrorname_np(e) ? strerrorname_np(e) : "errno", strerror(e));
-	sp->reserve = RESERVE_NONE;
-}
-
-bool space_release_reserve(struct store_space *sp)
-{
-	if (!sp || sp->reserve != RESERVE_HELD)
-		return false;
-	if (ftruncate(sp->reserve_fd, 0) < 0)
-		return false;
-	sp->reserve = RESERVE_RELEASED;
-	sp->reserve_released++;
-	log_warn("state file `%s': the disk is full: released the reserve `%s' (%zu bytes) for a "
-		 "deregistration; registrations are refused until it can be allocated again",
-		 state_path(sp), sp->reserve_path, sp->reserve_bytes);
-	pthread_mutex_lock(&sp->mu);
-	sp->reserve_wanted = true;
-	pthread_cond_signal(&sp->cond);
-	pthread_mutex_unlock(&sp->mu);
-	return true;
-}
-
-int space_check_room(struct store_space *sp, const char *what, char *err, size_t errlen)
-{
-	if (!sp || (sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT))
-		return 0;
-	return plugfs_errf(err, errlen, -ENOSPC,
-			   "state file `%s': %s: the disk is full: the reserve `%s' (%zu bytes) "
-			   "that keeps deregistrations possible %s (ENOSPC: %s); registrations "
-			   "resume once that much space is free",
-			   state_path(sp), what, sp->reserve_path, sp->reserve_bytes,
-			   sp->reserve == RESERVE_RELEASED ? "was released for a deregistration"
-							   : "cannot be allocated",
-			   strerror(ENOSPC));
 }
 
 /* ---- the checkpointer ------------------------------------------------- */
@@ -191,7 +66,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	sp->pending = frames >= sp->ckpt_frames;
 	sp->dirty = true;
 	sp->commits++;
-	sp->last_commit_ms = mono_ms();
+	sp->last_commit_ms = space_mono_ms();
 	pthread_cond_signal(&sp->cond);
 	if (frames >= sp->limit_frames && !sp->last_fail) {
 		/* The commits outrun the checkpoints (each begins while the one
@@ -200,7 +75,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 		 * commit has run to its end; the next commit then starts the
 		 * WAL from its beginning.  (Not while checkpoints fail for a
 		 * full disk or an I/O error: waiting would not help.) */
-		uint64_t want = sp->begun + 1, end = mono_ms() + HOOK_WAIT_MS;
+		uint64_t want = sp->begun + 1, end = space_mono_ms() + HOOK_WAIT_MS;
 		struct timespec ts = {.tv_sec = (time_t)(end / 1000),
 				      .tv_nsec = (long)(end % 1000) * 1000000L};
 
@@ -283,7 +158,7 @@ static void *space_main(void *arg)
 
 	pthread_mutex_lock(&sp->mu);
 	while (!sp->stop) {
-		uint64_t now = mono_ms(), wake = UINT64_MAX, seen = sp->commits;
+		uint64_t now = space_mono_ms(), wake = UINT64_MAX, seen = sp->commits;
 
 		if (sp->pending && now >= retry_at) {
 			int frames = sp->frames;
@@ -294,7 +169,7 @@ static void *space_main(void *arg)
 				sp->pending = false;
 			else if (sp->commits == seen) /* blocked or failed: not at once */
 				retry_at =
-				    mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
+				    space_mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
 			continue;
 		}
 		if (sp->pending)
@@ -309,7 +184,7 @@ static void *space_main(void *arg)
 					if (sp->commits == seen)
 						sp->dirty = sp->pending = false;
 				} else {
-					retry_at = mono_ms() + sp->idle_ms;
+					retry_at = space_mono_ms() + sp->idle_ms;
 				}
 				continue;
 			}
@@ -325,7 +200,7 @@ static void *space_main(void *arg)
 				held = false;
 				if (pthread_mutex_trylock(&sp->r->mu) != 0) {
 					pthread_mutex_lock(&sp->mu);
-					reserve_at = mono_ms() + BUSY_RETRY_MS;
+					reserve_at = space_mono_ms() + BUSY_RETRY_MS;
 					continue;
 				}
 				reserve_fill(sp);
@@ -333,7 +208,7 @@ static void *space_main(void *arg)
 				    sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT;
 				unlock(sp->r);
 				pthread_mutex_lock(&sp->mu);
-				reserve_at = mono_ms() + RESERVE_RETRY_MS;
+				reserve_at = space_mono_ms() + RESERVE_RETRY_MS;
 				if (held)
 					sp->reserve_wanted = false;
 				continue;
@@ -414,7 +289,7 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 							 : DEFAULT_RESERVE_BYTES;
 	/* A WAL left by an earlier run is checkpointed soon. */
 	sp->pending = sp->dirty = true;
-	sp->last_commit_ms = mono_ms();
+	sp->last_commit_ms = space_mono_ms();
 	pthread_mutex_init(&sp->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -515,4 +390,22 @@ void space_stats(struct store_space *sp, struct registry_upkeep_stats *out)
 	out->truncate = sp->truncate;
 	out->failed = sp->failed;
 	pthread_mutex_unlock(&sp->mu);
+}
+
+int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
+			  size_t errlen)
+{
+	int rc;
+
+	lock(r);
+	rc = space_start(r, o, err, errlen);
+	unlock(r);
+	return rc;
+}
+
+void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out)
+{
+	lock(r);
+	space_stats(r->space, out);
+	unlock(r);
 }
