@@ -55,7 +55,7 @@ struct store_space {
 	char *reserve_path;
 	size_t reserve_bytes; /* 0: no reserve */
 	int reserve_fd;	      /* -1: not open */
-	/* Under the registry mutex: */
+	/* Under the commits' lock (space_commits_trylock): */
 	enum reserve_state reserve;
 	uint64_t reserve_released;
 	int ckpt_frames, limit_frames;
@@ -78,6 +78,12 @@ struct store_space {
 	int last_fail; /* the SQLite code of the last failure logged, 0 after a success */
 };
 
+/* The lock every commit of a mutation holds (the registry mutex), taken
+ * without waiting by the checkpointer to allocate the reserve again: true
+ * when taken. */
+bool space_commits_trylock(struct registry *r);
+void space_commits_unlock(struct registry *r);
+
 /* CLOCK_MONOTONIC in ms. */
 uint64_t space_mono_ms(void);
 /* Opens (creating it) the reserve file: a regular file of ours, never
@@ -86,7 +92,7 @@ uint64_t space_mono_ms(void);
 int reserve_open(struct store_space *sp);
 /* Allocates the reserve (again): RESERVE_HELD, or RESERVE_SHORT when the
  * disk lacks the space (nothing of it kept), or RESERVE_NONE with a
- * warning when the filesystem cannot hold one.  Registry mutex held. */
+ * warning when the filesystem cannot hold one.  The commits' lock held. */
 void reserve_fill(struct store_space *sp);
 
 #endif

@@ -4,7 +4,8 @@
  * a file of reserve_bytes beside the state file, released when a
  * deregistration cannot commit for want of space, allocated again by the
  * checkpointer thread (store_space.c).  Everything here runs under the
- * registry mutex.
+ * commits' lock (space_commits_trylock): no commit runs meanwhile, so the
+ * space released for a deregistration is not taken back under it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,23 @@
 #include "core.h"
 #include "log.h"
 #include "space.h"
+
+bool space_commits_trylock(struct registry *r)
+{
+	return pthread_mutex_trylock(&r->mu) == 0;
+}
+
+void space_commits_unlock(struct registry *r)
+{
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* sp->reserve changes under the commits' lock; space_stats reads it
+ * without. */
+static void set_reserve(struct store_space *sp, enum reserve_state st)
+{
+	__atomic_store_n(&sp->reserve, st, __ATOMIC_RELAXED);
+}
 
 static const char *state_path(const struct store_space *sp)
 {
@@ -46,7 +64,7 @@ void reserve_fill(struct store_space *sp)
 	if (e == 0)
 		e = posix_fallocate(sp->reserve_fd, 0, (off_t)sp->reserve_bytes);
 	if (e == 0) {
-		sp->reserve = RESERVE_HELD;
+		set_reserve(sp, RESERVE_HELD);
 		if (was == RESERVE_RELEASED || was == RESERVE_SHORT)
 			log_warn(
 			    "state file `%s': the reserve `%s' (%zu bytes) is allocated again: "
@@ -64,14 +82,14 @@ void reserve_fill(struct store_space *sp)
 			    state_path(sp), sp->reserve_path, sp->reserve_bytes, strerrorname_np(e),
 			    strerror(e));
 		if (was != RESERVE_RELEASED)
-			sp->reserve = RESERVE_SHORT;
+			set_reserve(sp, RESERVE_SHORT);
 		return;
 	}
 	log_warn("state file `%s': cannot allocate the reserve `%s': %s (%s): a full disk will "
 		 "refuse deregistrations too",
 		 state_path(sp), sp->reserve_path,
 		 strerrorname_np(e) ? strerrorname_np(e) : "errno", strerror(e));
-	sp->reserve = RESERVE_NONE;
+	set_reserve(sp, RESERVE_NONE);
 }
 
 bool space_release_reserve(struct store_space *sp)
@@ -80,7 +98,7 @@ bool space_release_reserve(struct store_space *sp)
 		return false;
 	if (ftruncate(sp->reserve_fd, 0) < 0)
 		return false;
-	sp->reserve = RESERVE_RELEASED;
+	set_reserve(sp, RESERVE_RELEASED);
 	sp->reserve_released++;
 	log_warn("state file `%s': the disk is full: released the reserve `%s' (%zu bytes) for a "
 		 "deregistration; registrations are refused until it can be allocated again",

@@ -195,10 +195,10 @@ static void *space_main(void *arg)
 				bool held;
 
 				pthread_mutex_unlock(&sp->mu);
-				/* Never waits for the registry mutex: a commit
+				/* Never waits for the commits' lock: a commit
 				 * holding it may be waiting for a checkpoint. */
 				held = false;
-				if (pthread_mutex_trylock(&sp->r->mu) != 0) {
+				if (!space_commits_trylock(sp->r)) {
 					pthread_mutex_lock(&sp->mu);
 					reserve_at = space_mono_ms() + BUSY_RETRY_MS;
 					continue;
@@ -206,7 +206,7 @@ static void *space_main(void *arg)
 				reserve_fill(sp);
 				held =
 				    sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT;
-				unlock(sp->r);
+				space_commits_unlock(sp->r);
 				pthread_mutex_lock(&sp->mu);
 				reserve_at = space_mono_ms() + RESERVE_RETRY_MS;
 				if (held)
@@ -382,7 +382,7 @@ void space_stats(struct store_space *sp, struct registry_upkeep_stats *out)
 	if (!sp)
 		return;
 	out->running = true;
-	out->reserve_held = sp->reserve == RESERVE_HELD;
+	out->reserve_held = __atomic_load_n(&sp->reserve, __ATOMIC_RELAXED) == RESERVE_HELD;
 	out->reserve_released = sp->reserve_released;
 	pthread_mutex_lock(&sp->mu);
 	out->passive = sp->passive;
