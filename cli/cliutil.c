@@ -284,6 +284,16 @@ int cli_finish_output(const char *cmd, int rc)
 	return rc;
 }
 
+void cli_state_not_regular(const char *cmd, const char *path, mode_t mode)
+{
+	cli_error(cmd, "state.path `%s': is %s, not a regular file", path,
+		  S_ISDIR(mode)	   ? "a directory"
+		  : S_ISFIFO(mode) ? "a FIFO"
+		  : S_ISSOCK(mode) ? "a socket"
+		  : S_ISLNK(mode)  ? "a symlink"
+				   : "a device");
+}
+
 int cli_make_parents(const char *cmd, const char *path)
 {
 	char *dir = strdup(path), *slash;
@@ -302,11 +312,7 @@ int cli_make_parents(const char *cmd, const char *path)
 	/* SQLite would open a FIFO (and block, or fail with "disk I/O
 	 * error") or a device: say what it is instead. */
 	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		cli_error(cmd, "state.path `%s': is %s, not a regular file", path,
-			  S_ISDIR(st.st_mode)	 ? "a directory"
-			  : S_ISFIFO(st.st_mode) ? "a FIFO"
-			  : S_ISSOCK(st.st_mode) ? "a socket"
-						 : "a device");
+		cli_state_not_regular(cmd, path, st.st_mode);
 		goto out;
 	}
 	slash = strrchr(dir, '/');

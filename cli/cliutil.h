@@ -23,6 +23,7 @@
 
 #include <getopt.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "commands.h"
 #include "config.h"
@@ -121,6 +122,11 @@ int cli_finish_output(const char *cmd, int rc);
  * on a fresh host.  EXIT_OK, or EXIT_FAILED after printing which directory is not trusted or could
  * not be made. */
 int cli_make_parents(const char *cmd, const char *path);
+
+/* Prints "state.path `PATH': is a FIFO, not a regular file" (a directory,
+ * a socket, a symlink, a device) for a state path of that mode: mount,
+ * state check and dump refuse it in the same words. */
+void cli_state_not_regular(const char *cmd, const char *path, mode_t mode);
 
 /* Whether path is a regular file of 0 bytes: SQLite takes it for a new,
  * empty database; mount and state check say so (plugfs(8)). */

@@ -684,6 +684,12 @@ int mount_main(int argc, char *argv[])
 		cli_error(CMD, "%s", err); /* the registry names the file */
 		goto out;
 	}
+	/* Checkpoints off the commit path, and the reserve that keeps
+	 * deregistrations possible on a full disk. */
+	if (registry_start_upkeep(d.reg, NULL, err, sizeof(err)) != 0) {
+		cli_error(CMD, "%s", err);
+		goto out;
+	}
 	d.t_loaded = mono_ns();
 	/* Every registration probed once before the tree is built (so no
 	 * invalidation can wait on a loop that does not run yet) and before

@@ -127,7 +127,7 @@ static int state_file_exists(const char *cmd, const char *path, bool *exists)
 		return EXIT_FAILED;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		cli_error(cmd, "state file %s: expected a regular file", path);
+		cli_state_not_regular(cmd, path, st.st_mode);
 		return EXIT_FAILED;
 	}
 	*exists = true;

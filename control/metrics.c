@@ -52,6 +52,7 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 	const int64_t *ids;
 	size_t n_types = registry_types(srv->reg, &types, &ids);
 	struct reg_commit_stats cs;
+	struct registry_upkeep_stats us;
 	size_t *plugins = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t *regs = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t *none = calloc(n_types ? n_types : 1, sizeof(size_t));
@@ -96,6 +97,30 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 	metrics_family(m, "plugfs_commit_failures_total", "counter",
 		       "Commits of the state file that failed (nothing was changed).");
 	metrics_sample(m, "plugfs_commit_failures_total", NULL, (double)cs.failed);
+	registry_upkeep_stats(srv->reg, &us);
+	if (us.running) {
+		metrics_family(
+		    m, "plugfs_state_checkpoints_total", "counter",
+		    "Checkpoints of the state file's WAL that ran to their end, by mode.");
+		metrics_sample(m, "plugfs_state_checkpoints_total",
+			       (const char *[]){"mode", "passive", NULL}, (double)us.passive);
+		metrics_sample(m, "plugfs_state_checkpoints_total",
+			       (const char *[]){"mode", "restart", NULL}, (double)us.restart);
+		metrics_sample(m, "plugfs_state_checkpoints_total",
+			       (const char *[]){"mode", "truncate", NULL}, (double)us.truncate);
+		metrics_family(m, "plugfs_state_checkpoint_failures_total", "counter",
+			       "Checkpoints that failed (busy, or a full disk): tried again.");
+		metrics_sample(m, "plugfs_state_checkpoint_failures_total", NULL,
+			       (double)us.failed);
+		metrics_family(m, "plugfs_state_reserve_held", "gauge",
+			       "1 while the reserve that keeps deregistrations possible on a full "
+			       "disk is allocated; 0: registrations are refused.");
+		metrics_sample(m, "plugfs_state_reserve_held", NULL, us.reserve_held ? 1 : 0);
+		metrics_family(m, "plugfs_state_reserve_releases_total", "counter",
+			       "Deregistrations that could commit only by releasing the reserve.");
+		metrics_sample(m, "plugfs_state_reserve_releases_total", NULL,
+			       (double)us.reserve_released);
+	}
 out:
 	free(plugins);
 	free(regs);

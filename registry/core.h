@@ -7,6 +7,7 @@
  *   index.c     the in-memory lookups (index.h)
  *   store.c     the SQLite store (store.h); store_open.c opens it
  *   schema.c    schema versions and the migration ladder (schema.h)
+ *   store_space.c  checkpoints, store_reserve.c the reserve for deregistrations (space.h)
  *   model.c     the value types (registry.h)
  * Every function here expects the registry mutex held by its caller.
  */
@@ -46,6 +47,8 @@ struct registry {
 	size_t n_subs, cap_subs;
 	int next_sub_id;
 	int emitting; /* > 0 while callbacks run */
+	/* The upkeep (space.h), NULL when none runs. */
+	struct store_space *space;
 };
 
 static inline void lock(struct registry *r)

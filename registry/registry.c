@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core.h"
+#include "space.h"
 
 int64_t registry_now(const struct registry *r)
 {
@@ -87,6 +88,10 @@ int registry_register(struct registry *r, const char *const *types, size_t n_typ
 			goto out;
 		}
 	}
+	if (b.n && (rc = space_check_room(r->space, "registering", err, errlen)) < 0) {
+		batch_free(&b);
+		goto out;
+	}
 	rc = txn_execute(r, &b, t, err, errlen);
 out:
 	unlock(r);
@@ -117,11 +122,16 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 	idx = p ? plugin_find_alloc(p, alloc) : -1;
 	if (idx < 0)
 		goto out; /* unknown: success, no event */
-	if (txn_plan_remove(&b, p, (size_t)idx) < 0) {
-		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-		goto out;
+	/* A full disk: once more with the reserve released (space.h). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (txn_plan_remove(&b, p, (size_t)idx) < 0) {
+			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = txn_execute(r, &b, registry_now(r), err, errlen);
+		if (rc != -ENOSPC || !space_release_reserve(r->space))
+			break;
 	}
-	rc = txn_execute(r, &b, registry_now(r), err, errlen);
 	done = rc == 0;
 out:
 	if (removed)
@@ -147,22 +157,27 @@ int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *rem
 	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
 	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
 		goto out;
-	s = index_alloc_set(&r->ix, alloc);
-	for (size_t i = 0; s && i < s->n; i++) {
-		ssize_t idx = plugin_find_alloc(s->v[i], alloc);
+	/* A full disk: once more with the reserve released (space.h). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		s = index_alloc_set(&r->ix, alloc);
+		for (size_t i = 0; s && i < s->n; i++) {
+			ssize_t idx = plugin_find_alloc(s->v[i], alloc);
 
-		if (idx < 0) /* cannot happen: the set mirrors the lists */
-			continue;
-		if (txn_plan_remove(&b, s->v[i], (size_t)idx) < 0) {
-			batch_free(&b);
-			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-			goto out;
+			if (idx < 0) /* cannot happen: the set mirrors the lists */
+				continue;
+			if (txn_plan_remove(&b, s->v[i], (size_t)idx) < 0) {
+				batch_free(&b);
+				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+				goto out;
+			}
 		}
+		/* Events in a stable order: by type as configured, then name. */
+		txn_sort(&b);
+		n = b.n;
+		rc = txn_execute(r, &b, registry_now(r), err, errlen);
+		if (rc != -ENOSPC || !space_release_reserve(r->space))
+			break;
 	}
-	/* Events in a stable order: by type as configured, then name. */
-	txn_sort(&b);
-	n = b.n;
-	rc = txn_execute(r, &b, registry_now(r), err, errlen);
 	if (rc < 0)
 		n = 0;
 out:
@@ -213,6 +228,10 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 		}
 	}
 	changed = b.n;
+	if (b.n && (rc = space_check_room(r->space, "importing", err, errlen)) < 0) {
+		changed = 0;
+		goto out;
+	}
 	rc = txn_execute(r, &b, t, err, errlen);
 	if (rc < 0)
 		changed = 0;
@@ -546,9 +565,14 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	}
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
 	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one,
-			     load_empty, load_option, &r->ix, err, errlen)) < 0 ||
-	    (!r->read_only &&
-	     (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0))
+			     load_empty, load_option, &r->ix, err, errlen)) < 0)
+		goto fail;
+	/* Expired tombstones only take space (register ignores them): on a
+	 * full disk the start goes on without deleting them, so that a host
+	 * that filled up can start and deregister. */
+	if (!r->read_only &&
+	    (rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen)) < 0 &&
+	    rc != -ENOSPC)
 		goto fail;
 	*out = r;
 	return 0;
@@ -567,6 +591,7 @@ void registry_close(struct registry *r)
 {
 	if (!r)
 		return;
+	space_stop(r);
 	index_free(&r->ix);
 	store_close(&r->st);
 	free_strv(r->types, r->n_types);

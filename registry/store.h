@@ -56,6 +56,9 @@ struct store {
 	bool had_wal;	/* a -wal was beside the file when store_open opened it */
 };
 
+/* The page size of a file store_open creates (a string, for the pragma). */
+#define STORE_NEW_PAGE_SIZE "1024"
+
 struct store_open_options {
 	const char *synchronous; /* NULL = "full" */
 	const char *const *types;

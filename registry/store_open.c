@@ -385,6 +385,7 @@ static int open_types(struct store *s, const struct store_open_options *o, int64
 /* Opens path for writing, refusing a file that can only be read. */
 static int open_file(struct store *s, const char *path, char *err, size_t errlen)
 {
+	int64_t pages = 0;
 	int rc;
 
 	char *wal = NULL;
@@ -407,7 +408,18 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 				   "state file `%s': opened read-only; plugfs needs "
 				   "to write it",
 				   path);
-	return store_quick_check(s, err, errlen);
+	/* After the check (an empty file reads as empty without fixing its
+	 * page size), a new (or 0-byte) file gets pages of 1 KiB, not SQLite's 4 KiB: a
+	 * registration changes some nine pages (a leaf of each table and
+	 * index it touches), each a whole frame in the WAL, so small pages
+	 * write a quarter of the bytes.  An existing file keeps its size. */
+	if ((rc = store_quick_check(s, err, errlen)) < 0 ||
+	    (rc = store_query_int(s, "PRAGMA page_count", &pages, "reading the page count", err,
+				  errlen)) < 0 ||
+	    (pages == 0 && (rc = store_exec(s, "PRAGMA page_size = " STORE_NEW_PAGE_SIZE,
+					    "setting the page size", err, errlen)) < 0))
+		return rc;
+	return 0;
 }
 
 int store_open(struct store *s, const char *path, const struct store_open_options *o,

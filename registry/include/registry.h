@@ -294,7 +294,8 @@ struct registry;
  * 1, or user_version 0 with a `kv' table; its legacy document is migrated in
  * one transaction (entries of types not configured are kept, not served) and
  * the `kv' table dropped; the backup keeps it.  Tombstones older than
- * tombstone_ttl are deleted on open.  opts->read_only: none of the writes
+ * tombstone_ttl are deleted on open (not on a full disk: they are left for
+ * the next expiry, and the open goes on).  opts->read_only: none of the writes
  * above happen (see struct registry_options).
  */
 int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,
@@ -407,6 +408,53 @@ struct reg_commit_stats {
 	uint64_t failed;
 };
 void registry_commit_stats(struct registry *r, struct reg_commit_stats *out);
+
+/*
+ * The upkeep of the state file's space (registry/store_space.c), started
+ * by the daemon after registry_open; registry_close stops it.  Without it
+ * SQLite checkpoints its WAL itself (every 1,000 pages, in the commit) and
+ * there is no reserve.
+ *
+ * - Checkpoints on a thread of its own with a connection of its own (never
+ *   the registry mutex, never a FUSE handler): a PASSIVE checkpoint (it
+ *   blocks no writer) once the WAL holds checkpoint_bytes, a RESTART
+ *   (writers wait for it) once it holds wal_limit_bytes, so that the next
+ *   commit starts the WAL again, and a TRUNCATE (the -wal to 0 bytes) after
+ *   idle_ms without a commit.  journal_size_limit is wal_limit_bytes.
+ * - The reserve: a file of reserve_bytes beside the state file
+ *   (`<path>-reserve', allocated with posix_fallocate).  A deregistration
+ *   (deregister, deregister_alloc) whose commit fails for a full disk
+ *   releases it (truncates it to 0) and commits again.  While it is
+ *   released, or cannot be allocated for want of space, registrations and
+ *   imports are refused (-ENOSPC, naming the reserve); the upkeep thread
+ *   allocates it again once that much space is free (every second), under
+ *   the registry mutex, so that it never takes the space a deregistration
+ *   is committing into.
+ *
+ * 0 in a field is its default: 128 KiB, 4 x checkpoint_bytes, 1000 ms,
+ * 256 KiB.  o may be NULL (every default).  reserve_bytes SIZE_MAX: no
+ * reserve.  0 or -errno (a reserve path that is not a regular file of
+ * ours, a connection that cannot be opened); a full disk is not an error
+ * (the reserve waits for space).
+ */
+struct registry_upkeep {
+	size_t checkpoint_bytes;
+	size_t wal_limit_bytes;
+	unsigned idle_ms;
+	size_t reserve_bytes;
+};
+int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
+			  size_t errlen);
+
+/* What the upkeep did since it started, for metrics and tests. */
+struct registry_upkeep_stats {
+	bool running;
+	uint64_t passive, restart, truncate; /* checkpoints that ran to their end */
+	uint64_t failed;		     /* checkpoints that failed (busy, full disk) */
+	bool reserve_held;		     /* the reserve is allocated */
+	uint64_t reserve_released;	     /* deregistrations that needed it */
+};
+void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out);
 
 /* Deletes tombstones older than tombstone_ttl; returns how many or -errno.
  * (register ignores expired tombstones anyway; this only reclaims space.) */

@@ -56,6 +56,11 @@ check "commits counted (two registrations at least)" \
 	test "$(metric plugfs_commit_duration_seconds_count)" -ge 2
 check_eq "the +Inf bucket holds every commit" "$(metric plugfs_commit_duration_seconds_count)" \
 	"$(metric 'plugfs_commit_duration_seconds_bucket{le="+Inf"}')"
+check_eq "the reserve is held" 1 "$(metric plugfs_state_reserve_held)"
+check_eq "no deregistration needed it" 0 "$(metric plugfs_state_reserve_releases_total)"
+check "checkpoints counted by mode" \
+	test -n "$(metric 'plugfs_state_checkpoints_total{mode="truncate"}')"
+check_eq "no checkpoint failed" 0 "$(metric plugfs_state_checkpoint_failures_total)"
 check_eq "no refused connection" 0 "$(metric 'plugfs_control_connections_total{result="refused"}')"
 check_eq "build info" 1 "$(grep -c '^plugfs_build_info{version="[^"]*"} 1$' "$T/m.txt")"
 

@@ -2,7 +2,8 @@
 # Damage that SQLite alone would pass over: a state file cut short (shorter
 # than its header's page count) is refused by `state check' and `mount' with
 # the sizes named and left as it is; a 0-byte file is a new registry, and
-# `state check' and `mount' say so; JSON nested too deep is said to be.
+# `state check' and `mount' say so; a FIFO at the state path is named in
+# the same words by all three; JSON nested too deep is said to be.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 command -v jq >/dev/null || die "jq is not installed"
@@ -66,6 +67,25 @@ check "empty: mount warns that it starts a new registry" \
 	grep -q "plugfs warn: state file $STATE is empty (0 bytes): starting a new, empty registry in it" "$DAEMON_LOG"
 check "empty: the registry is served" test -d "$MNT/plugins/csi-node"
 stop_daemon
+
+# --- a FIFO at the state path: mount, check and dump name it alike (not
+# SQLite's "disk I/O error", nor a hang) and leave it a FIFO ---
+mv "$STATE" "$T/kept.db"
+mkfifo "$STATE"
+fifo_msg="state.path \`$STATE': is a FIFO, not a regular file"
+timeout 20 "$PLUGFS_BIN" -c "$CFG" mount >"$T/out" 2>"$T/err"
+check_eq "fifo: mount exits 1" 1 $?
+check "fifo: mount names it" grep -qxF "plugfs mount: $fifo_msg" "$T/err"
+check "fifo: mount says no disk I/O error" bash -c "! grep -q 'disk I/O error' '$T/err'"
+for verb in check dump; do
+	timeout 20 "$PLUGFS_BIN" -c "$CFG" state "$verb" >"$T/out" 2>"$T/err"
+	check_eq "fifo: state $verb exits 1" 1 $?
+	check "fifo: state $verb names it in the same words" \
+		grep -qxF "plugfs state $verb: $fifo_msg" "$T/err"
+done
+check "fifo: still a FIFO" test -p "$STATE"
+rm -f "$STATE"
+mv "$T/kept.db" "$STATE"
 
 # --- state import of JSON nested too deep: said so, not "not valid JSON" ---
 cp "$T/good.db" "$STATE"

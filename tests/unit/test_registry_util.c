@@ -76,7 +76,7 @@ int fixture_teardown(void **state)
 	char p[256];
 	static const char *const suffixes[] = {
 	    "",		  "-wal", "-shm", "-journal", ".v1.bak", ".v1.bak-journal", ".v1.bak-wal",
-	    ".v1.bak-shm"};
+	    ".v1.bak-shm", "-reserve"};
 
 	registry_close(f->r);
 	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {

@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The upkeep of the state file's space: the checkpointer thread, which
+ * also allocates the reserve for deregistrations again (store_reserve.c),
+ * and the upkeep's start and stop (registry_start_upkeep in registry.h).
+ *
+ * The thread has its own SQLite connection on the state file, so that a
+ * checkpoint never holds the registry mutex: the commits (the main
+ * connection, under the registry mutex) tell it through the WAL hook how
+ * many frames the WAL holds, and it checkpoints by the policy of
+ * registry.h.  Its own mutex (sp->mu) is taken under the registry mutex by
+ * the hook, never the other way round: the thread lets go of sp->mu before
+ * it takes the registry mutex (only to allocate the reserve again).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "log.h"
+#include "space.h"
+
+#define DEFAULT_CHECKPOINT_BYTES (128u * 1024)
+#define DEFAULT_IDLE_MS 1000u
+#define DEFAULT_RESERVE_BYTES (256u * 1024)
+#define RESERVE_RETRY_MS 1000u
+#define BUSY_RETRY_MS 50u
+/* The checkpointer's busy timeout: how long a RESTART or TRUNCATE waits
+ * for a commit under way (or a reader) before it tries again later. */
+#define CKPT_BUSY_MS 200
+/* How long a commit that finds the WAL at its limit waits for a checkpoint. */
+#define HOOK_WAIT_MS 1000
+
+uint64_t space_mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static const char *state_path(const struct store_space *sp)
+{
+	return sp->r->st.path;
+}
+
+/* ---- the checkpointer ------------------------------------------------- */
+
+/* After every commit of the main connection (registry mutex held). */
+static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct store_space *sp = arg;
+
+	(void)db;
+	(void)name;
+	pthread_mutex_lock(&sp->mu);
+	sp->frames = frames;
+	sp->pending = frames >= sp->ckpt_frames;
+	sp->dirty = true;
+	sp->commits++;
+	sp->last_commit_ms = space_mono_ms();
+	pthread_cond_signal(&sp->cond);
+	if (frames >= sp->limit_frames && !sp->last_fail) {
+		/* The commits outrun the checkpoints (each begins while the one
+		 * a commit asked for still runs, so the WAL never starts again):
+		 * wait, for at most HOOK_WAIT_MS, until one begun after this
+		 * commit has run to its end; the next commit then starts the
+		 * WAL from its beginning.  (Not while checkpoints fail for a
+		 * full disk or an I/O error: waiting would not help.) */
+		uint64_t want = sp->begun + 1, end = space_mono_ms() + HOOK_WAIT_MS;
+		struct timespec ts = {.tv_sec = (time_t)(end / 1000),
+				      .tv_nsec = (long)(end % 1000) * 1000000L};
+
+		while (sp->complete < want && !sp->stop)
+			if (pthread_cond_timedwait(&sp->done, &sp->mu, &ts) != 0)
+				break;
+	}
+	pthread_mutex_unlock(&sp->mu);
+	return SQLITE_OK;
+}
+
+static const char *mode_name(int mode)
+{
+	return mode == SQLITE_CHECKPOINT_PASSIVE   ? "passive"
+	       : mode == SQLITE_CHECKPOINT_RESTART ? "restart"
+						   : "truncate";
+}
+
+/* Runs one checkpoint with sp->mu released; true when it ran to its end
+ * (every frame the WAL held is in the file).  Counts it, and logs a
+ * failure once until the next success (busy is not one: a commit or a
+ * reader was under way, it is tried again). */
+static bool checkpoint(struct store_space *sp, int mode)
+{
+	int log = -1, done = -1, rc;
+	uint64_t n = ++sp->begun;
+	bool complete;
+
+	pthread_mutex_unlock(&sp->mu);
+	rc = sqlite3_wal_checkpoint_v2(sp->db, NULL, mode, &log, &done);
+	pthread_mutex_lock(&sp->mu);
+	complete =
+	    rc == SQLITE_OK && (mode == SQLITE_CHECKPOINT_TRUNCATE || (log >= 0 && log == done));
+	if (complete) {
+		sp->complete = n;
+		pthread_cond_broadcast(&sp->done);
+	}
+	if (rc == SQLITE_OK) {
+		if (mode == SQLITE_CHECKPOINT_PASSIVE)
+			sp->passive++;
+		else if (mode == SQLITE_CHECKPOINT_RESTART)
+			sp->restart++;
+		else
+			sp->truncate++;
+		sp->last_fail = 0;
+		return complete;
+	}
+	sp->failed++;
+	if ((rc & 0xff) != SQLITE_BUSY && sp->last_fail != rc) {
+		sp->last_fail = rc;
+		log_warn("state file `%s': %s checkpoint failed: %s (the commits stay in the WAL; "
+			 "tried again)",
+			 state_path(sp), mode_name(mode), sqlite3_errmsg(sp->db));
+	}
+	return false;
+}
+
+static void wait_until_ms(struct store_space *sp, uint64_t at)
+{
+	struct timespec ts;
+
+	if (at == UINT64_MAX) {
+		pthread_cond_wait(&sp->cond, &sp->mu);
+		return;
+	}
+	ts.tv_sec = (time_t)(at / 1000);
+	ts.tv_nsec = (long)(at % 1000) * 1000000L;
+	pthread_cond_timedwait(&sp->cond, &sp->mu, &ts);
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static void *space_main(void *arg)
+{
+	struct store_space *sp = arg;
+	uint64_t retry_at = 0, reserve_at = 0;
+
+	pthread_mutex_lock(&sp->mu);
+	while (!sp->stop) {
+		uint64_t now = space_mono_ms(), wake = UINT64_MAX, seen = sp->commits;
+
+		if (sp->pending && now >= retry_at) {
+			int frames = sp->frames;
+			int mode = frames >= sp->limit_frames ? SQLITE_CHECKPOINT_RESTART
+							      : SQLITE_CHECKPOINT_PASSIVE;
+
+			if (checkpoint(sp, mode) && sp->commits == seen)
+				sp->pending = false;
+			else if (sp->commits == seen) /* blocked or failed: not at once */
+				retry_at =
+				    space_mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
+			continue;
+		}
+		if (sp->pending)
+			wake = retry_at;
+		if (sp->dirty) {
+			uint64_t at = sp->last_commit_ms + sp->idle_ms;
+
+			if (at < retry_at)
+				at = retry_at;
+			if (now >= at) {
+				if (checkpoint(sp, SQLITE_CHECKPOINT_TRUNCATE)) {
+					if (sp->commits == seen)
+						sp->dirty = sp->pending = false;
+				} else {
+					retry_at = space_mono_ms() + sp->idle_ms;
+				}
+				continue;
+			}
+			wake = min_u64(wake, at);
+		}
+		if (sp->reserve_wanted) {
+			if (now >= reserve_at) {
+				bool held;
+
+				pthread_mutex_unlock(&sp->mu);
+				/* Never waits for the commits' lock: a commit
+				 * holding it may be waiting for a checkpoint. */
+				held = false;
+				if (!space_commits_trylock(sp->r)) {
+					pthread_mutex_lock(&sp->mu);
+					reserve_at = space_mono_ms() + BUSY_RETRY_MS;
+					continue;
+				}
+				reserve_fill(sp);
+				held =
+				    sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT;
+				space_commits_unlock(sp->r);
+				pthread_mutex_lock(&sp->mu);
+				reserve_at = space_mono_ms() + RESERVE_RETRY_MS;
+				if (held)
+					sp->reserve_wanted = false;
+				continue;
+			}
+			wake = min_u64(wake, reserve_at);
+		}
+		wait_until_ms(sp, wake);
+	}
+	pthread_mutex_unlock(&sp->mu);
+	return NULL;
+}
+
+/* ---- start, stop, figures --------------------------------------------- */
+
+static void space_free(struct store_space *sp)
+{
+	if (!sp)
+		return;
+	if (sp->db)
+		sqlite3_close(sp->db);
+	if (sp->reserve_fd >= 0)
+		close(sp->reserve_fd);
+	free(sp->reserve_path);
+	pthread_cond_destroy(&sp->cond);
+	pthread_cond_destroy(&sp->done);
+	pthread_mutex_destroy(&sp->mu);
+	free(sp);
+}
+
+static int frames_of(size_t bytes, int64_t page)
+{
+	size_t n = bytes / ((size_t)page + 24);
+
+	return n < 1 ? 1 : n > INT32_MAX ? INT32_MAX : (int)n;
+}
+
+int space_start(struct registry *r, const struct registry_upkeep *o, char *err, size_t errlen)
+{
+	const struct registry_upkeep none = {0};
+	struct store_space *sp = NULL;
+	pthread_condattr_t ca;
+	sigset_t all, old;
+	size_t ckpt_bytes, limit_bytes;
+	int64_t page = 0;
+	char sql[64];
+	int rc, e;
+
+	if (!o)
+		o = &none;
+	if (r->space)
+		return plugfs_errf(err, errlen, -EALREADY, "state file `%s': upkeep already runs",
+				   r->st.path);
+	if (r->read_only || r->st.copy || strcmp(r->st.path, ":memory:") == 0)
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "state file `%s': no upkeep for a registry that is not a file "
+				   "opened for writing",
+				   r->st.path);
+	ckpt_bytes = o->checkpoint_bytes ? o->checkpoint_bytes : DEFAULT_CHECKPOINT_BYTES;
+	limit_bytes = o->wal_limit_bytes ? o->wal_limit_bytes : 4 * ckpt_bytes;
+	if (limit_bytes < ckpt_bytes)
+		return plugfs_errf(
+		    err, errlen, -EINVAL,
+		    "upkeep: wal_limit_bytes %zu: must be at least checkpoint_bytes %zu",
+		    limit_bytes, ckpt_bytes);
+	if ((rc = store_query_int(&r->st, "PRAGMA page_size", &page, "reading the page size", err,
+				  errlen)) < 0)
+		return rc;
+	sp = calloc(1, sizeof(*sp));
+	if (!sp)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	sp->r = r;
+	sp->reserve_fd = -1;
+	sp->ckpt_frames = frames_of(ckpt_bytes, page);
+	sp->limit_frames = frames_of(limit_bytes, page);
+	sp->idle_ms = o->idle_ms ? o->idle_ms : DEFAULT_IDLE_MS;
+	sp->reserve_bytes = o->reserve_bytes == SIZE_MAX ? 0
+			    : o->reserve_bytes		 ? o->reserve_bytes
+							 : DEFAULT_RESERVE_BYTES;
+	/* A WAL left by an earlier run is checkpointed soon. */
+	sp->pending = sp->dirty = true;
+	sp->last_commit_ms = space_mono_ms();
+	pthread_mutex_init(&sp->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&sp->cond, &ca);
+	pthread_cond_init(&sp->done, &ca);
+	pthread_condattr_destroy(&ca);
+	if (asprintf(&sp->reserve_path, "%s-reserve", r->st.path) < 0) {
+		sp->reserve_path = NULL;
+		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	rc = sqlite3_open_v2(r->st.path, &sp->db, SQLITE_OPEN_READWRITE, NULL);
+	if (rc != SQLITE_OK) {
+		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
+				 "state file `%s': opening the checkpointer's connection: %s",
+				 r->st.path, sp->db ? sqlite3_errmsg(sp->db) : sqlite3_errstr(rc));
+		goto fail;
+	}
+	sqlite3_extended_result_codes(sp->db, 1);
+	sqlite3_busy_timeout(sp->db, CKPT_BUSY_MS);
+	/* A connection that has read nothing does not know the file is in
+	 * WAL mode: its checkpoints would do nothing and say SQLITE_OK. */
+	rc = sqlite3_exec(sp->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		rc = plugfs_errf(
+		    err, errlen, reg_sqlite_errno(rc),
+		    "state file `%s': reading it through the checkpointer's connection: "
+		    "%s",
+		    r->st.path, sqlite3_errmsg(sp->db));
+		goto fail;
+	}
+	if (sp->reserve_bytes) {
+		if ((e = reserve_open(sp)) == EEXIST) {
+			rc = plugfs_errf(err, errlen, -EEXIST,
+					 "state file `%s': its reserve `%s' is not a regular file "
+					 "owned by uid %d (move it away)",
+					 r->st.path, sp->reserve_path, (int)geteuid());
+			goto fail;
+		}
+		reserve_fill(sp); /* opens it when reserve_open could not */
+		sp->reserve_wanted =
+		    sp->reserve == RESERVE_SHORT || sp->reserve == RESERVE_RELEASED;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %zu", limit_bytes);
+	if ((rc = store_query_int(&r->st, sql, &page, "setting journal_size_limit", err, errlen)) <
+	    0)
+		goto fail;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&sp->thread, NULL, space_main, sp);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e != 0) {
+		rc = plugfs_errf(err, errlen, -e, "cannot start the checkpointer thread: %s",
+				 strerror(e));
+		goto fail;
+	}
+	sp->started = true;
+	/* The commits tell the thread; SQLite's own checkpoint is off. */
+	sqlite3_wal_hook(r->st.db, wal_hook, sp);
+	r->space = sp;
+	return 0;
+fail:
+	space_free(sp);
+	return rc;
+}
+
+void space_stop(struct registry *r)
+{
+	struct store_space *sp = r->space;
+
+	if (!sp)
+		return;
+	lock(r);
+	sqlite3_wal_autocheckpoint(r->st.db, 1000); /* replaces wal_hook */
+	r->space = NULL;
+	unlock(r);
+	pthread_mutex_lock(&sp->mu);
+	sp->stop = true;
+	pthread_cond_signal(&sp->cond);
+	pthread_cond_broadcast(&sp->done);
+	pthread_mutex_unlock(&sp->mu);
+	if (sp->started)
+		pthread_join(sp->thread, NULL);
+	space_free(sp);
+}
+
+void space_stats(struct store_space *sp, struct registry_upkeep_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!sp)
+		return;
+	out->running = true;
+	out->reserve_held = __atomic_load_n(&sp->reserve, __ATOMIC_RELAXED) == RESERVE_HELD;
+	out->reserve_released = sp->reserve_released;
+	pthread_mutex_lock(&sp->mu);
+	out->passive = sp->passive;
+	out->restart = sp->restart;
+	out->truncate = sp->truncate;
+	out->failed = sp->failed;
+	pthread_mutex_unlock(&sp->mu);
+}
+
+int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
+			  size_t errlen)
+{
+	int rc;
+
+	lock(r);
+	rc = space_start(r, o, err, errlen);
+	unlock(r);
+	return rc;
+}
+
+void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out)
+{
+	lock(r);
+	space_stats(r->space, out);
+	unlock(r);
+}
