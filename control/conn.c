@@ -151,7 +151,8 @@ static bool out_of_fds(struct control_server *srv, int e)
  * watch, no wait, no answer on its way. */
 static bool evictable(const struct client *c, int64_t now)
 {
-	return !c->dead && !c->closing && !c->watching && !c->waiting && ctl_out_pending(c) == 0 &&
+	return !c->dead && !c->closing && !c->watching && !c->waiting && !c->committing &&
+	       ctl_out_pending(c) == 0 &&
 	       now - c->last_active >= EVICT_IDLE_MS;
 }
 
@@ -408,7 +409,8 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 		char *line = NULL;
 		size_t len = 0;
 
-		if (c->dead || c->closing || c->waiting || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->closing || c->waiting || c->committing ||
+		    ctl_out_pending(c) > OUT_STALL)
 			return;
 		r = ctl_linebuf_next(&c->in, &line, &len);
 		if (r == CTL_LINE_NONE && c->eof)
@@ -463,7 +465,7 @@ void ctl_conn_read(struct control_server *srv, struct client *c)
 		ctl_linebuf_commit(&c->in, (size_t)n);
 		/* Serve between reads so that input stays bounded. */
 		ctl_conn_serve(srv, c);
-		if (c->dead || c->waiting || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->waiting || c->committing || ctl_out_pending(c) > OUT_STALL)
 			return;
 	}
 	ctl_conn_serve(srv, c);

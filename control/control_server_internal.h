@@ -6,6 +6,7 @@
  *   conn.c    per-client connections: accept, read, serve lines, send
  *   ops.c     the operations: register, deregister, list, show, wait,
  *             watch, status
+ *   commit.c  the group commit of the mutations of one poll round
  *   events.c  the event queue the registry callback fills; watchers, waits
  *   listen.c  the socket file and the peer's credentials
  *
@@ -90,7 +91,8 @@ struct client {
 	char **watch_types; /* NULL with watching: every type */
 	size_t n_watch_types;
 	bool waiting;
-	bool resume; /* a wait ended: serve the lines held back */
+	bool committing; /* a mutation of its waits for the group commit */
+	bool resume; /* a wait or a commit ended: serve the lines held back */
 	char *wait_type, *wait_name;
 	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
@@ -110,6 +112,8 @@ struct ctl_counters {
 	uint64_t accepted, refused;	     /* connections */
 	uint64_t events[8];		     /* by enum reg_event_type (atomic) */
 	uint64_t active_switches;	     /* REG_EV_ACTIVE (atomic) */
+	uint64_t commit_groups;		     /* group commits run (commit.c) */
+	uint64_t commit_grouped;	     /* the mutations they carried */
 };
 
 /* One committed registry change, queued for the server thread. */
@@ -149,6 +153,8 @@ struct control_server {
 	bool lost_events;
 
 	/* Owned by the server thread. */
+	struct ctl_pending **pending; /* mutations of this poll round (commit.c) */
+	size_t n_pending, cap_pending;
 	struct client *clients;
 	size_t n_clients;
 	struct ctl_counters counters;
@@ -212,6 +218,26 @@ void ctl_conn_serve(struct control_server *srv, struct client *c);
 void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
 			 size_t len);
+
+/* The JSON of p, with its health when the daemon probes. */
+json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p);
+/* Answers req with the registry's error rc (err, else strerror), logged as
+ * the operations log their refusals. */
+void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err);
+
+/* --- group commit (commit.c) --- */
+
+/* Queues the checked mutation req (register with its spec, whose strings
+ * are req's; deregister with spec NULL) of c for the group commit: req is
+ * moved (emptied), c's further lines are held back until its answer.
+ * 0 or -ENOMEM (req untouched). */
+int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
+		   const struct reg_spec *spec);
+/* Commits every queued mutation with one registry_mutate call and answers
+ * each client with its own result, in the order they were queued. */
+void ctl_commit_run(struct control_server *srv);
+/* Frees what is still queued (at stop). */
+void ctl_commit_drop(struct control_server *srv);
 
 /* --- events, watchers and waits (events.c) --- */
 
