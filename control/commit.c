@@ -13,16 +13,17 @@
 #include <string.h>
 
 #include "control_server_internal.h"
-#include "log.h"
 
 struct ctl_pending {
 	struct client *c;
 	struct ctl_request req; /* owned */
-	struct reg_spec spec;	/* register: its strings in req */
+	struct reg_spec spec;	/* register: its strings in req's JSON */
 	struct reg_runtime first;
 	bool have_first;
 };
 
+/* The slots stay allocated from one round to the next (a request is some
+ * KiB: allocating one per mutation shows in a profile). */
 int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
 		   const struct reg_spec *spec)
 {
@@ -30,38 +31,36 @@ int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_requ
 
 	if (srv->n_pending == srv->cap_pending) {
 		size_t cap = srv->cap_pending ? 2 * srv->cap_pending : 16;
-		struct ctl_pending **v = realloc(srv->pending, cap * sizeof(*v));
+		struct ctl_pending *v = realloc(srv->pending, cap * sizeof(*v));
+		struct reg_mutation *m;
 
 		if (!v)
 			return -ENOMEM;
 		srv->pending = v;
+		m = realloc(srv->pending_m, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		srv->pending_m = m;
 		srv->cap_pending = cap;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return -ENOMEM;
+	p = &srv->pending[srv->n_pending];
+	memset(p, 0, sizeof(*p));
 	p->c = c;
 	/* The request moves here (its strings live in its JSON root). */
 	p->req = *req;
 	memset(req, 0, sizeof(*req));
 	if (spec) {
+		/* Its pointers into the slot are set by ctl_commit_run: the
+		 * slots may move until then. */
 		p->spec = *spec;
-		p->spec.options = p->req.options;
 		if (spec->runtime) {
 			p->first = *spec->runtime;
-			p->spec.runtime = &p->first;
 			p->have_first = true;
 		}
 	}
-	srv->pending[srv->n_pending++] = p;
+	srv->n_pending++;
 	c->committing = true;
 	return 0;
-}
-
-static void free_pending(struct ctl_pending *p)
-{
-	ctl_request_free(&p->req);
-	free(p);
 }
 
 /* The answer of a register that was committed: the plugins as they are now
@@ -105,19 +104,22 @@ static void answer_register(struct control_server *srv, struct client *c, struct
 void ctl_commit_run(struct control_server *srv)
 {
 	size_t n = srv->n_pending;
-	struct reg_mutation *m;
+	struct reg_mutation *m = srv->pending_m;
 
 	if (n == 0)
 		return;
-	m = calloc(n, sizeof(*m));
-	for (size_t i = 0; m && i < n; i++) {
-		struct ctl_request *req = &srv->pending[i]->req;
+	for (size_t i = 0; i < n; i++) {
+		struct ctl_request *req = &srv->pending[i].req;
 
+		memset(&m[i], 0, sizeof(m[i]));
 		if (req->op == CTL_OP_REGISTER) {
+			srv->pending[i].spec.options = req->options;
+			srv->pending[i].spec.runtime =
+			    srv->pending[i].have_first ? &srv->pending[i].first : NULL;
 			m[i].op = REG_MUT_REGISTER;
 			m[i].types = req->types;
 			m[i].n_types = req->n_types;
-			m[i].spec = &srv->pending[i]->spec;
+			m[i].spec = &srv->pending[i].spec;
 		} else {
 			m[i].op = req->type ? REG_MUT_DEREGISTER : REG_MUT_DEREGISTER_ALLOC;
 			m[i].type = req->type;
@@ -125,22 +127,17 @@ void ctl_commit_run(struct control_server *srv)
 			m[i].alloc = req->alloc;
 		}
 	}
-	if (m)
-		registry_mutate(srv->reg, m, n);
-	else
-		log_error("control: out of memory committing %zu mutation(s)", n);
+	registry_mutate(srv->reg, m, n);
 	srv->counters.commit_groups++;
 	srv->counters.commit_grouped += n;
 	for (size_t i = 0; i < n; i++) {
-		struct ctl_pending *p = srv->pending[i];
+		struct ctl_pending *p = &srv->pending[i];
 		struct client *c = p->c;
 
 		c->committing = false;
 		c->resume = true; /* serve the lines held back */
 		if (c->dead) {
 			; /* gone: the mutation stands, nobody to tell */
-		} else if (!m) {
-			ctl_refuse_registry(c, &p->req, -ENOMEM, "out of memory");
 		} else if (m[i].rc != 0) {
 			ctl_refuse_registry(c, &p->req, m[i].rc, m[i].err);
 		} else if (p->req.op == CTL_OP_REGISTER) {
@@ -149,17 +146,18 @@ void ctl_commit_run(struct control_server *srv)
 			ctl_conn_send_ok(c, p->req.id, "removed",
 					 json_integer((json_int_t)m[i].removed));
 		}
-		free_pending(p);
+		ctl_request_free(&p->req);
 	}
 	srv->n_pending = 0;
-	free(m);
 }
 
 void ctl_commit_drop(struct control_server *srv)
 {
 	for (size_t i = 0; i < srv->n_pending; i++)
-		free_pending(srv->pending[i]);
+		ctl_request_free(&srv->pending[i].req);
 	free(srv->pending);
+	free(srv->pending_m);
 	srv->pending = NULL;
+	srv->pending_m = NULL;
 	srv->n_pending = srv->cap_pending = 0;
 }

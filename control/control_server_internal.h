@@ -153,7 +153,8 @@ struct control_server {
 	bool lost_events;
 
 	/* Owned by the server thread. */
-	struct ctl_pending **pending; /* mutations of this poll round (commit.c) */
+	struct ctl_pending *pending; /* mutations of this poll round (commit.c) */
+	struct reg_mutation *pending_m; /* their registry_mutate array */
 	size_t n_pending, cap_pending;
 	struct client *clients;
 	size_t n_clients;
