@@ -147,6 +147,11 @@ struct control_server {
 	pthread_t thread;
 	bool thread_started;
 
+	/* Clients watching or waiting, and waits looking the plugin up (an
+	 * upper bound: set by the server thread, atomic): with none, the
+	 * registry callback builds and queues nothing. */
+	int listeners;
+
 	pthread_mutex_t q_lock; /* guards the fields up to the next blank line */
 	struct ev_item *q_head, **q_tail;
 	bool stop;
@@ -266,6 +271,9 @@ bool ctl_wait_satisfied(const char *alloc, json_t *plugin);
 /* Ends c's wait: answers with plugin (borrowed), or with not_found when
  * plugin is NULL (the timeout), and marks c to resume serving lines. */
 void ctl_wait_done(struct client *c, json_t *plugin);
+/* Sets srv->listeners to the clients watching or waiting now (the server
+ * thread, between requests). */
+void ctl_events_count_listeners(struct control_server *srv);
 /* Frees c's watch and wait state. */
 void ctl_events_release(struct client *c);
 

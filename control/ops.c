@@ -253,7 +253,9 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	}
 	/* Events already committed go out first; anything committed after the
-	 * lookup below is still in the queue and completes the wait. */
+	 * lookup below is still in the queue and completes the wait (queued:
+	 * this wait counts as a listener from now on). */
+	__atomic_add_fetch(&srv->listeners, 1, __ATOMIC_SEQ_CST);
 	ctl_events_deliver(srv);
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);

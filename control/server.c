@@ -122,6 +122,7 @@ static void *server_thread(void *arg)
 		 * in one commit, before any client is freed. */
 		ctl_commit_run(srv);
 		timeout = check_timers(srv);
+		ctl_events_count_listeners(srv);
 		reap_clients(srv);
 		if (cap < srv->n_clients + 2) {
 			size_t ncap = srv->n_clients + 16;

@@ -242,6 +242,7 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	char dir[PATH_MAX], cfg[PATH_MAX], sock[PATH_MAX], ready[512], cmd[PATH_MAX + 16];
 	long n_raw = quick ? 200 : 3000, n_one = quick ? 200 : 3000, n_many = quick ? 50 : 2500;
 	double raw_app, raw_over, one, many, ms, groups0, grouped0, groups, grouped;
+	double cpu0, cpu1, cpu2, cpu3;
 	struct bench_daemon d = {0};
 	pthread_t drain;
 	int rc = 1;
@@ -276,10 +277,14 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 		goto out;
 	if (pthread_create(&drain, NULL, drain_main, d.log) != 0)
 		goto out;
+	cpu0 = bench_daemon_cpu_ms(&d);
 	one = clients_rate(sock, 1, n_one, 100);
+	cpu1 = bench_daemon_cpu_ms(&d);
 	groups0 = metric(sock, "plugfs_control_group_commits_total");
 	grouped0 = metric(sock, "plugfs_control_grouped_mutations_total");
+	cpu2 = bench_daemon_cpu_ms(&d);
 	many = clients_rate(sock, MANY_CLIENTS, n_many, 0);
+	cpu3 = bench_daemon_cpu_ms(&d);
 	groups = metric(sock, "plugfs_control_group_commits_total") - groups0;
 	grouped = metric(sock, "plugfs_control_grouped_mutations_total") - grouped0;
 	/* Stopped, its log read to the end by the drain thread. */
@@ -317,6 +322,9 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	printf("%-44s %10.1f              (%.0f mutations in %.0f commits)\n",
 	       "  mean group commit at 16 clients", groups > 0 ? grouped / groups : 0, grouped,
 	       groups);
+	printf("%-44s %10.1f %10.1f   (1 client, 16 clients: the daemon's user+sys CPU)\n",
+	       "  daemon CPU per registration (us)", (cpu1 - cpu0) * 1000.0 / (double)n_one,
+	       (cpu3 - cpu2) * 1000.0 / ((double)n_many * MANY_CLIENTS));
 	rc = 0;
 out:
 	if (rc != 0 && d.pid > 0 && d.log)

@@ -185,8 +185,7 @@ static long daemon_rss_kib(const struct bench_daemon *d)
 	return kib;
 }
 
-/* The CPU time (user + system) the daemon used so far, in ms; -1. */
-static double daemon_cpu_ms(const struct bench_daemon *d)
+double bench_daemon_cpu_ms(const struct bench_daemon *d)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long ut, st;
@@ -291,7 +290,7 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 			const char *p = strchr(ready, '(');
 
 			out->start_ms = ms;
-			out->start_cpu_ms = daemon_cpu_ms(&d);
+			out->start_cpu_ms = bench_daemon_cpu_ms(&d);
 			snprintf(out->phases, sizeof(out->phases), "%s", p ? p : ready);
 		}
 		/* The last start is measured further: RSS, lookups. */

@@ -29,5 +29,7 @@ struct bench_daemon {
 int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon *d, double *ms,
 		       char *ready, size_t readylen);
 int bench_daemon_stop(struct bench_daemon *d);
+/* The CPU time (user + system) the daemon used so far, in ms; -1. */
+double bench_daemon_cpu_ms(const struct bench_daemon *d);
 
 #endif
