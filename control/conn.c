@@ -152,8 +152,7 @@ static bool out_of_fds(struct control_server *srv, int e)
 static bool evictable(const struct client *c, int64_t now)
 {
 	return !c->dead && !c->closing && !c->watching && !c->waiting && !c->committing &&
-	       ctl_out_pending(c) == 0 &&
-	       now - c->last_active >= EVICT_IDLE_MS;
+	       ctl_out_pending(c) == 0 && now - c->last_active >= EVICT_IDLE_MS;
 }
 
 /* Makes room for a client of peer: the clients that count against its cap

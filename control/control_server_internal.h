@@ -92,7 +92,7 @@ struct client {
 	size_t n_watch_types;
 	bool waiting;
 	bool committing; /* a mutation of its waits for the group commit */
-	bool resume; /* a wait or a commit ended: serve the lines held back */
+	bool resume;	 /* a wait or a commit ended: serve the lines held back */
 	char *wait_type, *wait_name;
 	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
@@ -158,7 +158,7 @@ struct control_server {
 	bool lost_events;
 
 	/* Owned by the server thread. */
-	struct ctl_pending *pending; /* mutations of this poll round (commit.c) */
+	struct ctl_pending *pending;	/* mutations of this poll round (commit.c) */
 	struct reg_mutation *pending_m; /* their registry_mutate array */
 	size_t n_pending, cap_pending;
 	struct client *clients;

@@ -148,7 +148,8 @@ static void *server_thread(void *arg)
 		for (struct client *c = srv->clients; c; c = c->next) {
 			short ev = 0;
 
-			if (!c->eof && !c->waiting && !c->committing && ctl_out_pending(c) <= OUT_STALL)
+			if (!c->eof && !c->waiting && !c->committing &&
+			    ctl_out_pending(c) <= OUT_STALL)
 				ev |= POLLIN;
 			if (ctl_out_pending(c) > 0)
 				ev |= POLLOUT;

@@ -25,7 +25,7 @@
 
 struct subscriber {
 	int id;
-	reg_event_cb cb; /* NULL once unsubscribed during an emission */
+	reg_event_cb cb;  /* NULL once unsubscribed during an emission */
 	reg_wait_cb wait; /* NULL: nothing to wait for after the mutex */
 	void *arg;
 };
@@ -39,9 +39,9 @@ struct registry {
 	 * import): one transaction at a time, and nothing changes what a
 	 * mutation planned while its commit runs without mu. */
 	pthread_mutex_t commit_mu;
-	pthread_cond_t waits_done; /* with mu: waits_running dropped to 0 */
-	int waits_running;	   /* threads in their wait callbacks */
-	uint64_t emits;		   /* emissions so far (a caller's "did I emit") */
+	pthread_cond_t waits_done;	      /* with mu: waits_running dropped to 0 */
+	int waits_running;		      /* threads in their wait callbacks */
+	uint64_t emits;			      /* emissions so far (a caller's "did I emit") */
 	struct reg_commit_stats commit_stats; /* st.commits, copied under mu */
 	struct store st;
 	char **types;

@@ -163,8 +163,7 @@ size_t registry_mutate(struct registry *r, struct reg_mutation *m, size_t n)
 					      "registry: a mutation cannot run from an event "
 					      "callback");
 		else if (!member)
-			m[k].rc = plugfs_errf(m[k].err, sizeof(m[k].err), -ENOMEM,
-					      "out of memory");
+			m[k].rc = plugfs_errf(m[k].err, sizeof(m[k].err), -ENOMEM, "out of memory");
 	}
 	if (registry_tls_emitting || !member) {
 		free(member);

@@ -210,8 +210,7 @@ static double metric(const char *sock, const char *name)
 		return 0;
 	/* The sample line (after a newline, escaped in the JSON string). */
 	snprintf(needle, sizeof(needle), "\\n%s ", name);
-	if (call(fd, "{\"op\":\"metrics\"}\n", ans, sizeof(ans)) == 0 &&
-	    (p = strstr(ans, needle)))
+	if (call(fd, "{\"op\":\"metrics\"}\n", ans, sizeof(ans)) == 0 && (p = strstr(ans, needle)))
 		v = strtod(p + strlen(needle), NULL);
 	close(fd);
 	return v;
@@ -313,9 +312,8 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	printf("%-44s %10.0f %10.1f   (the best this disk syncs)\n",
 	       "raw fdatasync, 4 KiB overwritten each", raw_over, 1e6 / raw_over);
 	printf("%-44s %10.0f %10.1f   >= %.1fx appended raw: %.2fx %s (%.2fx overwritten)\n",
-	       "1 client, one register at a time", one, 1e6 / one, ONE_TARGET_RATIO,
-	       one / raw_app, one / raw_app >= ONE_TARGET_RATIO ? "met" : "MISSED",
-	       one / raw_over);
+	       "1 client, one register at a time", one, 1e6 / one, ONE_TARGET_RATIO, one / raw_app,
+	       one / raw_app >= ONE_TARGET_RATIO ? "met" : "MISSED", one / raw_over);
 	printf("%-44s %10.0f %10.1f   >= %.0f/s: %s%s\n", "16 clients, each one at a time", many,
 	       1e6 / many, MANY_TARGET_PER_S, many >= MANY_TARGET_PER_S ? "met" : "MISSED",
 	       quick ? " (--quick: too few to judge)" : "");

@@ -571,7 +571,8 @@ int main(int argc, char *argv[])
 			break;
 		case 'h':
 			printf("usage: plugfs-bench [--iterations N] [--connects N] [--switches N] "
-			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH] [--disk DIR] "
+			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH] "
+			       "[--disk DIR] "
 			       "[--quick]\n");
 			return 0;
 		default:

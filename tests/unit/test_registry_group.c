@@ -111,12 +111,12 @@ static void conflicts_start_a_new_transaction(void **state)
 	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
 	assert_string_equal(active(f, "csi-node", "s"), "x0");
 	assert_null(active(f, "csi-node", "q"));
-	assert_string_equal(
-	    f->events, "registered csi-node/p a0;active csi-node/p (null)->a0;"
-		       "registered csi-node/p a1;active csi-node/p a0->a1;"
-		       "registered csi-node/r b0;active csi-node/r (null)->b0;"
-		       "deregistered csi-node/q x0 (gone);active csi-node/q x0->(null) (gone);"
-		       "registered csi-node/s x0;active csi-node/s (null)->x0;");
+	assert_string_equal(f->events,
+			    "registered csi-node/p a0;active csi-node/p (null)->a0;"
+			    "registered csi-node/p a1;active csi-node/p a0->a1;"
+			    "registered csi-node/r b0;active csi-node/r (null)->b0;"
+			    "deregistered csi-node/q x0 (gone);active csi-node/q x0->(null) (gone);"
+			    "registered csi-node/s x0;active csi-node/s (null)->x0;");
 	restart(f);
 	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
 	assert_string_equal(active(f, "csi-node", "s"), "x0");
