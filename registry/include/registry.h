@@ -438,7 +438,8 @@ int registry_subscribe_wait(struct registry *r, reg_event_cb cb, reg_wait_cb wai
 void registry_unsubscribe(struct registry *r, int id);
 
 /* Runs fn with the registry mutex held (e.g. take a snapshot and subscribe
- * without missing or doubling an event). */
+ * without missing or doubling an event).  fn must not mutate (the commit
+ * lock is taken before the mutex, never after). */
 void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *arg), void *arg);
 
 /* Validation helpers, shared with config and the CLI.  0 or -EINVAL with a
