@@ -154,7 +154,7 @@ static bool out_of_fds(struct control_server *srv, int e)
 static bool evictable(const struct client *c, int64_t now)
 {
 	return !c->dead && !c->closing && !c->watching && !c->waiting && !c->stream &&
-	       ctl_out_pending(c) == 0 &&
+	       !c->committing && ctl_out_pending(c) == 0 &&
 	       now - c->last_active >= EVICT_IDLE_MS;
 }
 
@@ -439,7 +439,7 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 		char *line = NULL;
 		size_t len = 0;
 
-		if (c->dead || c->closing || c->waiting || c->stream ||
+		if (c->dead || c->closing || c->waiting || c->stream || c->committing ||
 		    ctl_out_pending(c) > OUT_STALL)
 			return;
 		r = ctl_linebuf_next(&c->in, &line, &len);
@@ -495,7 +495,7 @@ void ctl_conn_read(struct control_server *srv, struct client *c)
 		ctl_linebuf_commit(&c->in, (size_t)n);
 		/* Serve between reads so that input stays bounded. */
 		ctl_conn_serve(srv, c);
-		if (c->dead || c->waiting || c->stream || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->waiting || c->stream || c->committing || ctl_out_pending(c) > OUT_STALL)
 			return;
 	}
 	ctl_conn_serve(srv, c);

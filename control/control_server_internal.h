@@ -6,6 +6,7 @@
  *   conn.c    per-client connections: accept, read, serve lines, send
  *   ops.c     the operations: register, deregister, list, show, wait,
  *             watch, status
+ *   commit.c  the group commit of the mutations of one poll round
  *   events.c  the event queue the registry callback fills; watchers, waits
  *   listen.c  the socket file and the peer's credentials
  *
@@ -108,7 +109,8 @@ struct client {
 	char **watch_types; /* NULL with watching: every type */
 	size_t n_watch_types;
 	bool waiting;
-	bool resume; /* a wait ended: serve the lines held back */
+	bool committing; /* a mutation of its waits for the group commit */
+	bool resume;	 /* a wait or a commit ended: serve the lines held back */
 	char *wait_type, *wait_name;
 	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
@@ -128,6 +130,8 @@ struct ctl_counters {
 	uint64_t accepted, refused;	     /* connections */
 	uint64_t events[8];		     /* by enum reg_event_type (atomic) */
 	uint64_t active_switches;	     /* REG_EV_ACTIVE (atomic) */
+	uint64_t commit_groups;		     /* group commits run (commit.c) */
+	uint64_t commit_grouped;	     /* the mutations they carried */
 };
 
 /* One committed registry change, queued for the server thread. */
@@ -161,12 +165,20 @@ struct control_server {
 	pthread_t thread;
 	bool thread_started;
 
+	/* Clients watching or waiting, and waits looking the plugin up (an
+	 * upper bound: set by the server thread, atomic): with none, the
+	 * registry callback builds and queues nothing. */
+	int listeners;
+
 	pthread_mutex_t q_lock; /* guards the fields up to the next blank line */
 	struct ev_item *q_head, **q_tail;
 	bool stop;
 	bool lost_events;
 
 	/* Owned by the server thread. */
+	struct ctl_pending *pending;	/* mutations of this poll round (commit.c) */
+	struct reg_mutation *pending_m; /* their registry_mutate array */
+	size_t n_pending, cap_pending;
 	struct client *clients;
 	size_t n_clients;
 	struct ctl_counters counters;
@@ -237,9 +249,11 @@ void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_req
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
 			 size_t len);
 
-/* The JSON of p as answers carry it: with its health when the daemon
- * probes.  NULL when out of memory. */
+/* The JSON of p, with its health when the daemon probes. */
 json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p);
+/* Answers req with the registry's error rc (err, else strerror), logged as
+ * the operations log their refusals. */
+void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err);
 
 /* --- list as a stream (stream.c) --- */
 
@@ -256,6 +270,20 @@ bool ctl_stream_ready(const struct client *c);
 void ctl_stream_step(struct control_server *srv, struct client *c);
 /* Frees c's stream (the client is closing). */
 void ctl_stream_release(struct client *c);
+
+/* --- group commit (commit.c) --- */
+
+/* Queues the checked mutation req (register with its spec, whose strings
+ * are req's; deregister with spec NULL) of c for the group commit: req is
+ * moved (emptied), c's further lines are held back until its answer.
+ * 0 or -ENOMEM (req untouched). */
+int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
+		   const struct reg_spec *spec);
+/* Commits every queued mutation with one registry_mutate call and answers
+ * each client with its own result, in the order they were queued. */
+void ctl_commit_run(struct control_server *srv);
+/* Frees what is still queued (at stop). */
+void ctl_commit_drop(struct control_server *srv);
 
 /* --- events, watchers and waits (events.c) --- */
 
@@ -283,6 +311,9 @@ bool ctl_wait_satisfied(const char *alloc, json_t *plugin);
 /* Ends c's wait: answers with plugin (borrowed), or with not_found when
  * plugin is NULL (the timeout), and marks c to resume serving lines. */
 void ctl_wait_done(struct client *c, json_t *plugin);
+/* Sets srv->listeners to the clients watching or waiting now (the server
+ * thread, between requests). */
+void ctl_events_count_listeners(struct control_server *srv);
 /* Frees c's watch and wait state. */
 void ctl_events_release(struct client *c);
 

@@ -39,7 +39,7 @@ static json_t *nullable_string(const char *s)
 void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 {
 	struct control_server *srv = arg;
-	struct ev_item *it = calloc(1, sizeof(*it));
+	struct ev_item *it;
 	char when[32];
 	uint64_t one = 1;
 	int rc = -1;
@@ -48,6 +48,11 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 		__atomic_fetch_add(&srv->counters.events[ev->type], 1, __ATOMIC_RELAXED);
 	if (ev->type == REG_EV_ACTIVE)
 		__atomic_fetch_add(&srv->counters.active_switches, 1, __ATOMIC_RELAXED);
+	/* Nobody to tell (no watcher, no wait, no wait looking): an event
+	 * committed now is one a later watch or wait no longer needs. */
+	if (__atomic_load_n(&srv->listeners, __ATOMIC_SEQ_CST) == 0)
+		return;
+	it = calloc(1, sizeof(*it));
 
 	plugfs_format_time(time(NULL), -1, when, sizeof(when));
 	if (!it)
@@ -163,6 +168,7 @@ int ctl_watch_begin(struct client *c, const char *const *types, size_t n)
 		}
 	}
 	c->watching = true;
+	__atomic_add_fetch(&c->srv->listeners, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -179,7 +185,17 @@ int ctl_wait_begin(struct client *c, const char *type, const char *name, const c
 	c->wait_id = id ? json_incref(id) : NULL;
 	c->wait_deadline = timeout < 0 ? -1 : ctl_now_ms() + (int64_t)(timeout * 1000);
 	c->waiting = true;
+	__atomic_add_fetch(&c->srv->listeners, 1, __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+void ctl_events_count_listeners(struct control_server *srv)
+{
+	int n = 0;
+
+	for (struct client *c = srv->clients; c; c = c->next)
+		n += !c->dead && (c->watching || c->waiting);
+	__atomic_store_n(&srv->listeners, n, __ATOMIC_SEQ_CST);
 }
 
 void ctl_wait_done(struct client *c, json_t *plugin)
@@ -259,10 +275,16 @@ void ctl_events_deliver(struct control_server *srv)
 	while (list) {
 		struct ev_item *it = list;
 		size_t len = 0;
-		char *line = ctl_dump_line(it->event, &len);
+		char *line = NULL;
+		bool dumped = false;
 
 		list = it->next;
 		for (struct client *c = srv->clients; c; c = c->next) {
+			if (watches(c, it->type) && !dumped) {
+				line = ctl_dump_line(it->event, &len); /* once, when watched */
+				dumped = true;
+				lost |= !line;
+			}
 			if (line && watches(c, it->type))
 				ctl_conn_write(c, line, len);
 			if (it->plugin && c->waiting && !c->dead &&
@@ -271,8 +293,6 @@ void ctl_events_deliver(struct control_server *srv)
 			    ctl_wait_satisfied(c->wait_alloc, it->plugin))
 				ctl_wait_done(c, it->plugin);
 		}
-		if (!line)
-			lost = true;
 		free(line);
 		ev_item_free(it);
 	}

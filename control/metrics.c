@@ -141,6 +141,13 @@ static void control_metrics(struct control_server *srv, struct metrics *m)
 		       "Changes of a plugin's active registration (what its csi.sock leads to).");
 	metrics_sample(m, "plugfs_active_switches_total", NULL,
 		       (double)__atomic_load_n(&k->active_switches, __ATOMIC_RELAXED));
+	metrics_family(m, "plugfs_control_group_commits_total", "counter",
+		       "Group commits of the control socket's mutations (one transaction each).");
+	metrics_sample(m, "plugfs_control_group_commits_total", NULL, (double)k->commit_groups);
+	metrics_family(m, "plugfs_control_grouped_mutations_total", "counter",
+		       "Mutations (register, deregister) those group commits carried.");
+	metrics_sample(m, "plugfs_control_grouped_mutations_total", NULL,
+		       (double)k->commit_grouped);
 	metrics_family(m, "plugfs_registry_events_total", "counter",
 		       "Registry events, by kind (health: a probe changed what is known).");
 	for (size_t e = 0; e < sizeof(events) / sizeof(events[0]); e++)

@@ -2,7 +2,8 @@
 /*
  * The operations of the control protocol (docs/protocol.md), one function
  * each, and the dispatch of a request line to them.  Each answers its client
- * exactly once, now or (wait) when the wait ends.  Runs on the server thread.
+ * exactly once, now, at the end of the poll round (register, deregister:
+ * commit.c) or (wait) when the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -99,6 +100,11 @@ static void send_registry_error(struct client *c, struct ctl_request *req, int r
 	refuse(c, req, ctl_code_from_errno(rc), "%s", err[0] ? err : strerror(-rc));
 }
 
+void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err)
+{
+	send_registry_error(c, req, rc, err);
+}
+
 json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p)
 {
 	json_t *j = control_json_plugin(p);
@@ -124,10 +130,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	    .options = req->options,
 	    .n_options = req->n_options,
 	};
-	json_t *plugins = NULL, *o = NULL;
-	struct reg_runtime first = {0}, mine = {0};
-	bool have_mine = false;
-	int rc;
+	struct reg_runtime first = {0};
 
 	if (req->probe && reg_probe_parse(req->probe, &spec.probe) != 0) {
 		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
@@ -170,66 +173,19 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		srv->probe(req->types[0], &spec, &first, srv->probe_arg);
 		spec.runtime = &first;
 	}
-	rc = registry_register(srv->reg, req->types, req->n_types, &spec, err, sizeof(err));
-	if (rc) {
-		send_registry_error(c, req, rc, err);
-		return;
-	}
-	/* Committed and applied: answer with the plugins as they are now, and
-	 * the health of the registration (that of its first type). */
-	plugins = json_array();
-	for (size_t i = 0; plugins && i < req->n_types; i++) {
-		struct reg_plugin p;
-
-		memset(&p, 0, sizeof(p));
-		if (registry_get_plugin(srv->reg, req->types[i], req->name, &p) != 0)
-			continue;
-		for (size_t j = 0; i == 0 && j < p.n_regs; j++) {
-			if (strcmp(p.regs[j].alloc, req->alloc) == 0) {
-				mine = p.regs[j].runtime;
-				have_mine = true;
-			}
-		}
-		if (json_array_append_new(plugins, ctl_plugin_json(srv, &p))) {
-			json_decref(plugins);
-			plugins = NULL;
-		}
-		reg_plugin_free_contents(&p);
-	}
-	o = ctl_ok_response(req->id);
-	if (o && (json_object_set_new(o, "plugins", plugins) ||
-		  (srv->probe && have_mine &&
-		   json_object_set_new(o, "health", control_json_health(&mine))))) {
-		json_decref(o);
-		o = NULL;
-	} else if (!o) {
-		json_decref(plugins);
-	}
-	ctl_conn_send(c, o);
+	/* Committed with the other mutations of this poll round (commit.c),
+	 * which answers. */
+	if (ctl_commit_add(srv, c, req, &spec) != 0)
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
-	char err[REG_ERR_MAX] = "";
-	size_t removed = 0;
-	int rc;
-
-	if (req->type) {
-		bool one = false;
-
-		if (check_type(srv, c, req, req->type) || check_name(c, req))
-			return;
-		rc = registry_deregister(srv->reg, req->type, req->name, req->alloc, &one, err,
-					 sizeof(err));
-		removed = one ? 1 : 0;
-	} else {
-		rc = registry_deregister_alloc(srv->reg, req->alloc, &removed, err, sizeof(err));
-	}
-	if (rc) {
-		send_registry_error(c, req, rc, err);
+	if (req->type && (check_type(srv, c, req, req->type) || check_name(c, req)))
 		return;
-	}
-	ctl_conn_send_ok(c, req->id, "removed", json_integer((json_int_t)removed));
+	/* Committed with the other mutations of this poll round (commit.c). */
+	if (ctl_commit_add(srv, c, req, NULL) != 0)
+		refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 /* Streamed (stream.c): the answer is produced a chunk at a time while the
@@ -282,7 +238,9 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	}
 	/* Events already committed go out first; anything committed after the
-	 * lookup below is still in the queue and completes the wait. */
+	 * lookup below is still in the queue and completes the wait (queued:
+	 * this wait counts as a listener from now on). */
+	__atomic_add_fetch(&srv->listeners, 1, __ATOMIC_SEQ_CST);
 	ctl_events_deliver(srv);
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);

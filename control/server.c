@@ -41,7 +41,8 @@ static int check_timers(struct control_server *srv)
 			else
 				deadline = c->wait_deadline;
 		}
-		if (!c->waiting && !c->watching && !c->dead && srv->idle_timeout > 0) {
+		if (!c->waiting && !c->watching && !c->committing && !c->dead &&
+		    srv->idle_timeout > 0) {
 			int64_t idle_end = c->last_active + (int64_t)srv->idle_timeout * 1000;
 
 			if (now >= idle_end) {
@@ -117,7 +118,11 @@ static void *server_thread(void *arg)
 				ctl_conn_serve(srv, c);
 			}
 		}
+		/* The mutations of every client served since the last round,
+		 * in one commit, before any client is freed. */
+		ctl_commit_run(srv);
 		timeout = check_timers(srv);
+		ctl_events_count_listeners(srv);
 		reap_clients(srv);
 		if (cap < srv->n_clients + 2) {
 			size_t ncap = srv->n_clients + 16;
@@ -143,9 +148,11 @@ static void *server_thread(void *arg)
 		for (struct client *c = srv->clients; c; c = c->next) {
 			short ev = 0;
 
-			/* A listing client is not read until its list ends: the
+			/* A listing client is not read until its list ends, nor
+			 * one whose mutation waits for its group's commit: the
 			 * lines it sends meanwhile wait in the socket. */
-			if (!c->eof && !c->waiting && !c->stream && ctl_out_pending(c) <= OUT_STALL)
+			if (!c->eof && !c->waiting && !c->stream && !c->committing &&
+			    ctl_out_pending(c) <= OUT_STALL)
 				ev |= POLLIN;
 			if (ctl_out_pending(c) > 0)
 				ev |= POLLOUT;
@@ -214,6 +221,7 @@ static void server_free(struct control_server *srv)
 		ctl_conn_free(c);
 	}
 	ctl_events_drop_queue(srv);
+	ctl_commit_drop(srv);
 	if (srv->listen_fd >= 0) {
 		close(srv->listen_fd);
 		ctl_unlink_if_ours(srv->socket_path, srv->sock_dev, srv->sock_ino);

@@ -267,11 +267,12 @@ void fs_inval_batch_free(struct fs_inval_batch *b);
 
 /* notify.c */
 int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);
-/* Hands the batch over (emptied) and waits until it was delivered to the
- * kernel or the notifier stopped.  Never call from a FUSE handler. */
-void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b);
 /* Hands the batch over (emptied) without waiting for its delivery. */
 void fs_notifier_post(struct fs_notifier *nt, struct fs_inval_batch *b);
+/* Waits until everything queued before the call was delivered to the kernel
+ * or the notifier stopped.  Never call from a FUSE handler nor with a lock
+ * a handler or the notifier needs. */
+void fs_notifier_wait(struct fs_notifier *nt);
 /* Releases waiters, drops queued work, joins the thread.  abort_conn is
  * called when the thread stays blocked in the kernel. */
 void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *arg);

@@ -56,9 +56,19 @@ static void on_event(const struct reg_event *ev, void *arg)
 	if (rc != 0)
 		log_error("fs: cannot update %s/%s in the tree: %s", ev->plugin_type,
 			  ev->plugin_name, strerror(-rc));
-	/* Outside the view lock: wait until the kernel dropped what it cached. */
-	fs_notifier_deliver(&fs->notifier, &batch);
+	/* Outside the view lock, only queued: the registry mutex is held.
+	 * The mutation waits for the kernel in on_event_wait. */
+	fs_notifier_post(&fs->notifier, &batch);
 	fs_inval_batch_free(&batch);
+}
+
+/* After the registry mutex is released: wait until the kernel dropped what
+ * it cached of the old state (everything queued so far). */
+static void on_event_wait(void *arg)
+{
+	struct plugfs_fs *fs = arg;
+
+	fs_notifier_wait(&fs->notifier);
 }
 
 struct load_ctx {
@@ -121,7 +131,7 @@ static void load_locked(struct registry *r, void *arg)
 		plugfs_seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
 		goto out;
 	}
-	rc = registry_subscribe(r, on_event, fs);
+	rc = registry_subscribe_wait(r, on_event, on_event_wait, fs);
 	if (rc < 0) {
 		plugfs_seterr(c->err, c->errlen, "cannot subscribe to registry events: %s",
 			      strerror(-rc));
@@ -461,8 +471,9 @@ void fs_destroy(struct plugfs_fs *fs)
 {
 	if (!fs)
 		return;
-	/* Release a registry event waiting on the kernel, stop the notifier,
-	 * then unsubscribe (it takes the registry mutex such an event holds). */
+	/* Release a mutation waiting on the kernel (on_event_wait), stop the
+	 * notifier, then unsubscribe (it waits until no thread is in
+	 * on_event_wait, which returns once the notifier stopped). */
 	fs_notifier_stop(&fs->notifier, abort_conn, fs);
 	if (fs->sub_id > 0)
 		registry_unsubscribe(fs->reg, fs->sub_id);

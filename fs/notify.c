@@ -4,8 +4,10 @@
  *
  * Those calls block in the kernel while a request on the same directory is
  * outstanding, so they never run in a handler nor under a lock a handler
- * needs (fs->lock, the registry mutex).  A registry event hands its batch
- * over and waits for delivery (fs_notifier_deliver): once a registration is
+ * needs (fs->lock, the registry mutex).  A registry event queues its batch
+ * (fs_notifier_post, under the registry mutex); the mutation then waits,
+ * with no lock held, until everything queued so far was delivered
+ * (fs_notifier_wait, the registry's wait callback): once a registration is
  * acknowledged, the kernel has already dropped what it cached of the old
  * state, and the next readlink through the mount returns the new target.
  */
@@ -139,13 +141,13 @@ static uint64_t enqueue_locked(struct fs_notifier *nt, struct fs_inval_batch *b)
 	return ++nt->queued_seq;
 }
 
-void fs_notifier_deliver(struct fs_notifier *nt, struct fs_inval_batch *b)
+void fs_notifier_wait(struct fs_notifier *nt)
 {
 	uint64_t my;
 
 	pthread_mutex_lock(&nt->mu);
-	my = enqueue_locked(nt, b);
-	while (my && !nt->stop && nt->done_seq < my)
+	my = nt->queued_seq;
+	while (!nt->stop && nt->started && nt->done_seq < my)
 		pthread_cond_wait(&nt->cond, &nt->mu);
 	pthread_mutex_unlock(&nt->mu);
 }

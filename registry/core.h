@@ -9,6 +9,7 @@
  *   schema.c    schema versions and the migration ladder (schema.h)
  *   store_space.c  checkpoints, store_reserve.c the reserve for deregistrations (space.h)
  *   model.c     the value types (registry.h)
+ *   group.c     the mutations (register, deregister), alone or in groups
  * Every function here expects the registry mutex held by its caller.
  */
 #ifndef PLUGFS_REGISTRY_CORE_H
@@ -25,12 +26,24 @@
 
 struct subscriber {
 	int id;
-	reg_event_cb cb; /* NULL once unsubscribed during an emission */
+	reg_event_cb cb;  /* NULL once unsubscribed during an emission */
+	reg_wait_cb wait; /* NULL: nothing to wait for after the mutex */
 	void *arg;
 };
 
+/* The most subscribers with a wait callback. */
+#define REG_MAX_WAITERS 8
+
 struct registry {
 	pthread_mutex_t mu; /* recursive: getters work from event callbacks */
+	/* Taken before mu by every writer of the store (mutations, expiry,
+	 * import): one transaction at a time, and nothing changes what a
+	 * mutation planned while its commit runs without mu. */
+	pthread_mutex_t commit_mu;
+	pthread_cond_t waits_done;	      /* with mu: waits_running dropped to 0 */
+	int waits_running;		      /* threads in their wait callbacks */
+	uint64_t emits;			      /* emissions so far (a caller's "did I emit") */
+	struct reg_commit_stats commit_stats; /* st.commits, copied under mu */
 	struct store st;
 	char **types;
 	int64_t *type_ids;
@@ -51,6 +64,10 @@ struct registry {
 	struct store_space *space;
 };
 
+/* > 0 while this thread runs event callbacks (registry_emit): a mutation
+ * from one is refused before it takes a lock. */
+extern _Thread_local int registry_tls_emitting;
+
 static inline void lock(struct registry *r)
 {
 	pthread_mutex_lock(&r->mu);
@@ -69,6 +86,11 @@ int64_t registry_now(const struct registry *r);
 /* Delivers ev[0..n) to every subscriber of before the call, in order.
  * Subscribers see the state after the change (the caller applied it). */
 void registry_emit(struct registry *r, const struct reg_event *ev, size_t n);
+/* Releases the mutex (taken once by the caller) and, when an emission
+ * happened since r->emits was emits0, runs the subscribers' wait callbacks
+ * with no lock held (the filesystem's waits until the kernel took its
+ * invalidations): a mutation returns only once they returned. */
+void registry_unlock_and_wait(struct registry *r, uint64_t emits0);
 
 /* ---- txn.c ---- */
 
@@ -82,6 +104,7 @@ struct change {
 	size_t idx;		/* UPDATE, REMOVE: index in p->pub.regs */
 	struct registration nr; /* INSERT, UPDATE: the new entry (owned) */
 	struct alloc_set *set;	/* INSERT: the set p joins */
+	int64_t plugin_id;	/* INSERT: p's id (a new plugin's, from persist) */
 };
 
 /* One mutation: its planned changes, and what it needs after its commit
@@ -103,6 +126,12 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 		      int64_t t);
 /* Plans removing regs[idx] of p into b.  0 or -ENOMEM. */
 int txn_plan_remove(struct batch *b, struct plugin_node *p, size_t idx);
+/* Whether a change of one touches a plugin or an alloc a change of g
+ * touches (then one is planned again after g is applied). */
+bool txn_conflicts(const struct batch *g, const struct batch *one);
+/* Moves the planned changes of one (not prepared) to the end of g.  0 or
+ * -ENOMEM (then both are as they were). */
+int txn_join(struct batch *g, struct batch *one);
 /* Orders the planned changes by type (as configured), then plugin name, so
  * that their events come in a stable order. */
 void txn_sort(struct batch *b);
@@ -112,7 +141,9 @@ void txn_sort(struct batch *b);
 void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
 		     const struct reg_runtime *rt);
 /* Runs b: prepare, persist in one transaction, apply to memory, emit.
- * Consumes b.  A failure changes nothing (memory, file, no event). */
+ * The caller holds r->commit_mu and the mutex (once: it is released while
+ * the transaction commits).  Consumes b.  A failure changes nothing
+ * (memory, file, no event). */
 int txn_execute(struct registry *r, struct batch *b, int64_t t, char *err, size_t errlen);
 
 #endif

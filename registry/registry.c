@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry's public API: open and close, the mutations (each planned
- * here and run by txn.c), the getters.  See core.h for the other units.
+ * The registry's public API: open and close, the import, runtime changes,
+ * the getters (the mutations are group.c's).  See core.h for the units.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -29,9 +29,9 @@ static int refuse_read_only(struct registry *r, const char *what, char *err, siz
 			   r->st.path, what);
 }
 
-static int refuse_in_callback(struct registry *r, char *err, size_t errlen)
+static int refuse_in_callback(char *err, size_t errlen)
 {
-	if (!r->emitting)
+	if (!registry_tls_emitting)
 		return 0;
 	return plugfs_errf(err, errlen, -EDEADLK,
 			   "registry: a mutation cannot run from an event callback");
@@ -45,148 +45,6 @@ static int find_type(const struct registry *r, const char *type, size_t *idx, ch
 	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
 }
 
-int registry_register(struct registry *r, const char *const *types, size_t n_types,
-		      const struct reg_spec *spec, char *err, size_t errlen)
-{
-	struct batch b = {0};
-	char q[128];
-	int64_t t;
-	int rc;
-
-	if ((rc = refuse_read_only(r, "registering", err, errlen)) < 0)
-		return rc;
-	if (!spec)
-		return plugfs_errf(err, errlen, -EINVAL, "registration: missing");
-	if (n_types == 0 || !types)
-		return plugfs_errf(err, errlen, -EINVAL, "type: at least one type is required");
-	lock(r);
-	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
-		goto out;
-	for (size_t i = 0; i < n_types; i++) {
-		if ((rc = find_type(r, types[i], NULL, err, errlen)) < 0)
-			goto out;
-		for (size_t j = 0; j < i; j++) {
-			if (strcmp(types[i], types[j]) == 0) {
-				rc = plugfs_errf(err, errlen, -EINVAL,
-						 "type `%s': given more than once",
-						 reg_quote(q, sizeof(q), types[i]));
-				goto out;
-			}
-		}
-	}
-	if ((rc = reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err, errlen)) <
-	    0)
-		goto out;
-	t = registry_now(r);
-	for (size_t i = 0; i < n_types; i++) {
-		size_t ti = 0;
-
-		(void)find_type(r, types[i], &ti, NULL, 0); /* found above */
-		if ((rc = txn_plan_register(r, &b, ti, spec, t)) < 0) {
-			rc = plugfs_errf(err, errlen, rc, "out of memory");
-			batch_free(&b);
-			goto out;
-		}
-	}
-	if (b.n && (rc = space_check_room(r->space, "registering", err, errlen)) < 0) {
-		batch_free(&b);
-		goto out;
-	}
-	rc = txn_execute(r, &b, t, err, errlen);
-out:
-	unlock(r);
-	return rc;
-}
-
-int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
-			bool *removed, char *err, size_t errlen)
-{
-	struct batch b = {0};
-	struct plugin_node *p;
-	bool done = false;
-	ssize_t idx;
-	int rc;
-
-	if (removed)
-		*removed = false;
-	if ((rc = refuse_read_only(r, "deregistering", err, errlen)) < 0)
-		return rc;
-	lock(r);
-	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
-		goto out;
-	if ((rc = find_type(r, type, NULL, err, errlen)) < 0 ||
-	    (rc = reg_validate_name("name", name, err, errlen)) < 0 ||
-	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
-		goto out;
-	p = index_find_plugin(&r->ix, type, name);
-	idx = p ? plugin_find_alloc(p, alloc) : -1;
-	if (idx < 0)
-		goto out; /* unknown: success, no event */
-	/* A full disk: once more with the reserve released (space.h). */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		if (txn_plan_remove(&b, p, (size_t)idx) < 0) {
-			rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-			goto out;
-		}
-		rc = txn_execute(r, &b, registry_now(r), err, errlen);
-		if (rc != -ENOSPC || !space_release_reserve(r->space))
-			break;
-	}
-	done = rc == 0;
-out:
-	if (removed)
-		*removed = done;
-	unlock(r);
-	return rc;
-}
-
-int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
-			      size_t errlen)
-{
-	struct batch b = {0};
-	struct alloc_set *s;
-	size_t n = 0;
-	int rc;
-
-	if ((rc = refuse_read_only(r, "deregistering an alloc", err, errlen)) < 0) {
-		if (removed)
-			*removed = 0;
-		return rc;
-	}
-	lock(r);
-	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
-	    (rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
-		goto out;
-	/* A full disk: once more with the reserve released (space.h). */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		s = index_alloc_set(&r->ix, alloc);
-		for (size_t i = 0; s && i < s->n; i++) {
-			ssize_t idx = plugin_find_alloc(s->v[i], alloc);
-
-			if (idx < 0) /* cannot happen: the set mirrors the lists */
-				continue;
-			if (txn_plan_remove(&b, s->v[i], (size_t)idx) < 0) {
-				batch_free(&b);
-				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-		/* Events in a stable order: by type as configured, then name. */
-		txn_sort(&b);
-		n = b.n;
-		rc = txn_execute(r, &b, registry_now(r), err, errlen);
-		if (rc != -ENOSPC || !space_release_reserve(r->space))
-			break;
-	}
-	if (rc < 0)
-		n = 0;
-out:
-	if (removed)
-		*removed = n;
-	unlock(r);
-	return rc;
-}
-
 int registry_import_legacy_json(struct registry *r, const char *json, size_t *imported, char *err,
 				size_t errlen)
 {
@@ -194,6 +52,7 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	struct batch b = {0};
 	char msg[REG_ERR_MAX];
 	size_t n = 0, changed = 0;
+	uint64_t emits0;
 	int64_t t;
 	int rc;
 
@@ -202,9 +61,14 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 			*imported = 0;
 		return rc;
 	}
+	if ((rc = refuse_in_callback(err, errlen)) < 0) {
+		if (imported)
+			*imported = 0;
+		return rc;
+	}
+	pthread_mutex_lock(&r->commit_mu);
 	lock(r);
-	if ((rc = refuse_in_callback(r, err, errlen)) < 0)
-		goto out;
+	emits0 = r->emits;
 	if (!json) {
 		rc = plugfs_errf(err, errlen, -EINVAL, "legacy JSON: missing");
 		goto out;
@@ -240,7 +104,8 @@ out:
 	legacy_free(e, n);
 	if (imported)
 		*imported = changed;
-	unlock(r);
+	pthread_mutex_unlock(&r->commit_mu);
+	registry_unlock_and_wait(r, emits0);
 	return rc;
 }
 
@@ -252,6 +117,7 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 	struct plugin_node *p;
 	const struct registration *g;
 	struct reg_runtime kept;
+	uint64_t emits0;
 	ssize_t idx;
 	int rc;
 
@@ -259,9 +125,11 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 		*changed = false;
 	if (!rt)
 		return plugfs_errf(err, errlen, -EINVAL, "runtime state: missing");
+	if ((rc = refuse_in_callback(err, errlen)) < 0)
+		return rc;
 	lock(r);
-	if ((rc = refuse_in_callback(r, err, errlen)) < 0 ||
-	    (rc = find_type(r, type, NULL, err, errlen)) < 0)
+	emits0 = r->emits;
+	if ((rc = find_type(r, type, NULL, err, errlen)) < 0)
 		goto out;
 	p = name && alloc ? index_find_plugin(&r->ix, type, name) : NULL;
 	idx = p ? plugin_find_alloc(p, alloc) : -1;
@@ -281,7 +149,7 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 	if (changed)
 		*changed = true;
 out:
-	unlock(r);
+	registry_unlock_and_wait(r, emits0);
 	return rc;
 }
 
@@ -419,7 +287,7 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 void registry_commit_stats(struct registry *r, struct reg_commit_stats *out)
 {
 	lock(r);
-	*out = r->st.commits;
+	*out = r->commit_stats;
 	unlock(r);
 }
 
@@ -430,9 +298,14 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 
 	if ((rc = refuse_read_only(r, "expiring tombstones", err, errlen)) < 0)
 		return rc;
-	lock(r);
+	if ((rc = refuse_in_callback(err, errlen)) < 0)
+		return rc;
+	pthread_mutex_lock(&r->commit_mu);
 	rc = store_expire_tombstones(&r->st, registry_now(r) - r->ttl, &n, err, errlen);
+	lock(r);
+	r->commit_stats = r->st.commits;
 	unlock(r);
+	pthread_mutex_unlock(&r->commit_mu);
 	return rc < 0 ? rc : (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
 
@@ -530,6 +403,8 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&r->mu, &attr);
 	pthread_mutexattr_destroy(&attr);
+	pthread_mutex_init(&r->commit_mu, NULL);
+	pthread_cond_init(&r->waits_done, NULL);
 	r->n_types = opts->n_types;
 	r->types = copy_strv(opts->types, opts->n_types);
 	r->type_ids = calloc(opts->n_types, sizeof(*r->type_ids));
@@ -598,6 +473,8 @@ void registry_close(struct registry *r)
 	free(r->type_ids);
 	free_strv(r->roots, r->n_roots);
 	free(r->subs);
+	pthread_cond_destroy(&r->waits_done);
+	pthread_mutex_destroy(&r->commit_mu);
 	pthread_mutex_destroy(&r->mu);
 	free(r);
 }

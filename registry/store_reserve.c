@@ -21,12 +21,12 @@
 
 bool space_commits_trylock(struct registry *r)
 {
-	return pthread_mutex_trylock(&r->mu) == 0;
+	return pthread_mutex_trylock(&r->commit_mu) == 0;
 }
 
 void space_commits_unlock(struct registry *r)
 {
-	pthread_mutex_unlock(&r->mu);
+	pthread_mutex_unlock(&r->commit_mu);
 }
 
 /* sp->reserve changes under the commits' lock; space_stats reads it

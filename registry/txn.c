@@ -5,7 +5,11 @@
  * and enter new plugins in the index), persist (one SQLite transaction),
  * apply to memory (cannot fail), emit the events.  A failed transaction
  * undoes the preparation and leaves memory as it was: "persist, then
- * apply".
+ * apply".  The registry mutex is released while the transaction runs (its
+ * COMMIT waits for the disk): r->commit_mu keeps every other mutation out
+ * from planning to applying, and what a reader can see meanwhile is the
+ * state before the mutation (a new plugin is in the index but empty, so
+ * unseen, like one whose list emptied).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,6 +58,7 @@ static void unprepare(struct registry *r, struct batch *b)
 			}
 		}
 		if (c->new_plugin && c->p) {
+			r->ix.n_empty--;
 			index_del_plugin(&r->ix, c->p);
 			plugin_node_free(c->p);
 			c->p = NULL;
@@ -63,8 +68,9 @@ static void unprepare(struct registry *r, struct batch *b)
 }
 
 /* Allocates everything apply() will need, so that nothing can fail after
- * the commit.  New plugins enter the index empty; nobody can see them
- * before the mutex is released, and unprepare() removes them on failure. */
+ * the commit.  New plugins enter the index empty (counted in n_empty):
+ * getters pass over them while the commit runs without the mutex, and
+ * unprepare() removes them on failure. */
 static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen)
 {
 	size_t n_removes = 0;
@@ -91,6 +97,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 				c->new_plugin = false;
 				goto nomem;
 			}
+			r->ix.n_empty++; /* unseen until it has a registration */
 		}
 		if (plugin_reserve(c->p, c->p->pub.n_regs + 1) < 0)
 			goto nomem;
@@ -110,7 +117,10 @@ nomem:
 	return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 }
 
-/* The SQL of every change, in one transaction. */
+/* The SQL of every change, in one transaction.  Runs without the registry
+ * mutex (r->commit_mu held): it writes only the batch (a new plugin's id
+ * goes to c->plugin_id, set in memory by apply) and reads what only a
+ * mutation changes. */
 static int persist(struct registry *r, struct batch *b, int64_t t, int64_t *last_seq, char *err,
 		   size_t errlen)
 {
@@ -125,16 +135,18 @@ static int persist(struct registry *r, struct batch *b, int64_t t, int64_t *last
 
 		switch (c->op) {
 		case CH_INSERT:
-			if (c->new_plugin &&
-			    (rc = store_insert_plugin(&r->st, r->type_ids[c->type_idx], c->nr.name,
-						      &c->p->pub.id, err, errlen)) < 0)
+			if (!c->new_plugin)
+				c->plugin_id = c->p->pub.id;
+			else if ((rc = store_insert_plugin(&r->st, r->type_ids[c->type_idx],
+							   c->nr.name, &c->plugin_id, err,
+							   errlen)) < 0)
 				goto fail;
 			if ((rc = store_take_tombstone(&r->st, c->nr.type, c->nr.name, c->nr.alloc,
 						       t - r->ttl, &c->nr.seq, err, errlen)) < 0)
 				goto fail;
 			if (c->nr.seq == 0)
 				c->nr.seq = ++seq;
-			if ((rc = store_insert_reg(&r->st, c->p->pub.id, &c->nr, err, errlen)) < 0)
+			if ((rc = store_insert_reg(&r->st, c->plugin_id, &c->nr, err, errlen)) < 0)
 				goto fail;
 			break;
 		case CH_UPDATE:
@@ -205,8 +217,10 @@ static void apply_insert(struct registry *r, struct batch *b, struct change *c)
 	const char *old_active = active_alloc(p);
 	size_t pos = 0;
 
-	if (p->pub.n_regs == 0 && !c->new_plugin)
-		r->ix.n_empty--; /* an emptied plugin registers again, same id */
+	if (c->new_plugin)
+		p->pub.id = c->plugin_id;
+	if (p->pub.n_regs == 0)
+		r->ix.n_empty--; /* new, or an emptied plugin registers again (same id) */
 	while (pos < p->pub.n_regs && v[pos].seq > c->nr.seq)
 		pos++;
 	memmove(&v[pos + 1], &v[pos], (p->pub.n_regs - pos) * sizeof(*v));
@@ -226,7 +240,9 @@ static void apply_update(struct batch *b, struct change *c)
 	const char *old_active = active_alloc(c->p); /* alive until old is freed */
 
 	/* The new entry carries the same id, type, name, alloc and seq;
-	 * swap it in and free the old contents. */
+	 * swap it in and free the old contents.  Its health is the one now
+	 * (a probe may have changed it while the commit ran). */
+	c->nr.runtime = g->runtime;
 	*g = c->nr;
 	memset(&c->nr, 0, sizeof(c->nr));
 	add_event(b, REG_EV_UPDATED, c->p, false, g, NULL, NULL);
@@ -263,7 +279,13 @@ int txn_execute(struct registry *r, struct batch *b, int64_t t, char *err, size_
 		goto out;
 	if ((rc = prepare(r, b, err, errlen)) < 0)
 		goto out;
-	if ((rc = persist(r, b, t, &last_seq, err, errlen)) < 0) {
+	/* The disk's wait without the mutex: getters, the prober's health
+	 * and the event callbacks' readers go on meanwhile. */
+	unlock(r);
+	rc = persist(r, b, t, &last_seq, err, errlen);
+	lock(r);
+	r->commit_stats = r->st.commits;
+	if (rc < 0) {
 		unprepare(r, b);
 		goto out;
 	}
@@ -279,6 +301,7 @@ int txn_execute(struct registry *r, struct batch *b, int64_t t, char *err, size_
 			apply_remove(r, b, c);
 	}
 	registry_emit(r, b->ev, b->n_ev);
+	r->emits++;
 out:
 	batch_free(b);
 	return rc;
@@ -360,6 +383,51 @@ int txn_plan_remove(struct batch *b, struct plugin_node *p, size_t idx)
 	return 0;
 }
 
+/* The plugin and the alloc a planned change touches. */
+static void change_keys(const struct change *c, const char **name, const char **alloc)
+{
+	*name = c->p ? c->p->pub.name : c->nr.name;
+	*alloc = c->op == CH_REMOVE ? c->p->pub.regs[c->idx].alloc : c->nr.alloc;
+}
+
+bool txn_conflicts(const struct batch *g, const struct batch *one)
+{
+	for (size_t i = 0; i < one->n; i++) {
+		const char *name, *alloc;
+
+		change_keys(&one->c[i], &name, &alloc);
+		for (size_t j = 0; j < g->n; j++) {
+			const char *gname, *galloc;
+
+			change_keys(&g->c[j], &gname, &galloc);
+			if (strcmp(alloc, galloc) == 0 ||
+			    (one->c[i].type_idx == g->c[j].type_idx && strcmp(name, gname) == 0))
+				return true;
+		}
+	}
+	return false;
+}
+
+int txn_join(struct batch *g, struct batch *one)
+{
+	size_t n = g->n + one->n;
+
+	if (n > g->cap) {
+		size_t cap = n < 2 * g->cap ? 2 * g->cap : n;
+		struct change *c = realloc(g->c, cap * sizeof(*c));
+
+		if (!c)
+			return -ENOMEM;
+		g->c = c;
+		g->cap = cap;
+	}
+	memcpy(&g->c[g->n], one->c, one->n * sizeof(*one->c));
+	g->n = n;
+	free(one->c);
+	memset(one, 0, sizeof(*one));
+	return 0;
+}
+
 void txn_sort(struct batch *b)
 {
 	if (b->n > 1)
@@ -379,4 +447,5 @@ void txn_set_runtime(struct registry *r, struct plugin_node *p, size_t idx,
 	b.ev[b.n_ev - 1].old_runtime = &old;
 	reelect(&b, p, false, old_active);
 	registry_emit(r, b.ev, b.n_ev);
+	r->emits++;
 }

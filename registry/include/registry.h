@@ -5,15 +5,19 @@
  *
  * Threading: every public function takes the registry's internal mutex, so a
  * registry may be shared by the control server, the filesystem and the main
- * thread.  Event callbacks run synchronously, after the commit and after the
- * in-memory state changed, with that mutex held: a callback must not call a
- * mutating registry function (it fails with -EDEADLK), must copy what it
- * keeps, and may block only on work that never needs this mutex (the
- * filesystem's callback waits until the kernel took its invalidations: the
- * notifier thread and FUSE handlers never take the registry mutex).  Every
- * other mutation waits meanwhile; docs/design.md "Threads and locks".
- * Read-only getters (registry_snapshot, registry_get_plugin) are safe from a
- * callback (the mutex is recursive).
+ * thread.  Mutations are serialised by a second lock (the commit lock,
+ * taken first) and release the mutex while their COMMIT waits for the disk:
+ * getters and registry_set_runtime never wait for an fsync.  Event
+ * callbacks run synchronously, after the commit and after the in-memory
+ * state changed, with the mutex held: a callback must not call a mutating
+ * registry function (it fails with -EDEADLK), must copy what it keeps, and
+ * must not block (queue work instead).  A subscriber's wait callback
+ * (registry_subscribe_wait) runs after the mutex is released, on the
+ * thread that emitted, before the mutation returns: the filesystem's waits
+ * there until the kernel took its invalidations, so that a mutation's
+ * return still means the next lookup sees it; docs/design.md "Threads and
+ * locks".  Read-only getters (registry_snapshot, registry_get_plugin) are
+ * safe from a callback (the mutex is recursive).
  *
  * Errors: functions return 0 or a negative errno and write a message naming
  * the field and the rule into err (errlen bytes, always NUL-terminated when
@@ -275,6 +279,10 @@ struct reg_event {
 };
 
 typedef void (*reg_event_cb)(const struct reg_event *ev, void *arg);
+/* Called with no registry lock held after the events of a mutation (or a
+ * runtime change) were delivered to the callbacks; the mutation returns
+ * after it.  It may block on work that does not need the registry. */
+typedef void (*reg_wait_cb)(void *arg);
 
 struct registry;
 
@@ -332,6 +340,33 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
  * *removed (may be NULL) receives the count. */
 int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
 			      size_t errlen);
+
+/*
+ * Group commit: the mutations m[0..n) of many clients, each validated and
+ * planned alone (a bad one fails alone, with its own message, and changes
+ * nothing), the valid ones committed together in one transaction (one
+ * fsync), in array order.  A mutation that touches a (type, name) or an
+ * alloc an earlier one of the group touches starts a new transaction, so
+ * that each is planned on the state its predecessors left.  Events go out
+ * in array order.  When a transaction of several fails (the disk), each of
+ * its mutations is tried again alone, so that each gets its own result.
+ * Each m[i].rc (and err, removed) is set; returns how many succeeded.
+ */
+enum reg_mutation_op { REG_MUT_REGISTER, REG_MUT_DEREGISTER, REG_MUT_DEREGISTER_ALLOC };
+struct reg_mutation {
+	enum reg_mutation_op op;
+	/* REGISTER: as registry_register */
+	const char *const *types;
+	size_t n_types;
+	const struct reg_spec *spec;
+	/* DEREGISTER: type, name, alloc; DEREGISTER_ALLOC: alloc */
+	const char *type, *name, *alloc;
+	/* The result: 0 or -errno with err; removed for the deregisters. */
+	int rc;
+	size_t removed;
+	char err[REG_ERR_MAX];
+};
+size_t registry_mutate(struct registry *r, struct reg_mutation *m, size_t n);
 
 /*
  * A change that is not persisted: sets the runtime state of (type, name,
@@ -478,12 +513,18 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
  * of the next mutation on, none of the one being delivered (whose changes
  * are already in what cb's owner can read). */
 int registry_subscribe(struct registry *r, reg_event_cb cb, void *arg);
+/* As registry_subscribe, with wait called after each emission that reached
+ * cb, once the mutex is released (see reg_wait_cb).  At most 8 such
+ * subscribers (-ENOSPC).  Unsubscribing one waits until no thread is in its
+ * wait callback; it must not be called from one. */
+int registry_subscribe_wait(struct registry *r, reg_event_cb cb, reg_wait_cb wait, void *arg);
 /* Unknown ids are ignored.  Safe from a callback (also its own): cb gets no
  * further event. */
 void registry_unsubscribe(struct registry *r, int id);
 
 /* Runs fn with the registry mutex held (e.g. take a snapshot and subscribe
- * without missing or doubling an event). */
+ * without missing or doubling an event).  fn must not mutate (the commit
+ * lock is taken before the mutex, never after). */
 void registry_locked(struct registry *r, void (*fn)(struct registry *r, void *arg), void *arg);
 
 /* Validation helpers, shared with config and the CLI.  0 or -EINVAL with a

@@ -138,15 +138,8 @@ static int run_wait(char *const argv[])
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
-struct daemon {
-	pid_t pid;
-	FILE *log; /* its stderr */
-};
-
-/* Starts `plugfs -c cfg mount` and reads its log until the ready line (copied
- * into ready); the time from fork to it in *ms.  0 or -1. */
-static int daemon_start(const char *plugfs, const char *cfg, struct daemon *d, double *ms,
-			char *ready, size_t readylen)
+int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon *d, double *ms,
+		       char *ready, size_t readylen)
 {
 	char line[1024];
 	int p[2];
@@ -183,7 +176,7 @@ static int daemon_start(const char *plugfs, const char *cfg, struct daemon *d, d
 	return -1;
 }
 
-static long daemon_rss_kib(const struct daemon *d)
+static long daemon_rss_kib(const struct bench_daemon *d)
 {
 	char path[64], line[256];
 	long kib = -1;
@@ -200,8 +193,7 @@ static long daemon_rss_kib(const struct daemon *d)
 	return kib;
 }
 
-/* The CPU time (user + system) the daemon used so far, in ms; -1. */
-static double daemon_cpu_ms(const struct daemon *d)
+double bench_daemon_cpu_ms(const struct bench_daemon *d)
 {
 	char path[64], buf[1024], *p;
 	unsigned long long ut, st;
@@ -223,7 +215,7 @@ static double daemon_cpu_ms(const struct daemon *d)
 	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
-static int daemon_stop(struct daemon *d)
+int bench_daemon_stop(struct bench_daemon *d)
 {
 	char line[1024];
 	int status = 0;
@@ -277,7 +269,7 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 {
 	char state[PATH_MAX], json[PATH_MAX], cfg_none[PATH_MAX], cfg_conn[PATH_MAX];
 	char ready[512];
-	struct daemon d = {0};
+	struct bench_daemon d = {0};
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
@@ -300,13 +292,13 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 	for (int k = 0; k < STARTS; k++) {
 		double ms;
 
-		if (daemon_start(plugfs, cfg_none, &d, &ms, ready, sizeof(ready)) != 0)
+		if (bench_daemon_start(plugfs, cfg_none, &d, &ms, ready, sizeof(ready)) != 0)
 			goto out;
 		if (ms < out->start_ms) {
 			const char *p = strchr(ready, '(');
 
 			out->start_ms = ms;
-			out->start_cpu_ms = daemon_cpu_ms(&d);
+			out->start_cpu_ms = bench_daemon_cpu_ms(&d);
 			snprintf(out->phases, sizeof(out->phases), "%s", p ? p : ready);
 		}
 		/* The last start is measured further: RSS, lookups. */
@@ -320,23 +312,23 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 			    bench_list(plugfs, cfg_none, sock, d.pid, &out->list) != 0)
 				out->lookup_us = -1;
 		}
-		if (daemon_stop(&d) != 0 || out->lookup_us < 0)
+		if (bench_daemon_stop(&d) != 0 || out->lookup_us < 0)
 			goto out;
 	}
 	for (int k = 0; k < STARTS; k++) {
 		double ms;
 
-		if (daemon_start(plugfs, cfg_conn, &d, &ms, ready, sizeof(ready)) != 0)
+		if (bench_daemon_start(plugfs, cfg_conn, &d, &ms, ready, sizeof(ready)) != 0)
 			goto out;
 		if (ms < out->start_connect_ms)
 			out->start_connect_ms = ms;
-		if (daemon_stop(&d) != 0)
+		if (bench_daemon_stop(&d) != 0)
 			goto out;
 	}
 	rc = 0;
 out:
 	if (rc != 0 && d.pid > 0 && d.log)
-		daemon_stop(&d);
+		bench_daemon_stop(&d);
 	unlink(state);
 	return rc;
 }

@@ -19,11 +19,14 @@
  *      returned an older target).
  *
  *   plugfs-bench [--iterations N] [--connects N] [--switches N] [--quick]
- *   plugfs-bench --scale N[,N...] [--plugfs PATH]
+ *   plugfs-bench --scale N[,N...] [--plugfs PATH] [--disk DIR] [--quick]
  *
  * --scale runs instead the daemon at each plugin count, side by side (start
  * to ready, RSS per registration, uncached lookup: bench_scale.c), with the
- * plugfs binary of the build tree (or --plugfs PATH).
+ * plugfs binary of the build tree (or --plugfs PATH), then durable
+ * registrations at 1 and 16 clients with the state file in DIR (default
+ * /var/tmp: a disk, not tmpfs) against a raw fdatasync loop there
+ * (bench_durable.c; --quick: small counts).
  *
  * Needs root and /dev/fuse: without them it says why and exits 77 (skip),
  * except under CI=true where that is a failure.  Exit 1 on an error or a
@@ -492,7 +495,7 @@ static void default_plugfs(char *out, size_t len)
 		out[0] = '\0'; /* too long: run_scale says the binary is missing */
 }
 
-static int run_scale(const char *plugfs_arg, const char *sizes)
+static int run_scale(const char *plugfs_arg, const char *sizes, const char *disk, bool quick)
 {
 	char plugfs[PATH_MAX], tmp[256], cmd[PATH_MAX + 16];
 	const char *shm = tmpfs_dir();
@@ -510,6 +513,8 @@ static int run_scale(const char *plugfs_arg, const char *sizes)
 	if (!mkdtemp(tmp))
 		die("mkdtemp");
 	rc = bench_scale(plugfs, tmp, sizes);
+	if (rc == 0)
+		rc = bench_durable(plugfs, tmp, disk, quick);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "plugfs-bench: could not remove %s\n", tmp);
@@ -525,6 +530,7 @@ int main(int argc, char *argv[])
 	    {"quick", no_argument, NULL, 'q'},
 	    {"scale", required_argument, NULL, 'S'},
 	    {"plugfs", required_argument, NULL, 'P'},
+	    {"disk", required_argument, NULL, 'D'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -534,7 +540,8 @@ int main(int argc, char *argv[])
 	static const double targets[] = {1.2, 1.2, 1.1};
 	double shm_ns[3], fuse_ns[3], med, p99, ack_med;
 	unsigned long long req0, req1, ack_stale;
-	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL;
+	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
+	bool quick = false;
 	struct utsname u;
 	int c, rc = 0;
 
@@ -553,6 +560,7 @@ int main(int argc, char *argv[])
 			b.iterations = 20000;
 			b.connects = 5000;
 			b.switches = 50;
+			quick = true;
 			break;
 		case 'S':
 			scale = optarg;
@@ -560,9 +568,14 @@ int main(int argc, char *argv[])
 		case 'P':
 			plugfs = optarg;
 			break;
+		case 'D':
+			disk = optarg;
+			break;
 		case 'h':
 			printf("usage: plugfs-bench [--iterations N] [--connects N] [--switches N] "
-			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH]\n");
+			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH] "
+			       "[--disk DIR] "
+			       "[--quick]\n");
 			return 0;
 		default:
 			return 2;
@@ -583,7 +596,7 @@ int main(int argc, char *argv[])
 		return in_ci ? 1 : 77;
 	}
 	if (scale)
-		return run_scale(plugfs, scale);
+		return run_scale(plugfs, scale, disk, quick);
 	plog_set_level(PLOG_WARN);
 	setup(&b);
 

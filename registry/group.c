@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The persisted mutations (register, deregister, deregister of an alloc),
+ * alone or in groups: each is validated and planned on its own under the
+ * registry mutex, the valid ones join one batch, and txn.c commits the
+ * batch in one transaction (group commit: one fsync for all of them).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+#include "space.h"
+
+/* The most mutations in one transaction (the conflict check is quadratic
+ * in the group). */
+#define GROUP_MAX 128
+
+static int refuse_read_only(struct registry *r, const char *what, char *err, size_t errlen)
+{
+	if (!r->read_only)
+		return 0;
+	return plugfs_errf(err, errlen, -EROFS,
+			   "state file `%s': opened read-only (registry_options.read_only); %s "
+			   "is refused",
+			   r->st.path, what);
+}
+
+static int find_type(const struct registry *r, const char *type, size_t *idx, char *err,
+		     size_t errlen)
+{
+	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
+}
+
+static int plan_register(struct registry *r, struct reg_mutation *m, struct batch *b, int64_t t)
+{
+	char q[128];
+	int rc;
+
+	if ((rc = refuse_read_only(r, "registering", m->err, sizeof(m->err))) < 0)
+		return rc;
+	if (!m->spec)
+		return plugfs_errf(m->err, sizeof(m->err), -EINVAL, "registration: missing");
+	if (m->n_types == 0 || !m->types)
+		return plugfs_errf(m->err, sizeof(m->err), -EINVAL,
+				   "type: at least one type is required");
+	for (size_t i = 0; i < m->n_types; i++) {
+		if ((rc = find_type(r, m->types[i], NULL, m->err, sizeof(m->err))) < 0)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(m->types[i], m->types[j]) == 0)
+				return plugfs_errf(m->err, sizeof(m->err), -EINVAL,
+						   "type `%s': given more than once",
+						   reg_quote(q, sizeof(q), m->types[i]));
+	}
+	if ((rc = reg_validate_spec(m->spec, (const char *const *)r->roots, r->n_roots, m->err,
+				    sizeof(m->err))) < 0)
+		return rc;
+	for (size_t i = 0; i < m->n_types; i++) {
+		size_t ti = 0;
+
+		(void)find_type(r, m->types[i], &ti, NULL, 0); /* found above */
+		if ((rc = txn_plan_register(r, b, ti, m->spec, t)) < 0)
+			return plugfs_errf(m->err, sizeof(m->err), rc, "out of memory");
+	}
+	/* Room on the disk, the reserve kept for deregistrations (space.h). */
+	if (b->n && (rc = space_check_room(r->space, "registering", m->err, sizeof(m->err))) < 0)
+		return rc;
+	return 0;
+}
+
+static int plan_deregister(struct registry *r, struct reg_mutation *m, struct batch *b)
+{
+	struct plugin_node *p;
+	ssize_t idx;
+	int rc;
+
+	if ((rc = refuse_read_only(r, "deregistering", m->err, sizeof(m->err))) < 0 ||
+	    (rc = find_type(r, m->type, NULL, m->err, sizeof(m->err))) < 0 ||
+	    (rc = reg_validate_name("name", m->name, m->err, sizeof(m->err))) < 0 ||
+	    (rc = reg_validate_name("alloc", m->alloc, m->err, sizeof(m->err))) < 0)
+		return rc;
+	p = index_find_plugin(&r->ix, m->type, m->name);
+	idx = p ? plugin_find_alloc(p, m->alloc) : -1;
+	if (idx < 0)
+		return 0; /* unknown: success, no event */
+	if (txn_plan_remove(b, p, (size_t)idx) < 0)
+		return plugfs_errf(m->err, sizeof(m->err), -ENOMEM, "out of memory");
+	return 0;
+}
+
+static int plan_deregister_alloc(struct registry *r, struct reg_mutation *m, struct batch *b)
+{
+	struct alloc_set *s;
+	int rc;
+
+	if ((rc = refuse_read_only(r, "deregistering an alloc", m->err, sizeof(m->err))) < 0 ||
+	    (rc = reg_validate_name("alloc", m->alloc, m->err, sizeof(m->err))) < 0)
+		return rc;
+	s = index_alloc_set(&r->ix, m->alloc);
+	for (size_t i = 0; s && i < s->n; i++) {
+		ssize_t idx = plugin_find_alloc(s->v[i], m->alloc);
+
+		if (idx < 0) /* cannot happen: the set mirrors the lists */
+			continue;
+		if (txn_plan_remove(b, s->v[i], (size_t)idx) < 0)
+			return plugfs_errf(m->err, sizeof(m->err), -ENOMEM, "out of memory");
+	}
+	/* Events in a stable order: by type as configured, then name. */
+	txn_sort(b);
+	return 0;
+}
+
+/* Validates and plans m into b (empty); m->rc, m->err and m->removed (what
+ * the plan removes) are set. */
+static int plan(struct registry *r, struct reg_mutation *m, struct batch *b, int64_t t)
+{
+	int rc;
+
+	m->err[0] = '\0';
+	m->removed = 0;
+	if (m->op == REG_MUT_REGISTER)
+		rc = plan_register(r, m, b, t);
+	else if (m->op == REG_MUT_DEREGISTER)
+		rc = plan_deregister(r, m, b);
+	else if (m->op == REG_MUT_DEREGISTER_ALLOC)
+		rc = plan_deregister_alloc(r, m, b);
+	else
+		rc = plugfs_errf(m->err, sizeof(m->err), -EINVAL, "mutation: unknown operation");
+	if (rc < 0)
+		batch_free(b);
+	else if (m->op != REG_MUT_REGISTER)
+		m->removed = b->n;
+	m->rc = rc;
+	return rc;
+}
+
+/* Commits the members of a group that failed together one by one, so that
+ * each gets its own result (memory is as it was: plans come out the same). */
+static void retry_alone(struct registry *r, struct reg_mutation *m, const unsigned char *member,
+			size_t from, size_t to, int64_t t)
+{
+	for (size_t j = from; j < to; j++) {
+		struct batch one = {0};
+
+		if (!member[j] || plan(r, &m[j], &one, t) < 0)
+			continue;
+		m[j].rc = txn_execute(r, &one, t, m[j].err, sizeof(m[j].err));
+		if (m[j].rc < 0)
+			m[j].removed = 0;
+	}
+}
+
+/* Whether a member of m[from..to) deregisters. */
+static bool has_deregistration(const struct reg_mutation *m, const unsigned char *member,
+			       size_t from, size_t to)
+{
+	for (size_t j = from; j < to; j++)
+		if (member[j] && m[j].op != REG_MUT_REGISTER)
+			return true;
+	return false;
+}
+
+size_t registry_mutate(struct registry *r, struct reg_mutation *m, size_t n)
+{
+	unsigned char *member = calloc(n ? n : 1, 1);
+	size_t i = 0, ok = 0;
+	uint64_t emits0;
+	int64_t t;
+
+	for (size_t k = 0; k < n; k++) {
+		m[k].rc = 0;
+		m[k].removed = 0;
+		m[k].err[0] = '\0';
+		if (registry_tls_emitting)
+			m[k].rc = plugfs_errf(m[k].err, sizeof(m[k].err), -EDEADLK,
+					      "registry: a mutation cannot run from an event "
+					      "callback");
+		else if (!member)
+			m[k].rc = plugfs_errf(m[k].err, sizeof(m[k].err), -ENOMEM, "out of memory");
+	}
+	if (registry_tls_emitting || !member) {
+		free(member);
+		return 0;
+	}
+	pthread_mutex_lock(&r->commit_mu);
+	lock(r);
+	emits0 = r->emits;
+	t = registry_now(r);
+	while (i < n) {
+		struct batch g = {0};
+		size_t from = i, members = 0;
+		char err[REG_ERR_MAX] = "";
+		int rc;
+
+		for (; i < n && members < GROUP_MAX; i++) {
+			struct batch one = {0};
+
+			if (plan(r, &m[i], &one, t) < 0 || one.n == 0)
+				continue; /* refused alone, or nothing to do */
+			if (g.n > 0 && txn_conflicts(&g, &one)) {
+				batch_free(&one);
+				break; /* planned again on what this group leaves */
+			}
+			if (txn_join(&g, &one) < 0) {
+				batch_free(&one);
+				m[i].rc = plugfs_errf(m[i].err, sizeof(m[i].err), -ENOMEM,
+						      "out of memory");
+				m[i].removed = 0;
+				continue;
+			}
+			member[i] = 1;
+			members++;
+		}
+		if (g.n == 0)
+			continue;
+		rc = txn_execute(r, &g, t, err, sizeof(err));
+		if (rc == 0)
+			continue;
+		/* A full disk and a deregistration among them: each once more
+		 * with the reserve released (space.h), which lets the
+		 * deregistrations commit; registrations are refused by their
+		 * plan now the reserve is out.  A registration alone never
+		 * takes the reserve. */
+		if ((rc == -ENOSPC && has_deregistration(m, member, from, i) &&
+		     space_release_reserve(r->space)) ||
+		    members > 1) {
+			retry_alone(r, m, member, from, i, t);
+			continue;
+		}
+		for (size_t j = from; j < i; j++) {
+			if (!member[j])
+				continue;
+			m[j].rc = rc;
+			m[j].removed = 0;
+			memcpy(m[j].err, err, sizeof(err));
+		}
+	}
+	for (size_t k = 0; k < n; k++)
+		ok += m[k].rc == 0;
+	pthread_mutex_unlock(&r->commit_mu);
+	registry_unlock_and_wait(r, emits0);
+	free(member);
+	return ok;
+}
+
+static void copy_err(const struct reg_mutation *m, char *err, size_t errlen)
+{
+	if (err && errlen > 0) {
+		strncpy(err, m->err, errlen - 1);
+		err[errlen - 1] = '\0';
+	}
+}
+
+int registry_register(struct registry *r, const char *const *types, size_t n_types,
+		      const struct reg_spec *spec, char *err, size_t errlen)
+{
+	struct reg_mutation m = {
+	    .op = REG_MUT_REGISTER, .types = types, .n_types = n_types, .spec = spec};
+
+	registry_mutate(r, &m, 1);
+	copy_err(&m, err, errlen);
+	return m.rc;
+}
+
+int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
+			bool *removed, char *err, size_t errlen)
+{
+	struct reg_mutation m = {
+	    .op = REG_MUT_DEREGISTER, .type = type, .name = name, .alloc = alloc};
+
+	registry_mutate(r, &m, 1);
+	copy_err(&m, err, errlen);
+	if (removed)
+		*removed = m.rc == 0 && m.removed > 0;
+	return m.rc;
+}
+
+int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
+			      size_t errlen)
+{
+	struct reg_mutation m = {.op = REG_MUT_DEREGISTER_ALLOC, .alloc = alloc};
+
+	registry_mutate(r, &m, 1);
+	copy_err(&m, err, errlen);
+	if (removed)
+		*removed = m.rc == 0 ? m.removed : 0;
+	return m.rc;
+}
