@@ -80,6 +80,14 @@ static inline void unlock(struct registry *r)
 
 /* The registry's clock (registry_options.now, else time(NULL)). */
 int64_t registry_now(const struct registry *r);
+/* -EROFS, naming the state file and what (e.g. "registering"), for every
+ * mutation of a registry opened read-only; else 0. */
+int registry_refuse_read_only(const struct registry *r, const char *what, char *err,
+			      size_t errlen);
+/* Finds type among the configured types: 0 and its index in *idx (idx
+ * may be NULL), or -EINVAL with the message in err. */
+int registry_find_type(const struct registry *r, const char *type, size_t *idx, char *err,
+		       size_t errlen);
 
 /* ---- events.c ---- */
 

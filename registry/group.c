@@ -16,28 +16,12 @@
  * in the group). */
 #define GROUP_MAX 128
 
-static int refuse_read_only(struct registry *r, const char *what, char *err, size_t errlen)
-{
-	if (!r->read_only)
-		return 0;
-	return plugfs_errf(err, errlen, -EROFS,
-			   "state file `%s': opened read-only (registry_options.read_only); %s "
-			   "is refused",
-			   r->st.path, what);
-}
-
-static int find_type(const struct registry *r, const char *type, size_t *idx, char *err,
-		     size_t errlen)
-{
-	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
-}
-
 static int plan_register(struct registry *r, struct reg_mutation *m, struct batch *b, int64_t t)
 {
 	char q[128];
 	int rc;
 
-	if ((rc = refuse_read_only(r, "registering", m->err, sizeof(m->err))) < 0)
+	if ((rc = registry_refuse_read_only(r, "registering", m->err, sizeof(m->err))) < 0)
 		return rc;
 	if (!m->spec)
 		return plugfs_errf(m->err, sizeof(m->err), -EINVAL, "registration: missing");
@@ -45,7 +29,7 @@ static int plan_register(struct registry *r, struct reg_mutation *m, struct batc
 		return plugfs_errf(m->err, sizeof(m->err), -EINVAL,
 				   "type: at least one type is required");
 	for (size_t i = 0; i < m->n_types; i++) {
-		if ((rc = find_type(r, m->types[i], NULL, m->err, sizeof(m->err))) < 0)
+		if ((rc = registry_find_type(r, m->types[i], NULL, m->err, sizeof(m->err))) < 0)
 			return rc;
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->types[i], m->types[j]) == 0)
@@ -59,7 +43,7 @@ static int plan_register(struct registry *r, struct reg_mutation *m, struct batc
 	for (size_t i = 0; i < m->n_types; i++) {
 		size_t ti = 0;
 
-		(void)find_type(r, m->types[i], &ti, NULL, 0); /* found above */
+		(void)registry_find_type(r, m->types[i], &ti, NULL, 0); /* found above */
 		if ((rc = txn_plan_register(r, b, ti, m->spec, t)) < 0)
 			return plugfs_errf(m->err, sizeof(m->err), rc, "out of memory");
 	}
@@ -75,8 +59,8 @@ static int plan_deregister(struct registry *r, struct reg_mutation *m, struct ba
 	ssize_t idx;
 	int rc;
 
-	if ((rc = refuse_read_only(r, "deregistering", m->err, sizeof(m->err))) < 0 ||
-	    (rc = find_type(r, m->type, NULL, m->err, sizeof(m->err))) < 0 ||
+	if ((rc = registry_refuse_read_only(r, "deregistering", m->err, sizeof(m->err))) < 0 ||
+	    (rc = registry_find_type(r, m->type, NULL, m->err, sizeof(m->err))) < 0 ||
 	    (rc = reg_validate_name("name", m->name, m->err, sizeof(m->err))) < 0 ||
 	    (rc = reg_validate_name("alloc", m->alloc, m->err, sizeof(m->err))) < 0)
 		return rc;
@@ -94,7 +78,7 @@ static int plan_deregister_alloc(struct registry *r, struct reg_mutation *m, str
 	struct alloc_set *s;
 	int rc;
 
-	if ((rc = refuse_read_only(r, "deregistering an alloc", m->err, sizeof(m->err))) < 0 ||
+	if ((rc = registry_refuse_read_only(r, "deregistering an alloc", m->err, sizeof(m->err))) < 0 ||
 	    (rc = reg_validate_name("alloc", m->alloc, m->err, sizeof(m->err))) < 0)
 		return rc;
 	s = index_alloc_set(&r->ix, m->alloc);

@@ -18,8 +18,8 @@ int64_t registry_now(const struct registry *r)
 	return r->now ? r->now(r->now_arg) : (int64_t)time(NULL);
 }
 
-/* -EROFS for every mutation of a registry opened read-only. */
-static int refuse_read_only(struct registry *r, const char *what, char *err, size_t errlen)
+int registry_refuse_read_only(const struct registry *r, const char *what, char *err,
+			      size_t errlen)
 {
 	if (!r->read_only)
 		return 0;
@@ -37,10 +37,8 @@ static int refuse_in_callback(char *err, size_t errlen)
 			   "registry: a mutation cannot run from an event callback");
 }
 
-/* Finds type among the configured types: 0 and *idx (may be NULL), or
- * -EINVAL naming them. */
-static int find_type(const struct registry *r, const char *type, size_t *idx, char *err,
-		     size_t errlen)
+int registry_find_type(const struct registry *r, const char *type, size_t *idx, char *err,
+		       size_t errlen)
 {
 	return reg_find_type(type, (const char *const *)r->types, r->n_types, idx, err, errlen);
 }
@@ -56,7 +54,7 @@ int registry_import_legacy_json(struct registry *r, const char *json, size_t *im
 	int64_t t;
 	int rc;
 
-	if ((rc = refuse_read_only(r, "importing legacy JSON", err, errlen)) < 0) {
+	if ((rc = registry_refuse_read_only(r, "importing legacy JSON", err, errlen)) < 0) {
 		if (imported)
 			*imported = 0;
 		return rc;
@@ -129,7 +127,7 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 		return rc;
 	lock(r);
 	emits0 = r->emits;
-	if ((rc = find_type(r, type, NULL, err, errlen)) < 0)
+	if ((rc = registry_find_type(r, type, NULL, err, errlen)) < 0)
 		goto out;
 	p = name && alloc ? index_find_plugin(&r->ix, type, name) : NULL;
 	idx = p ? plugin_find_alloc(p, alloc) : -1;
@@ -296,7 +294,7 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 	int64_t n = 0;
 	int rc;
 
-	if ((rc = refuse_read_only(r, "expiring tombstones", err, errlen)) < 0)
+	if ((rc = registry_refuse_read_only(r, "expiring tombstones", err, errlen)) < 0)
 		return rc;
 	if ((rc = refuse_in_callback(err, errlen)) < 0)
 		return rc;
