@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "bench_scale.h"
+#include "bench_util.h"
 
 #define ONE_TARGET_RATIO 0.9
 #define MANY_TARGET_PER_S 30000.0
@@ -88,20 +89,6 @@ fail:
 	return -1;
 }
 
-static int ctl_connect(const char *sock)
-{
-	struct sockaddr_un a = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Sends line and reads one answer line into ans; 0, or -1. */
 static int call(int fd, const char *line, char *ans, size_t anslen)
 {
@@ -139,7 +126,7 @@ static void *client_main(void *arg)
 {
 	struct client_job *j = arg;
 	char line[512], *ans = malloc(65536);
-	int fd = ans ? ctl_connect(j->sock) : -1;
+	int fd = ans ? bench_ctl_connect(j->sock) : -1;
 
 	j->rc = -1;
 	if (fd < 0) {
@@ -202,7 +189,7 @@ static double metric(const char *sock, const char *name)
 {
 	static char ans[1 << 20];
 	char needle[256];
-	int fd = ctl_connect(sock);
+	int fd = bench_ctl_connect(sock);
 	double v = 0;
 	char *p;
 

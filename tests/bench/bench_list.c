@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench_list.h"
+#include "bench_util.h"
 
 #define LIST_RUNS 3
 #define LIST_TARGET_RATIO 2.0
@@ -35,14 +36,6 @@
 #define STATUS_N 400
 #define LISTS_MEANWHILE 3
 #define BUSY_MAX_S 60
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A field ("VmRSS", "VmHWM") of /proc/PID/status in KiB, or -1. */
 static long proc_kib(pid_t pid, const char *field)
@@ -100,48 +93,13 @@ static void *sample(void *arg)
 	return NULL;
 }
 
-static int run_list_cli(const char *plugfs, const char *cfg)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		if (fd >= 0)
-			dup2(fd, 1);
-		execl(plugfs, plugfs, "-c", cfg, "list", "--json", (char *)NULL);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
-static int ctl_connect(const char *path)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -1;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Sends req and reads until pat ("\n" for one answer, "\n{\"end\":" for
  * the end line of a streamed list).  0 or -1. */
 static int exchange(const char *path, const char *req, const char *pat)
 {
 	char buf[(1 << 16) + 16];
 	size_t keep = 0, pl = strlen(pat);
-	int fd = ctl_connect(path), rc = -1;
+	int fd = bench_ctl_connect(path), rc = -1;
 
 	if (fd < 0)
 		return -1;
@@ -204,13 +162,13 @@ static int status_latency(const char *socket, struct lister *l, double *p50, dou
 	size_t n = 0, cap = STATUS_N;
 	double *t = calloc(cap, sizeof(*t));
 	long lists0 = l ? l->lists : 0;
-	uint64_t start = now_ns();
+	uint64_t start = bench_mono_ns();
 
 	if (!t)
 		return -1;
 	while (n < STATUS_N ||
-	       (l && l->lists - lists0 < LISTS_MEANWHILE && now_ns() - start < BUSY_MAX_S * 1000000000ull)) {
-		uint64_t t0 = now_ns();
+	       (l && l->lists - lists0 < LISTS_MEANWHILE && bench_mono_ns() - start < BUSY_MAX_S * 1000000000ull)) {
+		uint64_t t0 = bench_mono_ns();
 
 		if (n == cap) {
 			double *nt = realloc(t, 2 * cap * sizeof(*t));
@@ -226,7 +184,7 @@ static int status_latency(const char *socket, struct lister *l, double *p50, dou
 			free(t);
 			return -1;
 		}
-		t[n++] = (double)(now_ns() - t0) / 1e6;
+		t[n++] = (double)(bench_mono_ns() - t0) / 1e6;
 	}
 	qsort(t, n, sizeof(*t), cmp_double);
 	*p50 = t[n / 2];
@@ -252,9 +210,10 @@ int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t da
 	if (pthread_create(&th, NULL, sample, &smp) != 0)
 		return -1;
 	for (int k = 0; k < LIST_RUNS; k++) {
-		uint64_t t0 = now_ns();
-		int rc = run_list_cli(plugfs, cfg);
-		double ms = (double)(now_ns() - t0) / 1e6;
+		uint64_t t0 = bench_mono_ns();
+		char *const argv[] = {(char *)plugfs, "-c", (char *)cfg, "list", "--json", NULL};
+		int rc = bench_run_quiet(argv);
+		double ms = (double)(bench_mono_ns() - t0) / 1e6;
 
 		if (rc != 0) {
 			fprintf(stderr, "plugfs-bench: plugfs list --json failed\n");
@@ -298,11 +257,6 @@ int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t da
 	return 0;
 }
 
-static const char *verdict(bool judged, bool met)
-{
-	return !judged ? "-" : met ? "met" : "MISSED";
-}
-
 void bench_list_print(const long *n, const struct list_figures *f, size_t k)
 {
 	printf("%-34s", "list --json via the CLI (ms)");
@@ -323,7 +277,7 @@ void bench_list_print(const long *n, const struct list_figures *f, size_t k)
 			double us = f[i].list_ms * 1000.0 / (double)n[i];
 
 			printf(" %9.1f %-6s", us,
-			       verdict(ref > 0 && n[i] >= LIST_JUDGED_FROM,
+			       bench_verdict(ref > 0 && n[i] >= LIST_JUDGED_FROM,
 				       us <= LIST_TARGET_RATIO * ref));
 		}
 		printf("   <= %.0fx the smallest N >= %d\n", LIST_TARGET_RATIO, LIST_JUDGED_FROM);
@@ -346,7 +300,7 @@ void bench_list_print(const long *n, const struct list_figures *f, size_t k)
 							       (double)f[i].rss_rest_kib
 							 : 0;
 
-		printf(" %9.3f %-6s", r, verdict(true, r <= LIST_RSS_TARGET_RATIO));
+		printf(" %9.3f %-6s", r, bench_verdict(true, r <= LIST_RSS_TARGET_RATIO));
 	}
 	printf("   <= %.1f\n", LIST_RSS_TARGET_RATIO);
 
@@ -365,7 +319,7 @@ void bench_list_print(const long *n, const struct list_figures *f, size_t k)
 	printf("%-34s", "  p99 verdict");
 	for (size_t i = 0; i < k; i++)
 		printf(" %16s",
-		       verdict(true, f[i].status_busy_p99 <= STATUS_BUSY_TARGET_MS));
+		       bench_verdict(true, f[i].status_busy_p99 <= STATUS_BUSY_TARGET_MS));
 	printf("   <= %.0f ms\n", STATUS_BUSY_TARGET_MS);
 
 	printf("%-34s", "  lists completed meanwhile");

@@ -45,6 +45,7 @@
 
 #include "bench_list.h"
 #include "bench_scale.h"
+#include "bench_util.h"
 
 #define SCALE_MAX_SIZES 8
 #define STARTS 3
@@ -65,14 +66,6 @@ struct scale_run {
 	char phases[512]; /* the ready line's breakdown, mode none */
 	struct list_figures list;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -118,26 +111,6 @@ static int write_legacy(const char *path, const char *dir, long n)
 	return fclose(f);
 }
 
-static int run_wait(char *const argv[])
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int fd = open("/dev/null", O_WRONLY);
-
-		if (fd >= 0)
-			dup2(fd, 1);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) != pid)
-		return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
-}
-
 int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon *d, double *ms,
 		       char *ready, size_t readylen)
 {
@@ -147,7 +120,7 @@ int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon 
 
 	if (pipe(p) != 0)
 		return -1;
-	t0 = mono_ns();
+	t0 = bench_mono_ns();
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
@@ -166,7 +139,7 @@ int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon 
 		char *r = strstr(line, "ready: serving");
 
 		if (r) {
-			*ms = (double)(mono_ns() - t0) / 1e6;
+			*ms = (double)(bench_mono_ns() - t0) / 1e6;
 			line[strcspn(line, "\n")] = '\0';
 			snprintf(ready, readylen, "%s", r);
 			return 0;
@@ -249,14 +222,14 @@ static double uncached_lookup_us(const char *dir, long n)
 		long idx = (long)((double)i * (double)n / (double)k);
 
 		snprintf(path, sizeof(path), "%s/mnt/plugins/csi-node/plugin-%06ld", dir, idx);
-		uint64_t t0 = mono_ns();
+		uint64_t t0 = bench_mono_ns();
 
 		if (stat(path, &st) != 0) {
 			fprintf(stderr, "plugfs-bench: stat %s: %s\n", path, strerror(errno));
 			free(t);
 			return -1;
 		}
-		t[i] = mono_ns() - t0;
+		t[i] = bench_mono_ns() - t0;
 	}
 	qsort(t, (size_t)k, sizeof(*t), cmp_u64);
 	med = (double)t[k / 2] / 1000.0;
@@ -282,7 +255,7 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 	if (n > 0) {
 		char *const argv[] = {(char *)plugfs, "-c", cfg_none, "state", "import", json, NULL};
 
-		if (write_legacy(json, dir, n) != 0 || run_wait(argv) != 0) {
+		if (write_legacy(json, dir, n) != 0 || bench_run_quiet(argv) != 0) {
 			fprintf(stderr, "plugfs-bench: cannot import %ld registrations\n", n);
 			return -1;
 		}
@@ -331,11 +304,6 @@ out:
 		bench_daemon_stop(&d);
 	unlink(state);
 	return rc;
-}
-
-static const char *verdict(bool judged, bool met)
-{
-	return !judged ? "-" : met ? "met" : "MISSED";
 }
 
 int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
@@ -395,7 +363,7 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 	printf("%-34s", "start to ready, probe none (ms)");
 	for (size_t i = 0; i < k; i++)
 		printf(" %9.1f %-6s", runs[i].start_ms,
-		       verdict(true, runs[i].start_ms <= START_TARGET_MS));
+		       bench_verdict(true, runs[i].start_ms <= START_TARGET_MS));
 	printf("   <= %.0f (goal %.0f)\n", START_TARGET_MS, START_GOAL_MS);
 
 	printf("%-34s", "  its CPU time, user+sys (ms)");
@@ -406,7 +374,7 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 	printf("%-34s", "start to ready, probe connect (ms)");
 	for (size_t i = 0; i < k; i++)
 		printf(" %9.1f %-6s", runs[i].start_connect_ms,
-		       verdict(true, runs[i].start_connect_ms <= START_TARGET_MS));
+		       bench_verdict(true, runs[i].start_connect_ms <= START_TARGET_MS));
 	printf("   <= %.0f (every socket missing)\n", START_TARGET_MS);
 
 	printf("%-34s", "RSS at ready (KiB)");
@@ -417,13 +385,13 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 	printf("%-34s", "RSS per registration (bytes)");
 	for (size_t i = 0; i < k; i++)
 		printf(" %9.0f %-6s", runs[i].rss_per_reg,
-		       verdict(runs[i].n >= RSS_JUDGED_FROM, runs[i].rss_per_reg <= RSS_TARGET_B));
+		       bench_verdict(runs[i].n >= RSS_JUDGED_FROM, runs[i].rss_per_reg <= RSS_TARGET_B));
 	printf("   <= %.0f beyond the base (judged from %d)\n", RSS_TARGET_B, RSS_JUDGED_FROM);
 
 	printf("%-34s", "uncached lookup in the type dir (us)");
 	for (size_t i = 0; i < k; i++)
 		printf(" %9.1f %-6s", runs[i].lookup_us,
-		       verdict(true,
+		       bench_verdict(true,
 			       runs[i].lookup_us <= LOOKUP_TARGET_RATIO * runs[0].lookup_us));
 	printf("   <= %.0fx the smallest N (median of up to %d)\n", LOOKUP_TARGET_RATIO, LOOKUPS);
 

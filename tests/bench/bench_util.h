@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: MIT */
+/* What the sections of plugfs-bench share (bench_util.c). */
+#ifndef PLUGFS_BENCH_UTIL_H
+#define PLUGFS_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t bench_mono_ns(void);
+/* A connection to the control socket at path, or -1. */
+int bench_ctl_connect(const char *path);
+/* Runs argv[0] with argv, its stdout to /dev/null, and waits: 0 when it
+ * exited 0, else -1. */
+int bench_run_quiet(char *const argv[]);
+/* A table's verdict: "-" when not judged, "met" or "MISSED". */
+const char *bench_verdict(bool judged, bool met);
+
+#endif
