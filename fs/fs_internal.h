@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to fs/: the in-memory view (tree.c, dir.c, sync.c, info.c), the
- * notifier (notify.c), the FUSE handlers (ops.c) and mounting (mount.c).
+ * notifier (notify.c), the FUSE handlers (ops.c, ops_inode.c, ops_open.c)
+ * and mounting (mount.c).
  *
  * Locking: fs->lock (a rwlock) guards the view.  Handlers take it for reading
  * and only for the time of a copy; lookup counts change under the read lock
@@ -160,7 +161,7 @@ struct fs_notifier {
  * while files were open). */
 struct fs_open {
 	struct fs_open *prev, *next;
-	uint64_t id; /* fi->fh: open_id_base + a count (ops.c says why) */
+	uint64_t id; /* fi->fh: open_id_base + a count (ops_open.c says why) */
 	bool is_dir;
 };
 
@@ -311,9 +312,10 @@ void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *
 void fs_notifier_init(struct fs_notifier *nt);
 void fs_notifier_destroy(struct fs_notifier *nt);
 
-/* ops.c */
+/* ops.c: the one ops table (its handlers: ops.c, ops_inode.c, ops_open.c) */
 extern const struct fuse_lowlevel_ops fs_ops;
-/* Frees the handles still open (at destroy, with the request loop stopped). */
+/* ops_open.c: frees the handles still open (at destroy, with the request
+ * loop stopped). */
 void fs_free_open_handles(struct plugfs_fs *fs);
 
 /* guard.c.  Start from the thread that runs the request loop and lives
