@@ -18,6 +18,12 @@ const char *config_probe_section_type(const char *section);
 struct plugfs_probe_type *config_probe_type_entry(struct plugfs_config *cfg, const char *type,
 						  unsigned line);
 
+struct parse_ctx;
+
+/* `name = value' in the [probe.TYPE] section the parse is in: one of
+ * [probe]'s keys.  1 (go on) or 0 with the error recorded in c. */
+int config_probe_type_key(struct parse_ctx *c, const char *name, const char *value);
+
 /* After the whole file: every section's type is one of [registry] types,
  * and what a section does not set comes from [probe].  0, or -EINVAL with
  * the message in msg and the section's line in *line. */

@@ -2,17 +2,19 @@
 /*
  * [probe.TYPE] sections (config_probe.h): the probe settings of one
  * registered type over [probe].  The keys are [probe]'s and are read by
- * config.c's one value parser; here is what belongs to the sections
- * themselves: the list, the rule that TYPE is one of [registry] types
- * (checked once the whole file is read, so the sections may come before
- * [registry]), and inheritance from [probe].
+ * keys.c's one value parser (config_probe_type_key); here is what belongs
+ * to the sections themselves: the list, the rule that TYPE is one of
+ * [registry] types (checked once the whole file is read, so the sections may
+ * come before [registry]), and inheritance from [probe].
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_internal.h"
 #include "config_probe.h"
+#include "registry.h"
 #include "strutil.h"
 
 const char *config_probe_section_type(const char *section)
@@ -20,6 +22,61 @@ const char *config_probe_section_type(const char *section)
 	size_t n = strlen(PROBE_SECTION_PREFIX);
 
 	return strncmp(section, PROBE_SECTION_PREFIX, n) == 0 ? section + n : NULL;
+}
+
+/* `name = value' in a [probe.TYPE] section: one of [probe]'s keys, read
+ * by config_set_value into a scratch config, then kept in the section's entry. */
+int config_probe_type_key(struct parse_ctx *c, const char *name, const char *value)
+{
+	struct plugfs_probe_type *e = c->probe_section;
+	struct plugfs_config *real = c->cfg, scratch;
+	const struct key_def *def = NULL;
+	struct key_def local;
+	char section[sizeof(PROBE_SECTION_PREFIX) + REG_NAME_MAX + 1];
+	char known[128], qbuf[QUOTE_BUF];
+	size_t k = 0;
+
+	if (!e)
+		return 1; /* the section line was reported */
+	snprintf(section, sizeof(section), "%s%s", PROBE_SECTION_PREFIX, e->type);
+	for (size_t i = 0; i < CONFIG_N_KEYS; i++) {
+		if (strcmp(config_keys[i].section, "probe") != 0)
+			continue;
+		if (strcmp(config_keys[i].key, name) == 0) {
+			def = &config_keys[i];
+			break;
+		}
+		k++;
+	}
+	if (!def) {
+		config_list_keys("probe", known, sizeof(known));
+		config_fail(c, c->lineno, -EINVAL, "unknown key `%s' in [%s]; known keys: %s",
+			    config_quote(name, qbuf, sizeof(qbuf)), section, known);
+		return 0;
+	}
+	c->prev_def = def;
+	if (e->key_line[k]) {
+		config_fail(c, c->lineno, -EINVAL,
+			    "duplicate key `%s' in [%s] (first set on line %u)", name, section,
+			    e->key_line[k]);
+		return 0;
+	}
+	e->key_line[k] = c->lineno;
+	local = *def;
+	local.section = section;
+	memset(&scratch, 0, sizeof(scratch));
+	c->cfg = &scratch;
+	config_set_value(c, &local, value);
+	c->cfg = real;
+	if (def->off == F(probe_mode))
+		e->s.mode = scratch.probe_mode;
+	else if (def->off == F(probe_interval_ms))
+		e->s.interval_ms = scratch.probe_interval_ms;
+	else if (def->off == F(probe_timeout_ms))
+		e->s.timeout_ms = scratch.probe_timeout_ms;
+	else
+		e->s.failures = scratch.probe_failures;
+	return c->err_code ? 0 : 1;
 }
 
 struct plugfs_probe_type *config_probe_type_entry(struct plugfs_config *cfg, const char *type,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to fs/: the in-memory view (tree.c), the notifier (notify.c), the
- * FUSE handlers (ops.c) and mounting (mount.c).
+ * Private to fs/: the in-memory view (tree.c, dir.c, sync.c, info.c), the
+ * notifier (notify.c), the FUSE handlers (ops.c, ops_inode.c, ops_open.c)
+ * and mounting (mount.c).
  *
  * Locking: fs->lock (a rwlock) guards the view.  Handlers take it for reading
  * and only for the time of a copy; lookup counts change under the read lock
@@ -88,7 +89,7 @@ struct fs_node {
 			char *data;
 			uint32_t size; /* strlen(data) */
 		};
-		struct {		  /* FS_DIR */
+		struct {		    /* FS_DIR */
 			struct fs_dir *dir; /* its children; NULL until it has one */
 			uint32_t n_subdirs; /* for st_nlink */
 		};
@@ -160,7 +161,7 @@ struct fs_notifier {
  * while files were open). */
 struct fs_open {
 	struct fs_open *prev, *next;
-	uint64_t id; /* fi->fh: open_id_base + a count (ops.c says why) */
+	uint64_t id; /* fi->fh: open_id_base + a count (ops_open.c says why) */
 	bool is_dir;
 };
 
@@ -197,18 +198,18 @@ struct plugfs_fs {
 	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
 
 	unsigned long long requests; /* atomic */
-	unsigned long long errors[FS_N_COUNTED_ERRNOS + 1]; /* atomic; ops.c: by errno, then other */
-	pthread_mutex_t open_mu;     /* guards open_list and open_count */
-	struct fs_open open_list;    /* sentinel */
-	uint64_t open_id_base;	     /* random, per process */
+	unsigned long long
+	    errors[FS_N_COUNTED_ERRNOS + 1]; /* atomic; ops.c: by errno, then other */
+	pthread_mutex_t open_mu;	     /* guards open_list and open_count */
+	struct fs_open open_list;	     /* sentinel */
+	uint64_t open_id_base;		     /* random, per process */
 	uint64_t open_count;
 };
 
 /* dir.c: a directory's children and the (parent, name) index; O(1) on
  * average each, under fs->lock (read for the lookups, write for changes). */
 /* The child of dir called name, or NULL. */
-struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
-			      const char *name);
+struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir, const char *name);
 /* Links c (its name set) under dir: in dir's slots with a new offset and in
  * the name index; sets c->parent.  0 or -ENOMEM with nothing changed. */
 int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
@@ -226,15 +227,53 @@ size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint);
 size_t fs_dir_count(const struct fs_node *dir);
 void fs_dir_free(struct fs_dir *d);
 
-/* tree.c */
+/* tree.c: the nodes, under the write lock but for fs_view_get. */
 /* A node's mtime as a timespec. */
 struct timespec fs_node_mtime(const struct fs_node *n);
+/* Sets a node's mtime, clamped to what 64 bits of ns hold (years 1678 to
+ * 2262). */
+void fs_node_set_mtime(struct fs_node *n, const struct timespec *t);
+/* Sets n's text to s, an fs_str of another node's (a reference is taken). */
+void fs_node_set_str(struct fs_node *n, char *s);
+/* Sets n's text to a new fs_str copy of data; 0 or -ENOMEM (n unchanged). */
+int fs_node_set_data(struct fs_node *n, const char *data);
+/* FS_NAME_STATIC: the name outlives the view (the socket name, a literal);
+ * FS_NAME_COPY: fs_node_add copies it. */
+#define FS_NAME_STATIC true
+#define FS_NAME_COPY false
+/*
+ * Returns the node with this inode number, in the tree under parent (NULL:
+ * the root) with the given name, data as its text (may be NULL) and mtime.
+ * A node still in the table (removed, not yet forgotten) is taken back,
+ * keeping its lookup count, and an invalidation of it is queued in b (may
+ * be NULL).  absent: the caller knows there is no such node yet (skips the
+ * search).  NULL when out of memory, with nothing changed.
+ */
+struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
+			    enum fs_node_kind kind, const char *name, bool name_static,
+			    const char *data, const struct timespec *mtime,
+			    struct fs_inval_batch *b, bool absent);
+/* Takes n (and what is below it) out of parent (may be NULL); frees what the
+ * kernel does not reference. */
+void fs_node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n);
+/* Frees n (not in the tree nor in the table), counting it out of v. */
+void fs_node_free(struct fs_view *v, struct fs_node *n);
+/* Queues an invalidation in b (may be NULL: none); -ENOMEM sets b->oom. */
+int fs_inval_push(struct fs_inval_batch *b, enum fs_inval_kind kind, uint64_t ino,
+		  const char *name);
 int fs_view_init(struct fs_view *v, const char *socket_name);
 void fs_view_free(struct fs_view *v);
 struct fs_node *fs_view_get(struct fs_view *v, uint64_t ino);
 /* Adds the type directories and the plugins of snapshot-like data. */
 int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 		     const struct timespec *mtime);
+/* Drops n kernel references; frees nodes out of the tree that reach 0.
+ * Needs the write lock. */
+void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);
+void fs_node_attr(const struct fs_node *n, struct stat *st);
+void fs_inval_batch_free(struct fs_inval_batch *b);
+
+/* sync.c */
 /*
  * Makes <type>/<name> match p (NULL or empty: removes it; a directory the
  * kernel holds stays, empty, see fs_view_add_empty_plugin), recording the
@@ -254,16 +293,11 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
  */
 int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *name,
 			     int64_t plugin_id, const struct timespec *mtime);
-/* Drops n kernel references; frees nodes out of the tree that reach 0.
- * Needs the write lock. */
-void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);
-void fs_node_attr(const struct fs_node *n, struct stat *st);
-/* The info text of a plugin: one line per registration, the active one
+
+/* info.c: the info text of a plugin: one line per registration, the active one
  * first, then list order: "alloc socket version kind registered_at health"
  * (health: unknown, alive or dead). */
 char *fs_render_info(const struct reg_plugin *p);
-
-void fs_inval_batch_free(struct fs_inval_batch *b);
 
 /* notify.c */
 int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);
@@ -279,9 +313,10 @@ void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *
 void fs_notifier_init(struct fs_notifier *nt);
 void fs_notifier_destroy(struct fs_notifier *nt);
 
-/* ops.c */
+/* ops.c: the one ops table (its handlers: ops.c, ops_inode.c, ops_open.c) */
 extern const struct fuse_lowlevel_ops fs_ops;
-/* Frees the handles still open (at destroy, with the request loop stopped). */
+/* ops_open.c: frees the handles still open (at destroy, with the request
+ * loop stopped). */
 void fs_free_open_handles(struct plugfs_fs *fs);
 
 /* guard.c.  Start from the thread that runs the request loop and lives

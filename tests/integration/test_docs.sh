@@ -89,14 +89,10 @@ for f in /etc/plugfs/plugfs.ini /run/plugfs.sock /var/lib/plugfs/state.db PLUGFS
 done
 
 # --- every config key is in plugfs.ini(5) (under its section) and in the example ---
-# The parser's table of keys: {"section", "key", ...}
-mapfile -t keys < <(grep -Eo '^\s*\{"[a-z]+", "[a-z_]+", K_' "$SRC/config/config.c" 2>/dev/null |
+# The parser's table of keys (config/keys.c): {"section", "key", ...}.  No
+# fallback: a table not found fails the count check below.
+mapfile -t keys < <(grep -Eo '^\s*\{"[a-z]+", "[a-z_]+", K_' "$SRC/config/keys.c" |
 	sed -E 's/^\s*\{"([a-z]+)", "([a-z_]+)".*/\1.\2/')
-if [ "${#keys[@]}" -eq 0 ]; then
-	# The parser has not landed yet: fall back to the keys of the example.
-	mapfile -t keys < <(awk '/^\[/ {gsub(/[][]/, ""); s=$0} /^[a-z_]+ *=/ {print s "." $1}' \
-		"$SRC/contrib/plugfs.ini")
-fi
 check "config keys found (${#keys[@]})" test "${#keys[@]}" -ge 14
 mapfile -t ex_keys < <(awk '/^\[/ {gsub(/[][]/, ""); s=$0} /^[a-z_]+ *=/ {print s "." $1}' \
 	"$SRC/contrib/plugfs.ini" | sort)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The in-memory view of fs/ (tree.c) without a mount: inode numbers from
- * persisted ids, attributes, the invalidations each change queues, nodes
- * kept while the kernel references them and freed on forget.
+ * The in-memory view of fs/ (tree.c, sync.c, info.c) without a mount:
+ * inode numbers from persisted ids, attributes, the invalidations each
+ * change queues, nodes kept while the kernel references them and freed on
+ * forget.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The built-in configuration (config_defaults), which file applies
+ * (config_resolve: -c, $PLUGFS_CONFIG, then CONFIG_DEFAULT_PATH, else the
+ * defaults alone), and config_free.
+ */
+#include "config.h"
+#include "config_internal.h"
+#include "config_probe.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, size_t errlen)
+{
+	const char *env = getenv("PLUGFS_CONFIG");
+
+	if (cli_path)
+		return config_load(cli_path, cfg, err, errlen);
+	if (env && *env)
+		return config_load(env, cfg, err, errlen);
+	if (access(CONFIG_DEFAULT_PATH, F_OK) == 0)
+		return config_load(CONFIG_DEFAULT_PATH, cfg, err, errlen);
+	if (errlen)
+		err[0] = '\0';
+	return config_defaults(cfg);
+}
+
+int config_defaults(struct plugfs_config *cfg)
+{
+	static const char *const types[] = {"csi-controller", "csi-node"};
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mountpoint = strdup("/run/plugfs");
+	cfg->socket_name = strdup("csi.sock");
+	cfg->allow_other = true;
+	cfg->cache_timeout = 60;
+	cfg->state_path = strdup("/var/lib/plugfs/state.db");
+	cfg->synchronous = strdup("full");
+	cfg->control_socket = strdup("/run/plugfs.sock");
+	cfg->control_group = strdup("");
+	cfg->max_clients = 64;
+	cfg->idle_timeout = 300;
+	cfg->types = calloc(2, sizeof(*cfg->types));
+	if (cfg->types) {
+		cfg->n_types = 2;
+		for (size_t i = 0; i < 2; i++)
+			cfg->types[i] = strdup(types[i]);
+	}
+	cfg->tombstone_ttl = 86400;
+	cfg->probe_mode = PLUGFS_PROBE_CONNECT;
+	cfg->probe_interval_ms = 5000;
+	cfg->probe_timeout_ms = 1000;
+	cfg->probe_failures = 3;
+	cfg->log_level = PLOG_INFO;
+	cfg->source = strdup("");
+	if (!cfg->mountpoint || !cfg->socket_name || !cfg->state_path || !cfg->synchronous ||
+	    !cfg->control_socket || !cfg->control_group || !cfg->types || !cfg->types[0] ||
+	    !cfg->types[1] || !cfg->source) {
+		config_free(cfg);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void config_free(struct plugfs_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->mountpoint);
+	free(cfg->socket_name);
+	free(cfg->state_path);
+	free(cfg->synchronous);
+	free(cfg->control_socket);
+	free(cfg->control_group);
+	config_free_list(cfg->types, cfg->n_types);
+	config_free_list(cfg->socket_roots, cfg->n_socket_roots);
+	config_probe_types_free(cfg);
+	free(cfg->source);
+	memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Making the view match the registry, one plugin at a time
+ * (fs_view_sync_plugin): its directory under its type, <socket_name>,
+ * allocs/ and info, with the kernel invalidations each change needs; and
+ * the directory of a plugin whose list is empty (fs_view_add_empty_plugin).
+ * The nodes themselves are tree.c's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_internal.h"
+#include "registry.h"
+
+static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
+{
+	struct fs_node *plugins = fs_view_get(v, FS_INO_PLUGINS);
+
+	return plugins ? fs_view_child(v, plugins, type) : NULL;
+}
+
+/* Marks a node changed: new mtime, and the kernel's attributes (and cached
+ * symlink target or contents) of it are dropped. */
+static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
+{
+	fs_node_set_mtime(n, now);
+	fs_inval_push(b, FS_INVAL_INODE, fs_ino(n), NULL);
+}
+
+/*
+ * Takes a plugin directory out of tdir.  One the kernel still holds (the
+ * root of a bind mount of it) stays as an empty directory until forgotten,
+ * so that it answers getattr and an empty readdir, and comes back under its
+ * inode number when the plugin registers again (its id is kept): the kernel
+ * is told to drop the entries it cached in it and its attributes.
+ */
+static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs_node *pdir,
+			      const struct timespec *now, struct fs_inval_batch *b)
+{
+	if (__atomic_load_n(&pdir->nlookup, __ATOMIC_RELAXED) > 0) {
+		struct fs_node *c;
+
+		for (size_t i = 0; (c = fs_dir_next(pdir, &i, NULL));)
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(pdir), c->name);
+		touch(pdir, now, b);
+	}
+	fs_node_remove(v, tdir, pdir);
+}
+
+int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *name,
+			     int64_t plugin_id, const struct timespec *mtime)
+{
+	struct fs_node *tdir = find_type_dir(v, type);
+	uint64_t ino = FS_INO(plugin_id, FS_TAG_PLUGIN);
+	struct fs_node *n;
+
+	if (!tdir || fs_view_get(v, ino))
+		return 0; /* not a configured type, or known already */
+	n = fs_node_new(ino);
+	if (!n)
+		return -ENOMEM;
+	v->n_nodes++;
+	if (!(n->name = strdup(name))) {
+		fs_node_free(v, n);
+		return -ENOMEM;
+	}
+	n->kind = FS_DIR;
+	n->parent = fs_ino(tdir);
+	fs_node_set_mtime(n, mtime);
+	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
+		fs_node_free(v, n);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int64_t newest_update(const struct reg_plugin *p)
+{
+	int64_t t = 0;
+
+	for (size_t i = 0; i < p->n_regs; i++) {
+		if (p->regs[i].updated_at > t)
+			t = p->regs[i].updated_at;
+		if (p->regs[i].registered_at > t)
+			t = p->regs[i].registered_at;
+	}
+	return t;
+}
+
+static bool has_alloc(const struct reg_plugin *p, const char *alloc)
+{
+	for (size_t i = 0; i < p->n_regs; i++)
+		if (strcmp(p->regs[i].alloc, alloc) == 0)
+			return true;
+	return false;
+}
+
+int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, int64_t plugin_id,
+			const struct reg_plugin *p, const struct timespec *now,
+			struct fs_inval_batch *b)
+{
+	struct fs_node *tdir = find_type_dir(v, type);
+	const struct registration *act = reg_plugin_active(p);
+	struct fs_node *pdir, *active = NULL, *allocs, *info, *l, *act_link = NULL;
+	struct timespec mt = *now;
+	bool changed = false, allocs_changed = false;
+	/* Building the view at start (no batch), a plugin directory not in
+	 * the table yet: nothing of it is (its inode numbers are its own), so
+	 * its nodes are added without looking for them first. */
+	bool absent = false;
+	char *text = NULL;
+	int rc = 0;
+
+	if (!tdir)
+		return 0; /* not a configured type */
+	pdir = fs_view_child(v, tdir, name);
+	if (pdir && (!act || fs_ino(pdir) != FS_INO(plugin_id, FS_TAG_PLUGIN))) {
+		plugin_dir_remove(v, tdir, pdir, now, b);
+		fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
+		touch(tdir, now, b);
+		pdir = NULL;
+	}
+	if (!act)
+		return 0;
+	if (!b) {
+		/* Loading at start: the mtimes come from the stored times. */
+		mt.tv_sec = (time_t)newest_update(p);
+		mt.tv_nsec = 0;
+	}
+	text = fs_render_info(p);
+	if (!text)
+		return -ENOMEM;
+	if (!pdir) {
+		const struct fs_node *kept = fs_view_get(v, FS_INO(plugin_id, FS_TAG_PLUGIN));
+
+		/* A directory the kernel still holds (a bind mount of it) is
+		 * taken back: drop what it cached as missing in it. */
+		if (kept && !kept->in_tree) {
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(kept), v->socket_name);
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(kept), "allocs");
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(kept), "info");
+		}
+		absent = !b && !kept;
+		pdir = fs_node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
+				   FS_NAME_COPY, NULL, &mt, b, absent);
+		if (!pdir) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(tdir), name);
+		if (b)
+			touch(tdir, now, b);
+		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
+			fs_node_set_mtime(tdir, &mt);
+	}
+	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
+	active = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
+			     FS_NAME_STATIC, NULL, &mt, b, absent);
+	allocs = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs",
+			     FS_NAME_STATIC, NULL, &mt, b, absent);
+	info = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", FS_NAME_STATIC,
+			   text, &mt, b, absent);
+	if (!active || !allocs || !info) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (active->data && strcmp(active->data, act->socket) != 0) {
+		touch(active, now, b);
+		changed = true;
+	}
+	/* allocs/: drop the gone, add the new, retarget the moved. */
+	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
+		if (!has_alloc(p, l->name)) {
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
+			fs_node_remove(v, allocs, l);
+			allocs_changed = true;
+		}
+	}
+	for (size_t i = 0; i < p->n_regs; i++) {
+		const struct registration *r = &p->regs[i];
+		struct timespec lt = mt;
+
+		l = absent ? NULL : fs_view_child(v, allocs, r->alloc);
+
+		if (l && fs_ino(l) != FS_INO(r->id, FS_TAG_ALLOC)) {
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
+			fs_node_remove(v, allocs, l);
+			l = NULL;
+		}
+		if (!l) {
+			if (!b) {
+				lt.tv_sec =
+				    (time_t)(r->updated_at > r->registered_at ? r->updated_at
+									      : r->registered_at);
+				lt.tv_nsec = 0;
+			}
+			l = fs_node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
+					FS_NAME_COPY, r->socket, &lt, b, absent);
+			if (!l) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
+			allocs_changed = true;
+		} else if (strcmp(l->data, r->socket) != 0) {
+			if ((rc = fs_node_set_data(l, r->socket)) != 0)
+				goto out;
+			touch(l, now, b);
+			changed = true;
+		}
+		if (r == act)
+			act_link = l;
+	}
+	/* csi.sock: one text with the active registration's allocs/ link. */
+	if (active->data != act_link->data)
+		fs_node_set_str(active, act_link->data);
+	if (allocs_changed) {
+		touch(allocs, now, b);
+		changed = true;
+	}
+	if (strcmp(info->data, text) != 0) {
+		if ((rc = fs_node_set_data(info, text)) != 0)
+			goto out;
+		touch(info, now, b);
+		changed = true;
+	}
+	if (changed && b)
+		touch(pdir, now, b);
+out:
+	/* Out of memory on the way: csi.sock keeps a text of its own. */
+	if (active && !active->data && fs_node_set_data(active, act->socket) != 0)
+		rc = -ENOMEM;
+	free(text);
+	return rc;
+}
