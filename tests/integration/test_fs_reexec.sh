@@ -88,6 +88,7 @@ done
 touch "$T/stop2"
 wait "$spid" "$rpid"
 echo "# re-execs under switches: 5, registrations: $(cat "$T/switch.out"), failed: $(grep -c failed "$T/switch.err" 2>/dev/null)"
+[ -s "$T/switch.err" ] && sed 's/^/#   /' "$T/switch.err" | head -n 20
 check_eq "no registration failed during re-execs" 0 "$(grep -c failed "$T/switch.err" 2>/dev/null)"
 check_eq "no read through the mount failed during re-execs" 0 "$(cat "$T/reader.out")"
 check "the daemon kept its PID under switches" kill -0 "$pid"
