@@ -48,10 +48,10 @@ static long now_ms(void)
 /* Connects to cfg->control_socket; while it is missing or refuses (a daemon
  * that is not up yet), again every CONNECT_RETRY_MS until wait_ms passed.
  * EXIT_OK with *fd_out and *waited_ms, else EXIT_UNREACHABLE after saying
- * why. */
+ * why; a wait that ran out is named by waiting (e.g. "--timeout"). */
 #define CONNECT_RETRY_MS 150
 static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int wait_ms,
-			  int *fd_out, long *waited_ms)
+			  const char *waiting, int *fd_out, long *waited_ms)
 {
 	char err[512] = "";
 	long start = now_ms(), left;
@@ -71,21 +71,28 @@ static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int 
 		nanosleep(&(struct timespec){.tv_nsec = left * 1000000L}, NULL);
 	}
 	if (wait_ms > 0 && (rc == -ENOENT || rc == -ECONNREFUSED))
-		cli_error(cmd, "no daemon came up within %g s (--timeout); the last try:",
-			  wait_ms / 1000.0);
+		cli_error(cmd,
+			  "no daemon came up within %g s (%s); the last try:", wait_ms / 1000.0,
+			  waiting);
 	cli_unreachable(cmd, cfg, rc, err);
 	return EXIT_UNREACHABLE;
 }
 
 /*
- * A daemon that stops or re-executes (SIGUSR2, a restart under systemd)
- * closes the clients it has not answered; the next one answers from the
- * same socket.  Every operation is safe to send again (register of the same
- * data and deregister are idempotent, the rest only read), so a request
- * whose connection closed before a byte of an answer is sent again, a few
- * times (ctlcli_call).
+ * A daemon that hands over (SIGUSR2, a restart that keeps the mount)
+ * answers every request it read and closes the other connections before
+ * it read theirs: a send then fails with EPIPE, or the connection closes
+ * before a byte of an answer (control_exchange's -ECONNABORTED).  Such a
+ * request was not taken: it is sent again, on a new connection that waits
+ * in the listening socket's backlog for the next program.  A daemon killed
+ * may have taken it; every operation is safe to send again then too
+ * (register of the same data and deregister are idempotent, the rest only
+ * read).  It is resent every CLOSED_RETRY_MS for CLOSED_RETRY_WINDOW_MS,
+ * also while the socket is missing or refuses (a restart that rebinds it),
+ * a window far longer than a re-exec takes (test_fs_reexec_stress prints
+ * their durations) or a restart under systemd (RestartSec=1s).
  */
-#define CLOSED_RETRIES 5
+#define CLOSED_RETRY_WINDOW_MS 30000
 #define CLOSED_RETRY_MS 100
 #define CLOSED_AGAIN (-1) /* ctlcli_exchange: send it again */
 
@@ -139,26 +146,42 @@ out:
 	return rc;
 }
 
-/* The request sent, and sent again (CLOSED_RETRIES) when the connection
- * closed before an answer (see above). */
+/* Whether a request first sent at start_ms may be sent again now, after a
+ * pause of CLOSED_RETRY_MS; *left_ms receives what is left of the window
+ * (for the reconnect). */
+static bool closed_retry_left(long start_ms, long *left_ms)
+{
+	*left_ms = start_ms + CLOSED_RETRY_WINDOW_MS - now_ms();
+	return *left_ms > 0;
+}
+
+static void closed_retry_pause(void)
+{
+	nanosleep(&(struct timespec){.tv_nsec = CLOSED_RETRY_MS * 1000000L}, NULL);
+}
+
+#define CLOSED_WAITING "after the daemon closed the connection unanswered"
+
+/* The request sent, and sent again when the connection closed before an
+ * answer (see above). */
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms, int *fd_out)
 {
-	long waited;
+	long waited, start = now_ms(), left = 0;
 	int fd = -1, rc;
 
 	*resp = NULL;
 	if (fd_out)
 		*fd_out = -1;
 	for (int tries = 0;; tries++) {
-		rc = ctlcli_connect(cmd, cfg, 0, &fd, &waited);
+		rc = ctlcli_connect(cmd, cfg, tries ? (int)left : 0, CLOSED_WAITING, &fd, &waited);
 		if (rc)
 			return rc;
 		rc = ctlcli_exchange(cmd, cfg, fd, req, resp, timeout_ms, fd_out,
-				     tries < CLOSED_RETRIES);
+				     closed_retry_left(start, &left));
 		if (rc != CLOSED_AGAIN)
 			return rc;
-		nanosleep(&(struct timespec){.tv_nsec = CLOSED_RETRY_MS * 1000000L}, NULL);
+		closed_retry_pause();
 	}
 }
 
@@ -170,7 +193,7 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 	json_t *req = NULL, *resp = NULL;
 	bool have_cfg = false;
 	int rc, timeout_ms = -1, fd = -1;
-	long waited = 0;
+	long waited = 0, start, left = 0;
 
 	rc = cli_parse(&v->cli, st, argc, argv, &args);
 	if (rc != CLI_RUN)
@@ -182,19 +205,20 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 	if (rc)
 		goto out;
 	have_cfg = true;
-	rc = ctlcli_connect(cmd, &cfg, v->connect_wait_ms ? v->connect_wait_ms(st) : 0, &fd,
-			    &waited);
+	rc = ctlcli_connect(cmd, &cfg, v->connect_wait_ms ? v->connect_wait_ms(st) : 0, "--timeout",
+			    &fd, &waited);
 	if (rc)
 		goto out;
 	if (v->connected)
 		v->connected(st, req, waited, &timeout_ms);
-	for (int tries = 0;; tries++) {
+	start = now_ms();
+	for (;;) {
 		rc = ctlcli_exchange(cmd, &cfg, fd, req, &resp, timeout_ms, &fd,
-				     tries < CLOSED_RETRIES);
+				     closed_retry_left(start, &left));
 		if (rc != CLOSED_AGAIN)
 			break;
-		nanosleep(&(struct timespec){.tv_nsec = CLOSED_RETRY_MS * 1000000L}, NULL);
-		rc = ctlcli_connect(cmd, &cfg, 0, &fd, &waited);
+		closed_retry_pause();
+		rc = ctlcli_connect(cmd, &cfg, (int)left, CLOSED_WAITING, &fd, &waited);
 		if (rc)
 			goto out;
 	}

@@ -139,6 +139,14 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			buf = nbuf;
 		}
 		n = recv(fd, buf + len, cap - len - 1, MSG_PEEK);
+		if (n < 0 && errno == ECONNRESET && len == 0) {
+			/* Closed with our request unread: it was never taken. */
+			rc = -ECONNABORTED;
+			plugfs_seterr(
+			    err, errlen,
+			    "the daemon closed the connection before it read the request");
+			goto out;
+		}
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
@@ -149,8 +157,9 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		}
 		if (n == 0) {
 			/* Closed before a byte of the answer: -ECONNABORTED (a
-			 * daemon stopping or re-executing closes the clients it
-			 * has not answered; the request may be sent again). */
+			 * daemon handing over answers what it read and closes
+			 * the rest unread, a daemon killed may have done it:
+			 * every operation may be sent again). */
 			rc = len ? -EPIPE : -ECONNABORTED;
 			plugfs_seterr(err, errlen, "the daemon closed the connection%s",
 				      len ? " in the middle of an answer" : "");
@@ -313,9 +322,14 @@ int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *e
 	rc = control_send(fd, req, err, errlen);
 	if (rc == -EPIPE || rc == -ECONNRESET) {
 		/* A refusal line may be waiting in our receive queue. */
-		if (control_recv(fd, resp, 1000, rerr, sizeof(rerr)) == 0)
+		rc = control_recv(fd, resp, 1000, rerr, sizeof(rerr));
+		if (rc == 0)
 			return 0;
-		return rc;
+		/* Else the daemon closed the connection (or shut its reading
+		 * side, handing over) before it took the request. */
+		plugfs_seterr(err, errlen,
+			      "the daemon closed the connection before it took the request");
+		return -ECONNABORTED;
 	}
 	if (rc)
 		return rc;

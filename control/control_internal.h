@@ -70,6 +70,9 @@ enum ctl_line_result ctl_linebuf_next(struct ctl_linebuf *lb, char **line, size_
 size_t ctl_linebuf_pending(const struct ctl_linebuf *lb);
 /* At end of input: the incomplete last line, as if it ended in '\n'. */
 enum ctl_line_result ctl_linebuf_flush(struct ctl_linebuf *lb, char **line, size_t *len);
+/* Drops what was read of an unfinished line (and the rest of an overlong
+ * one being discarded). */
+void ctl_linebuf_drop(struct ctl_linebuf *lb);
 
 /* --- requests --- */
 

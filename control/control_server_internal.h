@@ -4,6 +4,7 @@
  *
  *   server.c  the server thread: the poll() loop, timers, start and stop
  *   conn.c    per-client connections: accept, read, serve lines, send
+ *   drain.c   the drain before a handover: answer what was read, then stop
  *   ops.c     the operations: register, deregister, list, show, wait,
  *             watch, status
  *   commit.c  the group commit of the mutations of one poll round
@@ -103,6 +104,7 @@ struct client {
 	char *held;
 	size_t held_len, held_cap;
 	bool eof;     /* the client shut down its sending side */
+	bool fenced;  /* a handover shut our reading side (drain.c) */
 	bool closing; /* close once the output is flushed */
 	bool dead;    /* close now */
 	bool watching;
@@ -173,6 +175,7 @@ struct control_server {
 	pthread_mutex_t q_lock; /* guards the fields up to the next blank line */
 	struct ev_item *q_head, **q_tail;
 	bool stop;
+	bool drain; /* stop after answering what was read (drain.c) */
 	bool lost_events;
 
 	/* Owned by the server thread. */
@@ -194,6 +197,16 @@ struct control_server {
 	unsigned long long next_serial;
 	int64_t started_mono;
 	int64_t started_wall;
+	/* A handover's drain (drain.c), once the thread saw srv->drain. */
+	bool draining;
+	struct ctl_drain {
+		int64_t started, deadline; /* monotonic ms */
+		unsigned clients;	   /* connected at the fence */
+		unsigned served;	   /* request lines answered meanwhile */
+		unsigned partial;	   /* unfinished lines dropped */
+		unsigned ended;		   /* waits and watches closed */
+		unsigned cut;		   /* clients closed at the deadline */
+	} drain_st;
 };
 
 /* --- connections (conn.c) --- */
@@ -240,6 +253,25 @@ void ctl_conn_read(struct control_server *srv, struct client *c);
 /* Serves the complete lines read so far, one at a time, holding back while
  * a wait is pending or the client is not reading its answers. */
 void ctl_conn_serve(struct control_server *srv, struct client *c);
+
+/* --- the drain before a handover (drain.c) --- */
+
+/* How long a handover waits at most for the answers of the requests read
+ * before it (a client that does not read its answer, a long list): below
+ * the third of systemd's WatchdogSec= the housekeeping thread pings at. */
+#define CTL_DRAIN_MAX_MS 3000
+/* Starts the drain: no more accepting (new clients wait in the listening
+ * socket's backlog for the next server), every client's reading side shut
+ * (what it sent before is read and answered; a later send of its fails
+ * with EPIPE, so it knows the request was not taken), waits and watches
+ * closed without an answer (a wait is sent again, a watch ends). */
+void ctl_drain_begin(struct control_server *srv);
+/* After a round of the loop: true when every client was answered and
+ * closed (or the deadline passed: the rest are closed), having logged what
+ * the drain did.  Waits and watches begun by lines read meanwhile close. */
+bool ctl_drain_step(struct control_server *srv);
+/* timeout (ms, -1 none) bounded by the drain's deadline. */
+int ctl_drain_timeout(const struct control_server *srv, int timeout);
 
 /* --- operations (ops.c) --- */
 

@@ -123,3 +123,10 @@ enum ctl_line_result ctl_linebuf_flush(struct ctl_linebuf *lb, char **line, size
 	lb->buf[lb->len++] = '\n';
 	return ctl_linebuf_next(lb, line, len);
 }
+
+void ctl_linebuf_drop(struct ctl_linebuf *lb)
+{
+	lb->discarding = false;
+	lb->start = lb->len;
+	lb->scanned = 0;
+}

@@ -110,7 +110,7 @@ static void *server_thread(void *arg)
 	for (;;) {
 		size_t n = 2, i;
 		int timeout, rc;
-		bool stop;
+		bool stop, drain;
 
 		for (struct client *c = srv->clients; c; c = c->next) {
 			if (c->resume) {
@@ -121,7 +121,7 @@ static void *server_thread(void *arg)
 		/* The mutations of every client served since the last round,
 		 * in one commit, before any client is freed. */
 		ctl_commit_run(srv);
-		timeout = check_timers(srv);
+		timeout = ctl_drain_timeout(srv, check_timers(srv));
 		ctl_events_count_listeners(srv);
 		reap_clients(srv);
 		if (cap < srv->n_clients + 2) {
@@ -142,9 +142,11 @@ static void *server_thread(void *arg)
 			cap = ncap;
 		}
 		pfds[0] = (struct pollfd){.fd = srv->wake_fd, .events = POLLIN};
-		/* Resting after accept found no fd: not polled (it stays readable). */
-		pfds[1] = (struct pollfd){.fd = srv->accept_resume > 0 ? -1 : srv->listen_fd,
-					  .events = POLLIN};
+		/* Resting after accept found no fd, or draining for a handover:
+		 * not polled (clients wait in the backlog). */
+		pfds[1] = (struct pollfd){
+		    .fd = srv->accept_resume > 0 || srv->draining ? -1 : srv->listen_fd,
+		    .events = POLLIN};
 		for (struct client *c = srv->clients; c; c = c->next) {
 			short ev = 0;
 
@@ -175,9 +177,12 @@ static void *server_thread(void *arg)
 		}
 		pthread_mutex_lock(&srv->q_lock);
 		stop = srv->stop;
+		drain = srv->drain;
 		pthread_mutex_unlock(&srv->q_lock);
 		if (stop)
 			break;
+		if (drain && !srv->draining)
+			ctl_drain_begin(srv);
 		ctl_events_deliver(srv);
 		for (i = 2; i < n; i++) {
 			struct client *c = who[i];
@@ -202,6 +207,8 @@ static void *server_thread(void *arg)
 		for (struct client *c = srv->clients; c; c = c->next)
 			if (ctl_stream_ready(c))
 				ctl_stream_step(srv, c);
+		if (srv->draining && ctl_drain_step(srv))
+			break;
 	}
 	free(pfds);
 	free(who);
@@ -371,8 +378,9 @@ out:
 	return rc;
 }
 
-/* Unsubscribes and joins the server thread. */
-static void stop_thread(struct control_server *srv)
+/* Unsubscribes and joins the server thread; with drain, the thread first
+ * answers what it read (drain.c). */
+static void stop_thread(struct control_server *srv, bool drain)
 {
 	uint64_t one = 1;
 
@@ -383,7 +391,10 @@ static void stop_thread(struct control_server *srv)
 	srv->sub_id = -1;
 	if (srv->thread_started) {
 		pthread_mutex_lock(&srv->q_lock);
-		srv->stop = true;
+		if (drain)
+			srv->drain = true;
+		else
+			srv->stop = true;
 		pthread_mutex_unlock(&srv->q_lock);
 		if (write(srv->wake_fd, &one, sizeof(one)) < 0)
 			log_warn("control: cannot wake the server thread: %s", strerror(errno));
@@ -396,7 +407,7 @@ void control_server_stop(struct control_server *srv)
 {
 	if (!srv)
 		return;
-	stop_thread(srv);
+	stop_thread(srv, false);
 	server_free(srv);
 }
 
@@ -406,7 +417,7 @@ int control_server_stop_keep_listener(struct control_server *srv)
 
 	if (!srv)
 		return -1;
-	stop_thread(srv);
+	stop_thread(srv, true);
 	fd = srv->listen_fd;
 	srv->listen_fd = -1;
 	server_free(srv);

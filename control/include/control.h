@@ -66,10 +66,14 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 			 struct control_server **out, char *err, size_t errlen);
 /* Stops the thread, closes clients, removes the socket file. */
 void control_server_stop(struct control_server *srv);
-/* Stops the thread and closes clients like control_server_stop, but keeps
- * the socket file and returns the listening socket (owned by the caller,
- * close-on-exec set), so that clients connecting meanwhile wait in its
- * backlog for the next server.  -1 when there is none. */
+/* Stops the thread for a handover: first it stops accepting and answers
+ * every request it had read (a request a client sends after that fails at
+ * the client with EPIPE: never taken, so it may be sent again), at most
+ * CTL_DRAIN_MAX_MS (3 s) for clients that do not take their answers; waits
+ * and watches are closed without an answer.  Then it closes the clients
+ * but keeps the socket file and returns the listening socket (owned by the
+ * caller, close-on-exec set), so that clients connecting meanwhile wait in
+ * its backlog for the next server.  -1 when there is none. */
 int control_server_stop_keep_listener(struct control_server *srv);
 /* The listening socket of a running server (owned by it), e.g. to hand a
  * copy to systemd's file descriptor store. */
@@ -83,12 +87,15 @@ int control_connect(const char *path, int *fd_out, char *err, size_t errlen);
 int control_send(int fd, json_t *req, char *err, size_t errlen);
 /* Reads one response/event line; timeout_ms < 0 waits forever.
  * -ETIMEDOUT on timeout, -EPIPE when the server closed in the middle of a
- * line, -ECONNABORTED when it closed before sending a byte of one. */
+ * line, -ECONNABORTED when it closed before sending a byte of one (also
+ * with what we sent unread: ECONNRESET). */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen);
 /* Sends req and reads one answer.  When the daemon closed the connection
  * before taking the request (it refuses a client beyond max_clients that way),
  * the line it sent before closing is read and returned instead of the broken
- * pipe, so the caller can show the daemon's reason. */
+ * pipe, so the caller can show the daemon's reason; without one,
+ * -ECONNABORTED: the request was not taken (a handover fenced it off) and
+ * may be sent again, as after control_recv's -ECONNABORTED. */
 int control_exchange(int fd, json_t *req, json_t **resp, int timeout_ms, char *err, size_t errlen);
 /* One round trip: connect, send req, read one answer, close.  0 with *resp
  * (owned by the caller; it may be an error answer), or -errno from the steps

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drain before a handover (SIGUSR2, or a stop that keeps the mount):
+ * the server answers every request it had read before it hands the
+ * listening socket to the next program, so that a restart breaks no
+ * client.
+ *
+ * The fence is shutdown(SHUT_RD) of each client's socket.  For a Unix
+ * stream socket the kernel checks it under the same lock that queues a
+ * sender's data: every byte a client sent before is in our receive queue
+ * (read to its end, then recv returns 0), every send after fails with
+ * EPIPE at the client.  So a request is either read and answered here, or
+ * never taken, and the client knows which: an answer, or a connection
+ * closed before one (sent again, to the next server, by the CLI).  Nothing
+ * is left unread in a socket we close, so no client sees ECONNRESET.
+ * Runs on the server thread only.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "control_server_internal.h"
+#include "log.h"
+
+/* Closes c without an answer: its request (a wait) is sent again to the
+ * next server, a watch ends (the CLI exits 3, as when the daemon goes). */
+static void end_long_request(struct control_server *srv, struct client *c)
+{
+	srv->drain_st.ended++;
+	ctl_conn_kill(c, c->waiting ? "handover: the wait is sent again to the next server"
+				    : "handover: the watch ends");
+}
+
+void ctl_drain_begin(struct control_server *srv)
+{
+	int64_t now = ctl_now_ms();
+
+	srv->draining = true;
+	srv->drain_st = (struct ctl_drain){.started = now, .deadline = now + CTL_DRAIN_MAX_MS};
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (c->dead)
+			continue;
+		srv->drain_st.clients++;
+		if (c->waiting || c->watching) {
+			end_long_request(srv, c);
+			continue;
+		}
+		if (shutdown(c->fd, SHUT_RD) != 0) {
+			ctl_conn_kill(c, strerror(errno));
+			continue;
+		}
+		c->fenced = true;
+	}
+}
+
+/* Alive for the drain: not closed, and not closing with its answers sent. */
+static bool pending(const struct client *c)
+{
+	return !c->dead && !(c->closing && ctl_out_pending(c) == 0);
+}
+
+bool ctl_drain_step(struct control_server *srv)
+{
+	int64_t now = ctl_now_ms();
+	struct ctl_drain *d = &srv->drain_st;
+	bool left = false;
+
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (!c->dead && (c->waiting || c->watching))
+			end_long_request(srv, c);
+		left |= pending(c);
+	}
+	if (left && now < d->deadline)
+		return false;
+	for (struct client *c = srv->clients; c; c = c->next) {
+		if (pending(c)) {
+			d->cut++;
+			ctl_conn_kill(c, "handover: its answer was not taken in time");
+		}
+	}
+	if (d->cut)
+		log_warn("control: handover: closed %u client(s) that did not take their answers "
+			 "within %d ms",
+			 d->cut, CTL_DRAIN_MAX_MS);
+	log_info("control: handover: answered %u request(s) of %u client(s) (%u wait(s) and "
+		 "watch(es) ended, %u unfinished line(s) dropped) in %lld ms",
+		 d->served, d->clients, d->ended, d->partial, (long long)(now - d->started));
+	return true;
+}
+
+int ctl_drain_timeout(const struct control_server *srv, int timeout)
+{
+	int64_t left;
+
+	if (!srv->draining)
+		return timeout;
+	left = srv->drain_st.deadline - ctl_now_ms();
+	if (left < 0)
+		left = 0;
+	return timeout < 0 || left < timeout ? (int)left + 1 : timeout;
+}
