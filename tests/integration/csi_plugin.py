@@ -122,6 +122,7 @@ def serve_hang(paths):
         for s in ready:
             c, _ = s.accept()
             held.append(c)  # never read, never written, never closed
+            print("accepted a connection on %s" % s.getsockname(), flush=True)
 
 
 def main():
