@@ -199,7 +199,7 @@ static void *server_thread(void *arg)
 			if (!c->dead && ctl_out_pending(c) <= OUT_STALL)
 				ctl_conn_serve(srv, c);
 		}
-		if (pfds[1].fd >= 0 && (pfds[1].revents & POLLIN))
+		if (pfds[1].fd >= 0 && (pfds[1].revents & POLLIN) && !srv->draining)
 			ctl_conn_accept(srv);
 		/* One chunk per listing client per round, after every other
 		 * client was served: a list of any size holds the loop for one

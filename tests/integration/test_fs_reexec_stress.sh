@@ -29,7 +29,8 @@ start_daemon
 pid=$DAEMON_PID
 resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
 resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
-drained_ge() { [ "$(grep -c 'control: handover: answered' "$DAEMON_LOG")" -ge "$1" ]; }
+# The control server stopped (after its drain) and the loop returned.
+handed_ge() { [ "$(grep -c 'info: handing the mount over$' "$DAEMON_LOG")" -ge "$1" ]; }
 
 # --- requests in flight at the fence ---
 mkdir "$T/if"
@@ -48,7 +49,7 @@ wait_until 30 "the control server probes the hung socket" \
 touch "$T/if/go1"
 wait_until --pid "$ifpid" 30 "b1 and half of b3 are sent" test -e "$T/if/sent1" || exit 1
 kill -USR2 "$pid"
-wait_until --pid "$pid" 30 "the handover drained the control clients" drained_ge 1 || exit 1
+wait_until --pid "$pid" 30 "the control server stopped for the handover" handed_ge 1 || exit 1
 touch "$T/if/go2"
 wait "$slowpid"
 check_eq "the slow registration in progress at the handover succeeds" 0 "$?"
@@ -136,13 +137,16 @@ while read -r ms answered clients drain_ms; do
 	i=$((i + 1))
 	echo "# re-exec $i: clients waited ${ms} ms (drain ${drain_ms} ms), in flight: $answered request(s) answered of $clients client(s) connected"
 done <"$T/reexecs"
-read -r n_re min med p90 max < <(cut -d' ' -f1 "$T/reexecs" | sort -n | awk '{ a[NR] = $1 } END {
+# The first re-exec waited for the held register (2 s) and probed the hung
+# socket at start (2 s): the distribution is of the others.
+read -r n_re min med p90 max < <(tail -n +2 "$T/reexecs" | cut -d' ' -f1 | sort -n | awk '{ a[NR] = $1 } END {
 	print NR, a[1], a[int((NR + 1) / 2)], a[int(NR * 0.9 + 0.999)], a[NR] }')
-inflight=$(awk '$2 > 0 { n++ } END { print n + 0 }' "$T/reexecs")
-echo "# re-exec durations over $n_re: min $min ms, median $med ms, p90 $p90 ms, max $max ms (the CLI resends for $RETRY_WINDOW_MS ms)"
+inflight=$(awk '$2 ~ /^[0-9]+$/ && $2 > 0 { n++ } END { print n + 0 }' "$T/reexecs")
+echo "# re-exec durations over the $n_re under registering clients: min $min ms, median $med ms, p90 $p90 ms, max $max ms (the CLI resends for $RETRY_WINDOW_MS ms)"
 echo "# handovers with requests in flight: $inflight of $n_re, requests answered at them: $(awk '{ s += $2 } END { print s + 0 }' "$T/reexecs")"
-check_eq "every re-exec is measured" $((REEXECS + 1)) "$n_re"
-check "the longest re-exec fits the CLI's retry window" test "$max" -lt "$RETRY_WINDOW_MS"
+check_eq "every re-exec is measured" "$REEXECS" "$n_re"
+check "the longest re-exec fits the CLI's retry window" \
+	test "$(sort -n "$T/reexecs" | tail -n 1 | cut -d' ' -f1)" -lt "$RETRY_WINDOW_MS"
 
 total=$(cat "$T"/reg*.log | wc -l)
 failed=$(cat "$T"/reg*.log | awk '$2 != 0' | wc -l)
