@@ -87,10 +87,11 @@ static char *reg_line(const char *alloc)
 {
 	static char buf[256];
 
-	snprintf(buf, sizeof(buf),
-		 "{\"op\":\"register\",\"types\":[\"csi-node\"],\"name\":\"drain\",\"alloc\":\"%s\","
-		 "\"socket\":\"/run/alloc/%s/csi.sock\"}\n",
-		 alloc, alloc);
+	snprintf(
+	    buf, sizeof(buf),
+	    "{\"op\":\"register\",\"types\":[\"csi-node\"],\"name\":\"drain\",\"alloc\":\"%s\","
+	    "\"socket\":\"/run/alloc/%s/csi.sock\"}\n",
+	    alloc, alloc);
 	return buf;
 }
 
@@ -142,7 +143,8 @@ static void *stop_keep(void *arg)
  * the answer (seq, newest first). */
 static void allocs(const char *sock, char *out, size_t len)
 {
-	json_t *req = json_pack("{s:s, s:s, s:s}", "op", "show", "type", "csi-node", "name", "drain");
+	json_t *req =
+	    json_pack("{s:s, s:s, s:s}", "op", "show", "type", "csi-node", "name", "drain");
 	json_t *resp = NULL, *r;
 	char err[256];
 	size_t i;
