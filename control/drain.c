@@ -72,11 +72,21 @@ bool ctl_drain_step(struct control_server *srv)
 	}
 	if (left && now < d->deadline)
 		return false;
+	/* The mutations served this round are committed and answered, not
+	 * dropped: a client whose answer then does not go out has its
+	 * registration all the same (as one that hung up). */
+	ctl_commit_run(srv);
 	for (struct client *c = srv->clients; c; c = c->next) {
-		if (pending(c)) {
+		if (!c->dead && ctl_out_pending(c) > 0)
+			ctl_conn_flush(c);
+		if (!pending(c))
+			continue;
+		/* Answered, but not at its end of input yet: closed all the
+		 * same.  Else what it was owed is lost: said below. */
+		if (ctl_out_pending(c) > 0 || c->stream || c->committing ||
+		    ctl_linebuf_pending(&c->in) > 0)
 			d->cut++;
-			ctl_conn_kill(c, "handover: its answer was not taken in time");
-		}
+		ctl_conn_kill(c, "handover: closed at the drain's deadline");
 	}
 	if (d->cut)
 		log_warn("control: handover: closed %u client(s) that did not take their answers "
