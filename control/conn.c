@@ -443,12 +443,8 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 		    ctl_out_pending(c) > OUT_STALL)
 			return;
 		r = ctl_linebuf_next(&c->in, &line, &len);
-		if (r == CTL_LINE_NONE && c->eof && c->fenced && ctl_linebuf_pending(&c->in)) {
-			/* A handover's fence cut the line: the rest of it
-			 * failed at the client (EPIPE), which sends it again. */
-			srv->drain_st.partial++;
-			ctl_linebuf_drop(&c->in);
-		}
+		if (r == CTL_LINE_NONE && c->eof && c->fenced)
+			ctl_drain_drop_partial(srv, c);
 		if (r == CTL_LINE_NONE && c->eof)
 			r = ctl_linebuf_flush(&c->in, &line, &len);
 		if (r == CTL_LINE_NONE) {

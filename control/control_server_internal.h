@@ -270,6 +270,9 @@ void ctl_drain_begin(struct control_server *srv);
  * closed (or the deadline passed: the rest are closed), having logged what
  * the drain did.  Waits and watches begun by lines read meanwhile close. */
 bool ctl_drain_step(struct control_server *srv);
+/* At the end of a fenced client's input: drops an unfinished line (the
+ * fence cut it) instead of serving it as the last line. */
+void ctl_drain_drop_partial(struct control_server *srv, struct client *c);
 /* timeout (ms, -1 none) bounded by the drain's deadline. */
 int ctl_drain_timeout(const struct control_server *srv, int timeout);
 

@@ -53,6 +53,16 @@ void ctl_drain_begin(struct control_server *srv)
 	}
 }
 
+void ctl_drain_drop_partial(struct control_server *srv, struct client *c)
+{
+	/* The rest of the line failed at the client (EPIPE), which sends it
+	 * again: served here, its first half would be a request of its own. */
+	if (ctl_linebuf_pending(&c->in) == 0)
+		return;
+	srv->drain_st.partial++;
+	ctl_linebuf_drop(&c->in);
+}
+
 /* Alive for the drain: not closed, and not closing with its answers sent. */
 static bool pending(const struct client *c)
 {
