@@ -210,8 +210,11 @@ static bool wal_without_log(const char *path)
  * change counter at 24) times the page size at 16.  SQLite would read the
  * missing bytes as zeros and serve damaged rows without a word.  With a
  * -wal that is not empty the pages may be in the log (a checkpoint stopped
- * halfway), so the check is left to SQLite.  Anything that is not an SQLite
- * file of at least a header is left to SQLite's own message too.
+ * halfway), so the check is left to SQLite; the same with a -journal that is
+ * not empty (a transaction that failed halfway on a failing disk, e.g. the
+ * version-1 migration, whose rollback at the next open restores the pages
+ * and the length).  Anything that is not an SQLite file of at least a header
+ * is left to SQLite's own message too.
  */
 static int check_length(const char *path, char *err, size_t errlen)
 {
@@ -220,7 +223,7 @@ static int check_length(const char *path, char *err, size_t errlen)
 	struct stat st, wst;
 	char *wal = NULL;
 	uint64_t page, pages;
-	bool wal_used;
+	bool log_used;
 	int fd, rc = 0;
 
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -240,8 +243,12 @@ static int check_length(const char *path, char *err, size_t errlen)
 		wal = NULL;
 		goto out;
 	}
-	wal_used = stat(wal, &wst) == 0 && wst.st_size > 0;
-	if (!wal_used)
+	log_used = stat(wal, &wst) == 0 && wst.st_size > 0;
+	free(wal);
+	wal = NULL;
+	if (!log_used && asprintf(&wal, "%s-journal", path) >= 0)
+		log_used = stat(wal, &wst) == 0 && wst.st_size > 0;
+	if (!log_used)
 		rc = plugfs_errf(err, errlen, -EIO,
 				 "state file `%s': truncated: %lld bytes, but its header counts "
 				 "%llu pages of %llu bytes (%llu bytes); restore it from a backup",
