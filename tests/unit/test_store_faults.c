@@ -527,6 +527,6 @@ int main(void)
 
 	faultvfs_install();
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	printf("# fault points injected: %ld\n", fault_points);
+	printf("# fault points injected, both tests: %ld\n", fault_points);
 	return rc;
 }
