@@ -57,6 +57,7 @@ static long hot_journals; /* failures that left a hot journal */
 /* Failed calls whose change is in the file all the same (only tombstone
  * expiry can show it: memory holds no tombstones); see crash_check. */
 static long failed_yet_durable;
+static long expiry_skipped; /* opens that went on without their expiry */
 
 static const char *hot_journal(struct fixture *f)
 {
@@ -384,6 +385,10 @@ static void check_after_fault(struct fixture *f, const struct scenario *sc, cons
 	else if ((t = tombstones(f->path)) !=
 		     (want == x->before ? x->tomb_before : x->tomb_after) &&
 		 !(rc < 0 && t == x->tomb_after && failed_yet_durable++ >= 0) &&
+		 /* An open goes on when its tombstone expiry fails (housekeeping
+		  * only: the next open expires them), saying why. */
+		 !(rc == 0 && !sc->op && t == x->tomb_before &&
+		   strstr(err, "expiring tombstones") && expiry_skipped++ >= 0) &&
 		 problem(bad, sc->name, mode, n, "the tombstones are not as memory says") <= 10)
 		print_message("#   %lld tombstones after: %d %s\n", (long long)t, rc, err);
 	disk = dump_file(f, f->path, false, e2, sizeof(e2));
@@ -498,8 +503,9 @@ static void test_every_fault_point(void **state)
 	print_message("# failed calls whose change a crash right after would keep: %ld of %ld"
 		      " (their fsync failed after the commit frame was written)\n",
 		      crash_durable, crash_checked);
-	print_message("# failed tombstone expiries found done in the file: %ld\n",
-		      failed_yet_durable);
+	print_message("# failed tombstone expiries found done in the file: %ld; opens that went"
+		      " on without their expiry: %ld\n",
+		      failed_yet_durable, expiry_skipped);
 	assert_true(fault_points - before > 100);
 	assert_int_equal(bad, 0);
 }
