@@ -26,6 +26,16 @@ if(PLUGFS_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+# ThreadSanitizer (contrib/test.sh runs a few daemon scenarios under it).
+# TSan and ASan cannot share a process: the two options exclude each other.
+option(PLUGFS_TSAN "Build with ThreadSanitizer (not with PLUGFS_SANITIZE)" OFF)
+if(PLUGFS_TSAN)
+  if(PLUGFS_SANITIZE)
+    message(FATAL_ERROR "PLUGFS_TSAN and PLUGFS_SANITIZE exclude each other: pick one")
+  endif()
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=thread)
+endif()
 
 # Hardening, as dpkg-buildflags gives it with hardening=+all on Debian 12:
 # stack protector, format checks, _FORTIFY_SOURCE=2 (it needs the optimiser:

@@ -12,6 +12,16 @@ cmake --build "$build" -j"$(nproc)"
 cmake -S . -B "$build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_WERROR=ON -DPLUGFS_TESTS=OFF
 cmake --build "$build-release" -j"$(nproc)"
 ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# ThreadSanitizer (it excludes ASan: a build of its own) over the daemon
+# scenarios labelled tsan, where FUSE, control and prober threads run at
+# once.  A report in a daemon log fails the test (lib.sh); a client or
+# harness with one exits 66.  Suppressions, each with its reason, would go
+# in tests/tsan.supp.
+cmake -S . -B "$build-tsan" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON -DPLUGFS_TSAN=ON
+cmake --build "$build-tsan" -j"$(nproc)" --target plugfs plugfs-demo-plugin fs-harness \
+	plugfs-test-storm plugfs-test-ctlraw plugfs-test-csi-probe
+TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1} \
+	ctest --test-dir "$build-tsan" -L tsan --output-on-failure --timeout 600
 # The fuzz targets (tests/fuzz): clang and libFuzzer, ASan+UBSan, each run
 # for PLUGFS_FUZZ_SECONDS (default 60); they print their executions.
 fuzz_secs=${PLUGFS_FUZZ_SECONDS:-60}

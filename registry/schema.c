@@ -220,7 +220,16 @@ static int backup_before(struct store *s, int64_t version, char **bak, char *err
 		*bak = NULL;
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	}
-	if ((rc = store_backup_to(s, *bak, err, errlen)) < 0) {
+	rc = store_backup_to(s, *bak, err, errlen);
+	/* The backup of this very file, left by a migration killed before its
+	 * commit: taken as this one's (and removed should this one fail too,
+	 * the file staying as it is).  Any other file there is refused. */
+	if (rc == -EEXIST && store_backup_same(s, *bak)) {
+		if (errlen > 0)
+			err[0] = '\0';
+		return 0;
+	}
+	if (rc < 0) {
 		free(*bak); /* nothing of ours left there to remove */
 		*bak = NULL;
 	}

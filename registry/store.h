@@ -172,8 +172,16 @@ int store_exec(struct store *s, const char *sql, const char *what, char *err, si
 int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen);
 /* Copies the whole database of s to the new file dest with the SQLite
  * backup API.  dest must not exist (-EEXIST: an earlier backup is never
- * replaced; a symlink there is not followed); on failure it is removed. */
+ * replaced; a symlink there is not followed).  The copy is written to
+ * dest.partial and linked to dest once complete, so dest only ever appears
+ * whole (a kill halfway leaves dest.partial, removed by the next backup);
+ * on failure there is no dest. */
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
+/* Whether the file at path (a regular file of ours, not a symlink, without
+ * a -journal) holds the same database as s: user_version, schema and every
+ * row.  What a migration killed between its backup and its commit leaves:
+ * the next one takes it as its own backup.  (registry/backup_same.c) */
+bool store_backup_same(struct store *s, const char *path);
 
 /* The error of the last failing call on s, as "state file `PATH': what:
  * sqlite message", followed by " (ENOSPC: No space left on device)" (the

@@ -80,18 +80,33 @@ static int backup_db(sqlite3 *dst, sqlite3 *src)
 
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 {
+	struct stat st;
 	sqlite3 *d = NULL;
-	/* A new file of our own: never an existing backup (it may be the only
-	 * copy of an earlier file) nor whatever a symlink there points at. */
-	int fd = open(dest, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	int rc;
+	char *tmp = NULL;
+	int fd, rc;
 
-	if (fd < 0)
-		return plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s%s",
-				   s->path, dest, strerror(errno),
-				   errno == EEXIST ? " (move the old backup away first)" : "");
+	/* Never an existing backup (it may be the only copy of an earlier
+	 * file) nor whatever a symlink there points at. */
+	rc = lstat(dest, &st) == 0 ? EEXIST : errno == ENOENT ? 0 : errno;
+	if (rc)
+		return plugfs_errf(err, errlen, -rc, "state file `%s': backing up to `%s': %s%s",
+				   s->path, dest, strerror(rc),
+				   rc == EEXIST ? " (move the old backup away first)" : "");
+	/* Written beside it and linked into place once complete (link(2)
+	 * never replaces): a backup killed halfway leaves only the partial
+	 * copy, never a `dest' that the next start would refuse to replace.
+	 * A partial copy there is such a leftover: removed. */
+	if (asprintf(&tmp, "%s.partial", dest) < 0)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	store_remove_files(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s",
+				 s->path, tmp, strerror(errno));
+		goto out;
+	}
 	close(fd);
-	rc = sqlite3_open_v2(dest, &d, SQLITE_OPEN_READWRITE, NULL);
+	rc = sqlite3_open_v2(tmp, &d, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK)
 		rc = backup_db(d, s->db);
 	if (rc != SQLITE_OK)
@@ -99,8 +114,13 @@ int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 				 "state file `%s': backing up to `%s': %s", s->path, dest,
 				 d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
 	sqlite3_close(d);
-	if (rc < 0)
-		store_remove_files(dest);
+	if (rc == 0 && link(tmp, dest) < 0)
+		rc = plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s%s",
+				 s->path, dest, strerror(errno),
+				 errno == EEXIST ? " (move the old backup away first)" : "");
+out:
+	store_remove_files(tmp);
+	free(tmp);
 	return rc;
 }
 
@@ -210,8 +230,11 @@ static bool wal_without_log(const char *path)
  * change counter at 24) times the page size at 16.  SQLite would read the
  * missing bytes as zeros and serve damaged rows without a word.  With a
  * -wal that is not empty the pages may be in the log (a checkpoint stopped
- * halfway), so the check is left to SQLite.  Anything that is not an SQLite
- * file of at least a header is left to SQLite's own message too.
+ * halfway), so the check is left to SQLite; the same with a -journal that is
+ * not empty (a transaction that failed halfway on a failing disk, e.g. the
+ * version-1 migration, whose rollback at the next open restores the pages
+ * and the length).  Anything that is not an SQLite file of at least a header
+ * is left to SQLite's own message too.
  */
 static int check_length(const char *path, char *err, size_t errlen)
 {
@@ -220,7 +243,7 @@ static int check_length(const char *path, char *err, size_t errlen)
 	struct stat st, wst;
 	char *wal = NULL;
 	uint64_t page, pages;
-	bool wal_used;
+	bool log_used;
 	int fd, rc = 0;
 
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -240,8 +263,12 @@ static int check_length(const char *path, char *err, size_t errlen)
 		wal = NULL;
 		goto out;
 	}
-	wal_used = stat(wal, &wst) == 0 && wst.st_size > 0;
-	if (!wal_used)
+	log_used = stat(wal, &wst) == 0 && wst.st_size > 0;
+	free(wal);
+	wal = NULL;
+	if (!log_used && asprintf(&wal, "%s-journal", path) >= 0)
+		log_used = stat(wal, &wst) == 0 && wst.st_size > 0;
+	if (!log_used)
 		rc = plugfs_errf(err, errlen, -EIO,
 				 "state file `%s': truncated: %lld bytes, but its header counts "
 				 "%llu pages of %llu bytes (%llu bytes); restore it from a backup",

@@ -232,6 +232,44 @@ static void test_backup_never_replaced(void **state)
 	assert_int_equal(access(bak, F_OK), 0);
 }
 
+/* A migration killed between its backup and its commit leaves the file at
+ * version 1 and its backup beside it: the next open takes that backup as
+ * its own (the same database, row for row) and migrates.  A backup that
+ * differs in one row is another file's: refused, untouched. */
+static void test_backup_of_killed_migration_taken(void **state)
+{
+	struct fixture *f = *state;
+	static const char json[] = "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": \"a\","
+				   " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}";
+	char bak[256], err[REG_ERR_MAX] = "";
+	struct snap before;
+	size_t len, n;
+	char *old, *now;
+
+	close_registry(f);
+	snprintf(bak, sizeof(bak), "%s.v1.bak", f->path);
+	write_v1(bak, 1,
+		 "{\"Plugins\": {\"csi-node\": {\"p1\": {\"AllocID\": \"b\","
+		 " \"ConnectionInfo\": {\"SocketPath\": \"/run/a.sock\"}}}}}");
+	write_v1(f->path, 1, json);
+	snap_take(f, &before);
+	assert_int_equal(try_open(f, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "move the old backup away first"));
+	snap_assert_same(f, &before);
+	snap_free(&before);
+
+	copy_file(f->path, bak);
+	old = slurp(bak, &len);
+	assert_int_equal(try_open(f, err, sizeof(err)), 0);
+	assert_string_equal(active(f, "csi-node", "p1"), "a");
+	now = slurp(bak, &n);
+	assert_int_equal(n, len);
+	assert_memory_equal(now, old, len);
+	free(now);
+	free(old);
+	assert_int_equal(query_int(bak, "PRAGMA user_version"), 1);
+}
+
 struct bad_row {
 	const char *what, *sql, *want;
 	bool check_differs; /* `state check' names it otherwise */
@@ -352,6 +390,7 @@ int main(void)
 	    T(test_foreign_wal_refused_unchanged),
 	    T(test_failed_migration_leaves_no_backup),
 	    T(test_backup_never_replaced),
+	    T(test_backup_of_killed_migration_taken),
 	    T(test_open_refuses_what_check_refuses),
 	    T(test_open_accepts_empty_plugin),
 	    T(test_v1_socket_not_utf8_refused),
