@@ -213,7 +213,11 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 	}
 	if ((rc = schema_check_tables(&s, -EIO, err, errlen)) < 0)
 		goto out;
-	rc = store_check_rows(&s, err, errlen);
+	if ((rc = store_check_rows(&s, err, errlen)) < 0)
+		goto out;
+	/* An index that does not match its table passes quick_check and
+	 * store_check_rows, and fails the daemon's load. */
+	rc = store_integrity_check(&s, err, errlen);
 out:
 	store_close(&s);
 	return rc;

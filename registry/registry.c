@@ -423,7 +423,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	    .now = registry_now(r),
 	    .read_only = r->read_only,
 	};
-	if ((rc = store_open(&r->st, db_path, &so, r->type_ids, err, errlen)) < 0)
+	if ((rc = store_open(&r->st, db_path, &so, err, errlen)) < 0)
 		goto fail;
 	/* The index sized once for what the store holds, not doubled
 	 * (and rehashed) a dozen times while it loads. */
@@ -436,9 +436,13 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* Read whole before anything is written (store_open_finish): a
+	 * damaged index that quick_check cannot see fails here, and the
+	 * refused file is left as it was. */
 	if ((rc = store_last_seq(&r->st, &r->last_seq, err, errlen)) < 0 ||
 	    (rc = store_load(&r->st, (const char *const *)r->types, r->n_types, load_one,
-			     load_empty, load_option, &r->ix, err, errlen)) < 0)
+			     load_empty, load_option, &r->ix, err, errlen)) < 0 ||
+	    (rc = store_open_finish(&r->st, &so, r->type_ids, err, errlen)) < 0)
 		goto fail;
 	/* Expired tombstones only take space (register ignores them): on a
 	 * full disk the start goes on without deleting them, so that a host

@@ -70,11 +70,20 @@ struct store_open_options {
 	bool read_only;
 };
 
-/* Opens, checks, migrates and prepares the file; fills type_ids (n_types)
- * with the persisted ids of the configured types.  With o->read_only the
- * same runs on an in-memory copy of the file (see store_open_copy). */
-int store_open(struct store *s, const char *path, const struct store_open_options *o,
-	       int64_t *type_ids, char *err, size_t errlen);
+/*
+ * Opens, checks and migrates the file, writing nothing else: the caller
+ * reads it (store_load), and only then store_open_finish writes (WAL mode,
+ * the configured types), so that a file refused because a row or an index
+ * cannot be read is left as it was.  With o->read_only the same runs on an
+ * in-memory copy of the file (see store_open_copy).  On an error after
+ * store_open succeeded, store_abandon.
+ */
+int store_open(struct store *s, const char *path, const struct store_open_options *o, char *err,
+	       size_t errlen);
+/* The writes of an open: WAL mode and o->synchronous, the configured types
+ * added; fills type_ids (o->n_types) with their persisted ids. */
+int store_open_finish(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+		      char *err, size_t errlen);
 void store_close(struct store *s);
 /* Closes s after a refusal, writing nothing: no checkpoint of a -wal that
  * was there before the open into the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE),
@@ -161,6 +170,10 @@ int store_check_rows(struct store *s, char *err, size_t errlen);
 /* PRAGMA quick_check: 0 when its only answer is "ok", else -EIO and a
  * message with SQLite's answer. */
 int store_quick_check(struct store *s, char *err, size_t errlen);
+/* The same with PRAGMA integrity_check, which also compares every index
+ * with its table (quick_check does not): what `state check' runs, as the
+ * start's load would fail on such an index. */
+int store_integrity_check(struct store *s, char *err, size_t errlen);
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
 /* Runs a one-value query; *out receives column 0 (0 when there is no row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,

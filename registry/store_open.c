@@ -17,11 +17,12 @@
 #include "schema.h"
 #include "store.h"
 
-int store_quick_check(struct store *s, char *err, size_t errlen)
+/* PRAGMA quick_check or integrity_check: 0 when the answer is "ok". */
+static int run_check(struct store *s, const char *pragma, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	const char *msg;
-	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check", -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(s->db, pragma, -1, &st, NULL);
 
 	if (rc != SQLITE_OK) {
 		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
@@ -44,6 +45,16 @@ int store_quick_check(struct store *s, char *err, size_t errlen)
 out:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int store_quick_check(struct store *s, char *err, size_t errlen)
+{
+	return run_check(s, "PRAGMA quick_check", err, errlen);
+}
+
+int store_integrity_check(struct store *s, char *err, size_t errlen)
+{
+	return run_check(s, "PRAGMA integrity_check", err, errlen);
 }
 
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
@@ -440,7 +451,10 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 	 * registration changes some nine pages (a leaf of each table and
 	 * index it touches), each a whole frame in the WAL, so small pages
 	 * write a quarter of the bytes.  An existing file keeps its size. */
-	if ((rc = store_quick_check(s, err, errlen)) < 0 ||
+	/* integrity_check, not quick_check: an index that does not match
+	 * its table is refused here as `state check' refuses it, before the
+	 * daemon writes through it. */
+	if ((rc = store_integrity_check(s, err, errlen)) < 0 ||
 	    (rc = store_query_int(s, "PRAGMA page_count", &pages, "reading the page count", err,
 				  errlen)) < 0 ||
 	    (pages == 0 && (rc = store_exec(s, "PRAGMA page_size = " STORE_NEW_PAGE_SIZE,
@@ -449,8 +463,8 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 	return 0;
 }
 
-int store_open(struct store *s, const char *path, const struct store_open_options *o,
-	       int64_t *type_ids, char *err, size_t errlen)
+int store_open(struct store *s, const char *path, const struct store_open_options *o, char *err,
+	       size_t errlen)
 {
 	int rc;
 
@@ -463,18 +477,27 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 		goto fail;
 	/* WAL before the schema check would change a version-1 file before
 	 * its backup; the backup API copies it as it is.  The rows are checked
-	 * before anything else writes (WAL, types): a refused file is left as
-	 * it was. */
+	 * (and loaded, by the caller) before anything else writes (WAL, types):
+	 * a refused file is left as it was. */
 	if ((rc = check_schema(s, o, err, errlen)) < 0 ||
-	    (rc = store_check_rows(s, err, errlen)) < 0 ||
-	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
-	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
+	    (rc = store_check_rows(s, err, errlen)) < 0)
 		goto fail;
-	s->created = false;
 	return 0;
 fail:
 	store_abandon(s);
 	return rc;
+}
+
+int store_open_finish(struct store *s, const struct store_open_options *o, int64_t *type_ids,
+		      char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
+	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
+		return rc;
+	s->created = false;
+	return 0;
 }
 
 void store_abandon(struct store *s)

@@ -90,31 +90,6 @@ fail:
 }
 
 /* Sends line and reads one answer line into ans; 0, or -1. */
-static int call(int fd, const char *line, char *ans, size_t anslen)
-{
-	size_t len = strlen(line), got = 0;
-
-	while (got < len) {
-		ssize_t w = write(fd, line + got, len - got);
-
-		if (w <= 0)
-			return -1;
-		got += (size_t)w;
-	}
-	got = 0;
-	while (got + 1 < anslen) {
-		ssize_t r = read(fd, ans + got, anslen - 1 - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-		if (memchr(ans + got - (size_t)r, '\n', (size_t)r))
-			break;
-	}
-	ans[got] = '\0';
-	return 0;
-}
-
 struct client_job {
 	const char *sock;
 	int id;
@@ -138,7 +113,7 @@ static void *client_main(void *arg)
 			 "{\"op\":\"register\",\"types\":[\"csi-node\"],\"name\":\"d%d-%ld\","
 			 "\"alloc\":\"d%d-a%ld\",\"socket\":\"/run/bench/d%d/%ld/csi.sock\"}\n",
 			 j->id, i, j->id, i, j->id, i);
-		if (call(fd, line, ans, 65536) != 0 || !strstr(ans, "\"ok\":true")) {
+		if (bench_call(fd, line, ans, 65536) != 0 || !strstr(ans, "\"ok\":true")) {
 			fprintf(stderr, "plugfs-bench: register: %.300s\n", ans);
 			close(fd);
 			free(ans);
@@ -172,18 +147,6 @@ static double clients_rate(const char *sock, int k, long n, int first_id)
 	return bad ? -1 : (double)k * (double)n / dt;
 }
 
-/* Reads the daemon's log (a line per registration) so that it never
- * blocks on a full pipe. */
-static void *drain_main(void *arg)
-{
-	FILE *log = arg;
-	char line[1024];
-
-	while (fgets(line, sizeof(line), log))
-		;
-	return NULL;
-}
-
 /* A counter of the daemon's metrics (0 when absent). */
 static double metric(const char *sock, const char *name)
 {
@@ -197,7 +160,7 @@ static double metric(const char *sock, const char *name)
 		return 0;
 	/* The sample line (after a newline, escaped in the JSON string). */
 	snprintf(needle, sizeof(needle), "\\n%s ", name);
-	if (call(fd, "{\"op\":\"metrics\"}\n", ans, sizeof(ans)) == 0 && (p = strstr(ans, needle)))
+	if (bench_call(fd, "{\"op\":\"metrics\"}\n", ans, sizeof(ans)) == 0 && (p = strstr(ans, needle)))
 		v = strtod(p + strlen(needle), NULL);
 	close(fd);
 	return v;
@@ -230,7 +193,6 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	double raw_app, raw_over, one, many, ms, groups0, grouped0, groups, grouped;
 	double cpu0, cpu1, cpu2, cpu3;
 	struct bench_daemon d = {0};
-	pthread_t drain;
 	int rc = 1;
 	FILE *f;
 
@@ -261,8 +223,6 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	}
 	if (bench_daemon_start(plugfs, cfg, &d, &ms, ready, sizeof(ready)) != 0)
 		goto out;
-	if (pthread_create(&drain, NULL, drain_main, d.log) != 0)
-		goto out;
 	cpu0 = bench_daemon_cpu_ms(&d);
 	one = clients_rate(sock, 1, n_one, 100);
 	cpu1 = bench_daemon_cpu_ms(&d);
@@ -273,11 +233,6 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	cpu3 = bench_daemon_cpu_ms(&d);
 	groups = metric(sock, "plugfs_control_group_commits_total") - groups0;
 	grouped = metric(sock, "plugfs_control_grouped_mutations_total") - grouped0;
-	/* Stopped, its log read to the end by the drain thread. */
-	kill(d.pid, SIGTERM);
-	pthread_join(drain, NULL);
-	fclose(d.log);
-	d.log = NULL;
 	if (bench_daemon_stop(&d) != 0 || one < 0 || many < 0) {
 		fprintf(stderr, "plugfs-bench: the durable registrations failed\n");
 		goto out;

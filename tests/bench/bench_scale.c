@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,6 +64,7 @@ struct scale_run {
 	long rss_kib;
 	double rss_per_reg;
 	double lookup_us;
+	double reg_us, dereg_us; /* through the control socket, medians */
 	char phases[512]; /* the ready line's breakdown, mode none */
 	struct list_figures list;
 };
@@ -111,6 +113,17 @@ static int write_legacy(const char *path, const char *dir, long n)
 	return fclose(f);
 }
 
+/* Reads a daemon's log to its end. */
+static void *drain_main(void *arg)
+{
+	FILE *log = arg;
+	char line[1024];
+
+	while (fgets(line, sizeof(line), log))
+		;
+	return NULL;
+}
+
 int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon *d, double *ms,
 		       char *ready, size_t readylen)
 {
@@ -142,6 +155,9 @@ int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon 
 			*ms = (double)(bench_mono_ns() - t0) / 1e6;
 			line[strcspn(line, "\n")] = '\0';
 			snprintf(ready, readylen, "%s", r);
+			/* From now on its log (a line per change) is read
+			 * on a thread: a daemon never blocks on a full pipe. */
+			d->draining = pthread_create(&d->drain, NULL, drain_main, d->log) == 0;
 			return 0;
 		}
 	}
@@ -195,6 +211,9 @@ int bench_daemon_stop(struct bench_daemon *d)
 
 	kill(d->pid, SIGTERM);
 	/* Drain the log so that the daemon never blocks on a full pipe. */
+	if (d->draining)
+		pthread_join(d->drain, NULL);
+	d->draining = false;
 	while (d->log && fgets(line, sizeof(line), d->log))
 		;
 	if (d->log)
@@ -235,6 +254,60 @@ static double uncached_lookup_us(const char *dir, long n)
 	med = (double)t[k / 2] / 1000.0;
 	free(t);
 	return med;
+}
+
+/*
+ * Medians of RR_PAIRS register and deregister requests through the control
+ * socket at sock (each of a new plugin: its answer stays small), one at a
+ * time on one connection, the daemon at n plugins
+ * (synchronous = normal on tmpfs: the daemon's own cost, not the disk's).
+ * 0, or -1.
+ */
+#define RR_PAIRS 200
+static int register_latency(const char *sock, const char *dir, double *reg_us, double *dereg_us)
+{
+	uint64_t *tr = calloc(RR_PAIRS, sizeof(*tr)), *td = calloc(RR_PAIRS, sizeof(*td));
+	int fd = bench_ctl_connect(sock), rc = -1;
+	char line[PATH_MAX + 256], ans[65536];
+
+	if (!tr || !td || fd < 0)
+		goto out;
+	for (int i = 0; i < RR_PAIRS; i++) {
+		uint64_t t0 = bench_mono_ns();
+
+		snprintf(line, sizeof(line),
+			 "{\"op\":\"register\",\"types\":[\"csi-node\"],\"name\":\"bench-rr-%d\","
+			 "\"alloc\":\"rr-%d\",\"socket\":\"%s/sock/rr-%d/csi.sock\"}\n",
+			 i, i, dir, i);
+		if (bench_call(fd, line, ans, sizeof(ans)) != 0 || !strstr(ans, "\"ok\":true"))
+			goto out;
+		tr[i] = bench_mono_ns() - t0;
+	}
+	for (int i = 0; i < RR_PAIRS; i++) {
+		uint64_t t0 = bench_mono_ns();
+
+		snprintf(line, sizeof(line),
+			 "{\"op\":\"deregister\",\"type\":\"csi-node\",\"name\":\"bench-rr-%d\","
+			 "\"alloc\":\"rr-%d\"}\n",
+			 i, i);
+		if (bench_call(fd, line, ans, sizeof(ans)) != 0 || !strstr(ans, "\"ok\":true"))
+			goto out;
+		td[i] = bench_mono_ns() - t0;
+	}
+	qsort(tr, RR_PAIRS, sizeof(*tr), cmp_u64);
+	qsort(td, RR_PAIRS, sizeof(*td), cmp_u64);
+	*reg_us = (double)tr[RR_PAIRS / 2] / 1000.0;
+	*dereg_us = (double)td[RR_PAIRS / 2] / 1000.0;
+	rc = 0;
+out:
+	if (rc != 0)
+		fprintf(stderr, "plugfs-bench: register/deregister through %s failed%s%s\n", sock,
+			fd >= 0 ? ": " : "", fd >= 0 ? ans : "");
+	if (fd >= 0)
+		close(fd);
+	free(tr);
+	free(td);
+	return rc;
 }
 
 /* One size: state, starts in both probe modes, RSS, lookups. */
@@ -283,6 +356,9 @@ static int run_size(const char *plugfs, const char *dir, long n, struct scale_ru
 			snprintf(sock, sizeof(sock), "%s/ctl.sock", dir);
 			if (n > 0 && out->lookup_us >= 0 &&
 			    bench_list(plugfs, cfg_none, sock, d.pid, &out->list) != 0)
+				out->lookup_us = -1;
+			if (out->lookup_us >= 0 &&
+			    register_latency(sock, dir, &out->reg_us, &out->dereg_us) != 0)
 				out->lookup_us = -1;
 		}
 		if (bench_daemon_stop(&d) != 0 || out->lookup_us < 0)
@@ -394,6 +470,18 @@ int bench_scale(const char *plugfs, const char *tmpdir, const char *sizes)
 		       bench_verdict(true,
 			       runs[i].lookup_us <= LOOKUP_TARGET_RATIO * runs[0].lookup_us));
 	printf("   <= %.0fx the smallest N (median of up to %d)\n", LOOKUP_TARGET_RATIO, LOOKUPS);
+
+	printf("%-34s", "register via the control socket (us)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.1f %-6s", runs[i].reg_us,
+		       bench_verdict(true, runs[i].reg_us <= LOOKUP_TARGET_RATIO * runs[0].reg_us));
+	printf("   <= %.0fx the smallest N (median of %d, one client)\n", LOOKUP_TARGET_RATIO,
+	       RR_PAIRS);
+	printf("%-34s", "deregister via the control socket (us)");
+	for (size_t i = 0; i < k; i++)
+		printf(" %9.1f %-6s", runs[i].dereg_us,
+		       bench_verdict(true, runs[i].dereg_us <= LOOKUP_TARGET_RATIO * runs[0].dereg_us));
+	printf("   <= %.0fx the smallest N (synchronous = normal, tmpfs)\n", LOOKUP_TARGET_RATIO);
 
 	{
 		long ln[SCALE_MAX_SIZES];

@@ -3,6 +3,7 @@
 #ifndef PLUGFS_BENCH_SCALE_H
 #define PLUGFS_BENCH_SCALE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -24,7 +25,9 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
  * *ms; stopped with SIGTERM, its log drained.  0 or -1. */
 struct bench_daemon {
 	pid_t pid;
-	FILE *log; /* its stderr */
+	FILE *log;	 /* its stderr */
+	pthread_t drain; /* reads log once the daemon is ready */
+	bool draining;
 };
 int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon *d, double *ms,
 		       char *ready, size_t readylen);

@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -56,4 +57,29 @@ int bench_run_quiet(char *const argv[])
 const char *bench_verdict(bool judged, bool met)
 {
 	return !judged ? "-" : met ? "met" : "MISSED";
+}
+
+int bench_call(int fd, const char *line, char *ans, size_t anslen)
+{
+	size_t len = strlen(line), got = 0;
+
+	while (got < len) {
+		ssize_t w = write(fd, line + got, len - got);
+
+		if (w <= 0)
+			return -1;
+		got += (size_t)w;
+	}
+	got = 0;
+	while (got + 1 < anslen) {
+		ssize_t r = read(fd, ans + got, anslen - 1 - got);
+
+		if (r <= 0)
+			return -1;
+		got += (size_t)r;
+		if (memchr(ans + got - (size_t)r, '\n', (size_t)r))
+			break;
+	}
+	ans[got] = '\0';
+	return 0;
 }

@@ -21,12 +21,14 @@
  *   plugfs-bench [--iterations N] [--connects N] [--switches N] [--quick]
  *   plugfs-bench --scale N[,N...] [--plugfs PATH] [--disk DIR] [--quick]
  *
- * --scale runs instead the daemon at each plugin count, side by side (start
- * to ready, RSS per registration, uncached lookup: bench_scale.c), with the
- * plugfs binary of the build tree (or --plugfs PATH), then durable
+ * --scale prints everything in one run: first the daemon at each plugin
+ * count, side by side (start to ready, RSS per registration, uncached
+ * lookup, register and deregister through the control socket:
+ * bench_scale.c; list time, peak RSS and status latency: bench_list.c),
+ * with the plugfs binary of the build tree (or --plugfs PATH), then durable
  * registrations at 1 and 16 clients with the state file in DIR (default
  * /var/tmp: a disk, not tmpfs) against a raw fdatasync loop there
- * (bench_durable.c; --quick: small counts).
+ * (bench_durable.c), then the cached path above (--quick: small counts).
  *
  * Needs root and /dev/fuse: without them it says why and exits 77 (skip),
  * except under CI=true where that is a failure.  Exit 1 on an error or a
@@ -521,6 +523,70 @@ static int run_scale(const char *plugfs_arg, const char *sizes, const char *disk
 	return rc;
 }
 
+/* The cached path: readlink, stat and connect through the mount against a
+ * tmpfs symlink of the same depth (what is left is the kernel's FUSE code:
+ * no request reaches the daemon), listings, switches, stale reads.  0, or 1
+ * when a read after an acknowledgement was stale or a switch failed. */
+static int run_cached(struct bench *bp)
+{
+	static const double targets[] = {1.2, 1.2, 1.1};
+	struct bench b = *bp;
+	double shm_ns[3], fuse_ns[3], med, p99, ack_med;
+	unsigned long long req0, req1, ack_stale;
+	struct utsname u;
+	int rc = 0;
+
+	plog_set_level(PLOG_WARN);
+	setup(&b);
+
+	req0 = fs_requests_served(b.fs);
+	measure(&b, OP_READLINK, b.iterations, &shm_ns[0], &fuse_ns[0]);
+	measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
+	req1 = fs_requests_served(b.fs);
+	measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
+	double per_listing = requests_per_listing(&b, 1000);
+	if (run_switches(&b, &med, &p99, &ack_med, &ack_stale) != 0)
+		rc = 1;
+
+	uname(&u);
+	printf("plugfs-bench: Linux %s, %ld CPUs, state and sockets on tmpfs (%s)\n", u.release,
+	       sysconf(_SC_NPROCESSORS_ONLN), b.tmp);
+	printf("paths: %s\n       %s (tmpfs symlink, same depth)\n\n", b.fuse_link, b.shm_link);
+	printf("best of %d interleaved rounds per operation\n", ROUNDS);
+	printf("%-26s %10s %12s %12s %8s %8s\n", "operation", "ops", "tmpfs ns/op", "plugfs ns/op",
+	       "ratio", "target");
+	for (int i = 0; i < 3; i++) {
+		double ratio = fuse_ns[i] / shm_ns[i];
+
+		printf("%-26s %10ld %12.0f %12.0f %7.2fx %7s%.2fx %s\n", op_names[i],
+		       i == 2 ? b.connects : b.iterations, shm_ns[i], fuse_ns[i], ratio,
+		       "<=", targets[i], ratio <= targets[i] ? "met" : "MISSED");
+	}
+	unsigned long long cached_ops = 2ull * (unsigned long long)b.iterations;
+	double per_million = (double)(req1 - req0) * 1e6 / (double)cached_ops;
+
+	printf("\nFUSE requests served during %llu cached readlink+stat ops (after warm-up): "
+	       "%llu (%.2f per million; target 0) %s\n",
+	       cached_ops, req1 - req0, per_million, req1 == req0 ? "met" : "MISSED");
+	printf("FUSE requests per listing of a plugin directory (opendir, readdir, closedir; "
+	       "warm): %.2f\n",
+	       per_listing);
+	printf("switch of the active allocation -> first readlink with the new target, over %ld "
+	       "switches:\n  median %.1f us, p99 %.1f us (target p99 <= 1000 us) %s\n",
+	       b.switches, med, p99, p99 <= 1000.0 ? "met" : "MISSED");
+	printf("  registry_register (persist with synchronous=full on tmpfs, apply, "
+	       "invalidations delivered): median %.1f us;\n  the same without a mount: median "
+	       "%.1f us\n",
+	       ack_med, b.register_alone_us);
+	printf("stale reads after acknowledgement: %llu by the reader thread (%llu reads), %llu "
+	       "by the first readlink after each ack (target 0) %s\n",
+	       b.stale, b.reads, ack_stale, b.stale + ack_stale == 0 ? "met" : "MISSED");
+	if (b.stale + ack_stale > 0)
+		rc = 1;
+	teardown(&b);
+	return rc;
+}
+
 int main(int argc, char *argv[])
 {
 	static const struct option longopts[] = {
@@ -535,14 +601,8 @@ int main(int argc, char *argv[])
 	    {0},
 	};
 	struct bench b = {.iterations = 1000000, .connects = 200000, .switches = 1000};
-	/* The cached path against a tmpfs symlink of the same depth: what
-	 * is left is the kernel's FUSE code (no request reaches the daemon). */
-	static const double targets[] = {1.2, 1.2, 1.1};
-	double shm_ns[3], fuse_ns[3], med, p99, ack_med;
-	unsigned long long req0, req1, ack_stale;
 	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
 	bool quick = false;
-	struct utsname u;
 	int c, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -595,55 +655,12 @@ int main(int argc, char *argv[])
 			in_ci ? "FAIL (CI=true: not skipping)" : "SKIP");
 		return in_ci ? 1 : 77;
 	}
-	if (scale)
-		return run_scale(plugfs, scale, disk, quick);
-	plog_set_level(PLOG_WARN);
-	setup(&b);
-
-	req0 = fs_requests_served(b.fs);
-	measure(&b, OP_READLINK, b.iterations, &shm_ns[0], &fuse_ns[0]);
-	measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
-	req1 = fs_requests_served(b.fs);
-	measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
-	double per_listing = requests_per_listing(&b, 1000);
-	if (run_switches(&b, &med, &p99, &ack_med, &ack_stale) != 0)
-		rc = 1;
-
-	uname(&u);
-	printf("plugfs-bench: Linux %s, %ld CPUs, state and sockets on tmpfs (%s)\n", u.release,
-	       sysconf(_SC_NPROCESSORS_ONLN), b.tmp);
-	printf("paths: %s\n       %s (tmpfs symlink, same depth)\n\n", b.fuse_link, b.shm_link);
-	printf("best of %d interleaved rounds per operation\n", ROUNDS);
-	printf("%-26s %10s %12s %12s %8s %8s\n", "operation", "ops", "tmpfs ns/op", "plugfs ns/op",
-	       "ratio", "target");
-	for (int i = 0; i < 3; i++) {
-		double ratio = fuse_ns[i] / shm_ns[i];
-
-		printf("%-26s %10ld %12.0f %12.0f %7.2fx %7s%.2fx %s\n", op_names[i],
-		       i == 2 ? b.connects : b.iterations, shm_ns[i], fuse_ns[i], ratio,
-		       "<=", targets[i], ratio <= targets[i] ? "met" : "MISSED");
+	if (scale) {
+		/* The whole picture in one run: the daemon at each size, then the
+		 * cached path against tmpfs. */
+		rc = run_scale(plugfs, scale, disk, quick);
+		printf("\n");
+		fflush(stdout);
 	}
-	unsigned long long cached_ops = 2ull * (unsigned long long)b.iterations;
-	double per_million = (double)(req1 - req0) * 1e6 / (double)cached_ops;
-
-	printf("\nFUSE requests served during %llu cached readlink+stat ops (after warm-up): "
-	       "%llu (%.2f per million; target 0) %s\n",
-	       cached_ops, req1 - req0, per_million, req1 == req0 ? "met" : "MISSED");
-	printf("FUSE requests per listing of a plugin directory (opendir, readdir, closedir; "
-	       "warm): %.2f\n",
-	       per_listing);
-	printf("switch of the active allocation -> first readlink with the new target, over %ld "
-	       "switches:\n  median %.1f us, p99 %.1f us (target p99 <= 1000 us) %s\n",
-	       b.switches, med, p99, p99 <= 1000.0 ? "met" : "MISSED");
-	printf("  registry_register (persist with synchronous=full on tmpfs, apply, "
-	       "invalidations delivered): median %.1f us;\n  the same without a mount: median "
-	       "%.1f us\n",
-	       ack_med, b.register_alone_us);
-	printf("stale reads after acknowledgement: %llu by the reader thread (%llu reads), %llu "
-	       "by the first readlink after each ack (target 0) %s\n",
-	       b.stale, b.reads, ack_stale, b.stale + ack_stale == 0 ? "met" : "MISSED");
-	if (b.stale + ack_stale > 0)
-		rc = 1;
-	teardown(&b);
-	return rc;
+	return run_cached(&b) | rc;
 }

@@ -6,7 +6,8 @@ error.  After each `ok' answer (the registration is committed) the alloc id
 is appended to ACKED, unbuffered, so that a kill -9 of the daemon leaves in
 ACKED exactly the registrations it acknowledged.  BIG: each carries 8
 options of 1000 bytes (the WAL grows fast).  Exits 0 when the daemon went
-away, 1 on an error answer (printed)."""
+away (an answer cut short included: not acknowledged), 1 on an error answer
+(printed)."""
 import json
 import os
 import socket
@@ -34,7 +35,9 @@ while True:
         line = f.readline()
     except OSError:
         sys.exit(0)
-    if not line:
+    if not line.endswith(b"\n"):
+        # The daemon went away before the end of the answer (a kill in the
+        # middle of a big one): not acknowledged.
         sys.exit(0)
     answer = json.loads(line)
     if not answer.get("ok"):
