@@ -17,6 +17,11 @@
  * returned (more of them while it unmounts change nothing, and one during a
  * re-exec is taken by the new program): a stop signal always ends in a clean
  * exit 0.
+ *
+ * This file starts, runs and stops the daemon; its state and its other parts
+ * are in daemon.h: the control server's callbacks (daemon_control.c), the
+ * handover and stop requests (daemon_signal.c), the housekeeping thread
+ * (daemon_house.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,52 +38,12 @@
 #include "audit.h"
 #include "cliutil.h"
 #include "commands.h"
-#include "config.h"
-#include "control.h"
-#include "fs.h"
+#include "daemon.h"
 #include "handover.h"
 #include "log.h"
-#include "metrics.h"
-#include "probe.h"
-#include "registry.h"
 #include "sdnotify.h"
 
 #define CMD "mount"
-#define EXPIRY_INTERVAL_S 3600
-
-struct daemon {
-	const char *config_path;    /* -c FILE or NULL */
-	const char *mountpoint_arg; /* --mountpoint DIR or NULL */
-	bool debug;
-	struct plugfs_config cfg; /* the running config */
-	struct registry *reg;
-	struct plugfs_fs *fs;
-	struct control_server *ctl;
-	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
-	struct probe_type_options *probe_types; /* one per [registry] type */
-	struct prober *prober;			/* NULL: none running */
-	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
-	pthread_t house;
-	bool house_started;
-	bool stopping; /* atomic */
-	bool ready;    /* the FUSE handshake was answered; atomic */
-	/* The listening control socket kept for the next program after
-	 * SIGUSR2 (the server is stopped then), -1; atomic. */
-	int kept_listen_fd;
-	/* --keep-mount: a stop signal leaves the mount to the next start. */
-	bool keep_mount;
-	/* The connection is in systemd's file descriptor store (handed over
-	 * by this process, or by the one it resumed from); atomic. */
-	bool stored;
-	/* The handover under way is a stop, not a re-exec; atomic. */
-	bool stop_keeping;
-	/* The start's phases (CLOCK_MONOTONIC, ns): begin, state loaded,
-	 * probed, tree built and mounted; the ready line reports them. */
-	uint64_t t_start, t_loaded, t_probed, t_mounted;
-	/* One reload at a time: SIGHUP on the housekeeping thread, `reload'
-	 * on the control server's; guards the reloadable fields of cfg. */
-	pthread_mutex_t reload_lock;
-};
 
 static uint64_t mono_ns(void)
 {
@@ -86,96 +51,6 @@ static uint64_t mono_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
-{
-	switch (m) {
-	case PLUGFS_PROBE_CONNECT:
-		return PROBE_MODE_CONNECT;
-	case PLUGFS_PROBE_CSI:
-		return PROBE_MODE_CSI;
-	case PLUGFS_PROBE_NONE:
-		break;
-	}
-	return PROBE_MODE_NONE;
-}
-
-/* d->probe from the config: [probe] the default, and every type of
- * [registry] types with its own settings ([probe.TYPE] over [probe]). */
-static int probe_options_from(struct daemon *d)
-{
-	d->probe_types = calloc(d->cfg.n_types ? d->cfg.n_types : 1, sizeof(*d->probe_types));
-	if (!d->probe_types)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->cfg.n_types; i++) {
-		struct plugfs_probe_settings s;
-
-		config_probe_settings(&d->cfg, d->cfg.types[i], &s);
-		d->probe_types[i] = (struct probe_type_options){
-		    .type = d->cfg.types[i],
-		    .s = {.mode = probe_mode_of(s.mode),
-			  .interval_ms = s.interval_ms,
-			  .timeout_ms = s.timeout_ms,
-			  .failures = s.failures},
-		};
-	}
-	d->probe = (struct probe_options){
-	    .mode = probe_mode_of(d->cfg.probe_mode),
-	    .interval_ms = d->cfg.probe_interval_ms,
-	    .timeout_ms = d->cfg.probe_timeout_ms,
-	    .failures = d->cfg.probe_failures,
-	    .types = d->probe_types,
-	    .n_types = d->cfg.n_types,
-	};
-	return 0;
-}
-
-/* The control server's first probe of a registration, by its type. */
-static void register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
-			   void *arg)
-{
-	probe_first(type, spec->socket, spec->probe, spec->csi_name, arg, out);
-}
-
-/* What `metrics' says of the filesystem and the probes (on the control
- * server's thread: counters read atomically, nothing blocks). */
-static void daemon_metrics(struct metrics *m, void *arg)
-{
-	struct daemon *d = arg;
-	const char *names[FS_N_COUNTED_ERRNOS + 1];
-	unsigned long long counts[FS_N_COUNTED_ERRNOS + 1];
-	size_t n = fs_error_counts(d->fs, names, counts, FS_N_COUNTED_ERRNOS + 1);
-	struct probe_stats ps;
-
-	metrics_family(m, "plugfs_fuse_requests_total", "counter",
-		       "FUSE requests the daemon answered (the kernel's cache answers the rest).");
-	metrics_sample(m, "plugfs_fuse_requests_total", NULL, (double)fs_requests_served(d->fs));
-	metrics_family(m, "plugfs_fuse_errors_total", "counter",
-		       "FUSE requests answered with an error, by errno (a lookup of a missing "
-		       "name is none: it gets a negative entry).");
-	for (size_t i = 0; i < n && i <= FS_N_COUNTED_ERRNOS; i++)
-		metrics_sample(m, "plugfs_fuse_errors_total",
-			       (const char *[]){"errno", names[i], NULL}, (double)counts[i]);
-	metrics_family(m, "plugfs_fuse_resumed", "gauge",
-		       "1 when this process resumed a FUSE connection it did not mount (a "
-		       "restart, a re-exec), 0 when it mounted.");
-	metrics_sample(m, "plugfs_fuse_resumed", NULL, fs_resumed(d->fs) ? 1 : 0);
-	if (!probe_enabled(&d->probe))
-		return;
-	probe_stats(&ps);
-	metrics_family(m, "plugfs_probes_total", "counter",
-		       "Liveness probes of registrations' sockets, by outcome.");
-	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "ok", NULL},
-		       (double)ps.ok);
-	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "failed", NULL},
-		       (double)ps.failed);
-	metrics_family(m, "plugfs_probe_rounds_total", "counter",
-		       "Rounds of probes of every registration.");
-	metrics_sample(m, "plugfs_probe_rounds_total", NULL, (double)ps.rounds);
-	metrics_family(m, "plugfs_probe_round_seconds", "gauge",
-		       "How long the last round of probes took.");
-	metrics_sample(m, "plugfs_probe_round_seconds", NULL, (double)ps.last_round_ms / 1000.0);
 }
 
 static const char usage[] =
@@ -235,326 +110,6 @@ static void on_ready(void *arg)
 	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
 		__atomic_store_n(&((struct daemon *)arg)->stored, true, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&((struct daemon *)arg)->ready, true, __ATOMIC_SEQ_CST);
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "") == 0;
-}
-
-static bool list_eq(char **a, size_t na, char **b, size_t nb)
-{
-	if (na != nb)
-		return false;
-	for (size_t i = 0; i < na; i++)
-		if (!str_eq(a[i], b[i]))
-			return false;
-	return true;
-}
-
-/* Adds what to *restart (an array, made on first use) and logs it. */
-static void needs_restart(json_t **restart, const char *what)
-{
-	log_warn("reload: %s changed; restart `plugfs mount' to apply it", what);
-	if (!*restart)
-		*restart = json_array();
-	if (*restart)
-		json_array_append_new(*restart, json_string(what));
-}
-
-/*
- * SIGHUP and the control socket's `reload': applies what can change while
- * mounted, names what cannot.  0 with *info (NULL when out of memory)
- * {"config": the file read or "", "restart_needed": [settings], "applied":
- * [settings]}; -EINVAL with err naming the file, line and key when the new
- * config is refused, and then nothing changed.  Either thread may call it;
- * d->reload_lock makes one reload at a time.
- */
-static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
-{
-	struct plugfs_config nc = {0};
-	json_t *restart = NULL, *applied = json_array();
-	const char *mp;
-	struct timespec mono;
-	char msg[64];
-	int rc;
-
-	*info = NULL;
-	pthread_mutex_lock(&d->reload_lock);
-	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
-		 (unsigned long long)mono.tv_sec * 1000000ull +
-		     (unsigned long long)mono.tv_nsec / 1000ull);
-	sd_notify_send(msg);
-	rc = config_resolve(d->config_path, &nc, err, errlen);
-	if (rc != 0) {
-		log_error("reload failed, keeping the running config: %s", err);
-		rc = -EINVAL;
-		goto out;
-	}
-	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
-#define NEEDS_RESTART(changed, what)                                                               \
-	do {                                                                                       \
-		if (changed)                                                                       \
-			needs_restart(&restart, what);                                             \
-	} while (0)
-	NEEDS_RESTART(!str_eq(mp, d->cfg.mountpoint), "[mount] mountpoint");
-	NEEDS_RESTART(!str_eq(nc.socket_name, d->cfg.socket_name), "[mount] socket_name");
-	NEEDS_RESTART(nc.allow_other != d->cfg.allow_other, "[mount] allow_other");
-	NEEDS_RESTART(!str_eq(nc.state_path, d->cfg.state_path), "[state] path");
-	NEEDS_RESTART(!str_eq(nc.synchronous, d->cfg.synchronous), "[state] synchronous");
-	NEEDS_RESTART(!str_eq(nc.control_socket, d->cfg.control_socket), "[control] socket");
-	NEEDS_RESTART(!str_eq(nc.control_group, d->cfg.control_group), "[control] group");
-	NEEDS_RESTART(nc.max_clients != d->cfg.max_clients, "[control] max_clients");
-	NEEDS_RESTART(nc.idle_timeout != d->cfg.idle_timeout, "[control] idle_timeout");
-	NEEDS_RESTART(!list_eq(nc.types, nc.n_types, d->cfg.types, d->cfg.n_types),
-		      "[registry] types");
-	NEEDS_RESTART(!list_eq(nc.socket_roots, nc.n_socket_roots, d->cfg.socket_roots,
-			       d->cfg.n_socket_roots),
-		      "[registry] socket_roots");
-	NEEDS_RESTART(nc.tombstone_ttl != d->cfg.tombstone_ttl, "[registry] tombstone_ttl");
-	NEEDS_RESTART(nc.probe_mode != d->cfg.probe_mode, "[probe] mode");
-	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
-	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
-	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
-	for (size_t i = 0; i < nc.n_types; i++) {
-		struct plugfs_probe_settings a, b;
-		char what[REG_NAME_MAX + 16];
-
-		config_probe_settings(&nc, nc.types[i], &a);
-		config_probe_settings(&d->cfg, nc.types[i], &b);
-		snprintf(what, sizeof(what), "[probe.%s]", nc.types[i]);
-		NEEDS_RESTART(memcmp(&a, &b, sizeof(a)) != 0, what);
-	}
-#undef NEEDS_RESTART
-
-	if (nc.log_level != d->cfg.log_level) {
-		d->cfg.log_level = nc.log_level;
-		if (!d->debug)
-			plog_set_level(nc.log_level);
-		log_info("reload: log level is now %s", log_level_name(nc.log_level));
-		if (applied)
-			json_array_append_new(applied, json_string("[log] level"));
-	}
-	if (nc.cache_timeout != d->cfg.cache_timeout) {
-		d->cfg.cache_timeout = nc.cache_timeout;
-		fs_set_cache_timeout(d->fs, nc.cache_timeout);
-		log_info("reload: cache_timeout is now %us (for what the kernel looks up next)",
-			 nc.cache_timeout);
-		if (applied)
-			json_array_append_new(applied, json_string("[mount] cache_timeout"));
-	}
-	log_info("reloaded %s", nc.source && nc.source[0] ? nc.source : "the built-in defaults");
-	*info = json_pack("{s:s, s:o, s:o}", "config", nc.source ? nc.source : "", "restart_needed",
-			  restart ? restart : json_array(), "applied",
-			  applied ? applied : json_array());
-	restart = applied = NULL; /* json_pack took them, or freed them */
-	rc = 0;
-out:
-	json_decref(restart);
-	json_decref(applied);
-	config_free(&nc);
-	sd_notify_send("READY=1");
-	pthread_mutex_unlock(&d->reload_lock);
-	return rc;
-}
-
-/* `reload' on the control socket (control_options.reload). */
-static int reload_by_request(void *arg, json_t **info, char *err, size_t errlen)
-{
-	return reload(arg, info, err, errlen);
-}
-
-/* SIGHUP: what goes wrong is in the log only. */
-static void reload_by_signal(struct daemon *d)
-{
-	char err[CONFIG_ERR_MAX];
-	json_t *info = NULL;
-
-	reload(d, &info, err, sizeof(err));
-	json_decref(info);
-}
-
-static void expire_tombstones(struct daemon *d)
-{
-	char err[REG_ERR_MAX];
-	int n = registry_expire_tombstones(d->reg, err, sizeof(err));
-
-	if (n < 0)
-		log_error("tombstone expiry failed: %s", err);
-	else if (n > 0)
-		log_info("expired %d tombstone(s)", n);
-}
-
-/*
- * SIGUSR2, the first half: no registry mutation may queue kernel
- * invalidations once the FUSE loop is gone (nobody would answer what they
- * wait on), so the control server stops first, keeping its listening
- * socket, and then the loop is asked to stop for the handover.  mount_main
- * does the rest when fs_run returns.
- */
-static void handover_now(struct daemon *d);
-
-static void request_handover(struct daemon *d)
-{
-
-	if (!__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->ctl) {
-		log_warn("SIGUSR2 ignored: %s", d->ctl ? "the FUSE handshake is not answered yet"
-						       : "a handover is under way");
-		return;
-	}
-	log_info("SIGUSR2: handing the mount over to a re-executed plugfs");
-	handover_now(d);
-}
-
-/*
- * --keep-mount and a stop signal: under systemd with the connection in the
- * file descriptor store, the process stops as for a re-exec (requests it
- * read are answered, the rest wait in the kernel, clients in the control
- * socket's backlog) and exits, leaving the mount for the next start or for
- * `plugfs stop-post' to detach.  Otherwise a plain stop (unmount).
- */
-static void request_stop(struct daemon *d, int sig)
-{
-	if (!__atomic_load_n(&d->stored, __ATOMIC_SEQ_CST) ||
-	    !__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->ctl) {
-		fs_exit(d->fs);
-		return;
-	}
-	log_info("%s: stopping; the mount stays in systemd's file descriptor store for the next "
-		 "start",
-		 strsignal(sig));
-	__atomic_store_n(&d->stop_keeping, true, __ATOMIC_SEQ_CST);
-	handover_now(d);
-}
-
-static void handover_now(struct daemon *d)
-{
-	int fd;
-
-	fd = control_server_stop_keep_listener(d->ctl);
-	__atomic_store_n(&d->ctl, NULL, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&d->kept_listen_fd, fd, __ATOMIC_SEQ_CST);
-	if (fs_request_handover(d->fs) != 0)
-		log_error("the FUSE connection cannot be handed over");
-}
-
-static long long ms_of(const struct timespec *t)
-{
-	return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
-}
-
-/* systemd's watchdog interval for this process ($WATCHDOG_USEC, when
- * $WATCHDOG_PID is unset or ours), in ms; 0 when there is none. */
-static long long watchdog_ms(void)
-{
-	const char *us = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
-	long long v;
-
-	if (!us || (pid && strtol(pid, NULL, 10) != (long)getpid()))
-		return 0;
-	v = strtoll(us, NULL, 10) / 1000;
-	return v > 0 ? v : 0;
-}
-
-/*
- * WATCHDOG=1 only while the FUSE loop keeps up (fs_loop_progress): a loop
- * that leaves requests waiting and serves none is hung, and systemd's
- * watchdog then stops the daemon (WatchdogSec=); plugfs stop-post and the
- * next start take it from there.
- */
-static void watchdog_ping(struct daemon *d)
-{
-	if (!__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->fs)
-		return;
-	if (fs_loop_progress(d->fs))
-		sd_notify_send("WATCHDOG=1");
-	else
-		log_warn("watchdog: FUSE requests wait and none was served; not pinging systemd");
-}
-
-/* SIGHUP, SIGUSR2, systemd's watchdog and the hourly tombstone expiry,
- * until d->stopping. */
-static void *house_main(void *arg)
-{
-	struct daemon *d = arg;
-	struct timespec next, now, wait, ping;
-	long long wd_ms = watchdog_ms();
-	sigset_t hup;
-	int sig;
-
-	sigemptyset(&hup);
-	sigaddset(&hup, SIGHUP);
-	sigaddset(&hup, SIGUSR2);
-	if (d->keep_mount) {
-		/* Blocked in every thread: taken here, not by the loop. */
-		sigaddset(&hup, SIGTERM);
-		sigaddset(&hup, SIGINT);
-	}
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	ping = next;
-	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
-		long long now_ms, next_ms, ping_ms;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec >= next.tv_sec) {
-			expire_tombstones(d);
-			next.tv_sec = now.tv_sec + EXPIRY_INTERVAL_S;
-		}
-		now_ms = ms_of(&now);
-		next_ms = ms_of(&next);
-		if (wd_ms > 0) {
-			ping_ms = ms_of(&ping);
-			if (now_ms >= ping_ms) {
-				watchdog_ping(d);
-				ping_ms = now_ms + wd_ms / 3;
-				ping.tv_sec = ping_ms / 1000;
-				ping.tv_nsec = (ping_ms % 1000) * 1000000L;
-			}
-			if (ping_ms < next_ms)
-				next_ms = ping_ms;
-		}
-		wait.tv_sec = (next_ms - now_ms) / 1000;
-		wait.tv_nsec = ((next_ms - now_ms) % 1000) * 1000000L;
-		sig = sigtimedwait(&hup, NULL, &wait);
-		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
-			break;
-		if (sig == SIGHUP)
-			reload_by_signal(d);
-		else if (sig == SIGUSR2)
-			request_handover(d);
-		else if (sig == SIGTERM || sig == SIGINT)
-			request_stop(d, sig);
-	}
-	return NULL;
-}
-
-static int house_start(struct daemon *d)
-{
-	sigset_t stop, old;
-	int rc;
-
-	/* SIGTERM and SIGINT go to the FUSE loop (the main thread). */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	rc = pthread_create(&d->house, NULL, house_main, d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
-		d->house_started = true;
-	return -rc;
-}
-
-static void house_stop(struct daemon *d)
-{
-	if (!d->house_started)
-		return;
-	__atomic_store_n(&d->stopping, true, __ATOMIC_SEQ_CST);
-	pthread_kill(d->house, SIGHUP);
-	pthread_join(d->house, NULL);
-	d->house_started = false;
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard limit, as systemd recommends
@@ -695,7 +250,7 @@ int mount_main(int argc, char *argv[])
 	 * invalidation can wait on a loop that does not run yet) and before
 	 * the audit log subscribes (a start that fails says one line): none
 	 * that is dead is served after readiness. */
-	if (probe_options_from(&d) != 0) {
+	if (daemon_probe_options(&d) != 0) {
 		cli_error(CMD, "out of memory");
 		goto out;
 	}
@@ -735,9 +290,9 @@ int mount_main(int argc, char *argv[])
 	    .state_path = d.cfg.state_path,
 	    .inherit_listen_fd = resuming && resume.control_fd >= 0,
 	    .listen_fd = resuming ? resume.control_fd : -1,
-	    .probe = probe_enabled(&d.probe) ? register_probe : NULL,
+	    .probe = probe_enabled(&d.probe) ? daemon_register_probe : NULL,
 	    .probe_arg = &d.probe,
-	    .reload = reload_by_request,
+	    .reload = daemon_reload_by_request,
 	    .reload_arg = &d,
 	    .metrics = daemon_metrics,
 	    .metrics_arg = &d,
@@ -756,7 +311,7 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 
-	if (house_start(&d) != 0) {
+	if (daemon_house_start(&d) != 0) {
 		cli_error(CMD, "cannot start the housekeeping thread");
 		goto out;
 	}
@@ -769,7 +324,7 @@ int mount_main(int argc, char *argv[])
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	/* The housekeeping thread made its last change to d.ctl and
 	 * d.kept_listen_fd before it asked the loop to stop. */
-	house_stop(&d);
+	daemon_house_stop(&d);
 	if (rc == FS_RUN_HANDOVER) {
 		/* The loop finished what it had read; the rest waits in the
 		 * kernel (and clients in the socket's backlog) for the next
@@ -805,7 +360,7 @@ int mount_main(int argc, char *argv[])
 out:
 	if (!handover)
 		sd_notify_send("STOPPING=1");
-	house_stop(&d);
+	daemon_house_stop(&d);
 	/* No more probes and mutations, then the filesystem goes. */
 	prober_stop(d.prober);
 	d.prober = NULL;

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs mount's callbacks to the control server: the probe options from
+ * the config and a registration's first probe, the `metrics' of the
+ * filesystem and the probes, and the reload (`reload' on the control socket,
+ * SIGHUP through the housekeeping thread).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "sdnotify.h"
+
+static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
+{
+	switch (m) {
+	case PLUGFS_PROBE_CONNECT:
+		return PROBE_MODE_CONNECT;
+	case PLUGFS_PROBE_CSI:
+		return PROBE_MODE_CSI;
+	case PLUGFS_PROBE_NONE:
+		break;
+	}
+	return PROBE_MODE_NONE;
+}
+
+/* d->probe from the config: [probe] the default, and every type of
+ * [registry] types with its own settings ([probe.TYPE] over [probe]). */
+int daemon_probe_options(struct daemon *d)
+{
+	d->probe_types = calloc(d->cfg.n_types ? d->cfg.n_types : 1, sizeof(*d->probe_types));
+	if (!d->probe_types)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->cfg.n_types; i++) {
+		struct plugfs_probe_settings s;
+
+		config_probe_settings(&d->cfg, d->cfg.types[i], &s);
+		d->probe_types[i] = (struct probe_type_options){
+		    .type = d->cfg.types[i],
+		    .s = {.mode = probe_mode_of(s.mode),
+			  .interval_ms = s.interval_ms,
+			  .timeout_ms = s.timeout_ms,
+			  .failures = s.failures},
+		};
+	}
+	d->probe = (struct probe_options){
+	    .mode = probe_mode_of(d->cfg.probe_mode),
+	    .interval_ms = d->cfg.probe_interval_ms,
+	    .timeout_ms = d->cfg.probe_timeout_ms,
+	    .failures = d->cfg.probe_failures,
+	    .types = d->probe_types,
+	    .n_types = d->cfg.n_types,
+	};
+	return 0;
+}
+
+/* The control server's first probe of a registration, by its type. */
+void daemon_register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
+			   void *arg)
+{
+	probe_first(type, spec->socket, spec->probe, spec->csi_name, arg, out);
+}
+
+/* What `metrics' says of the filesystem and the probes (on the control
+ * server's thread: counters read atomically, nothing blocks). */
+void daemon_metrics(struct metrics *m, void *arg)
+{
+	struct daemon *d = arg;
+	const char *names[FS_N_COUNTED_ERRNOS + 1];
+	unsigned long long counts[FS_N_COUNTED_ERRNOS + 1];
+	size_t n = fs_error_counts(d->fs, names, counts, FS_N_COUNTED_ERRNOS + 1);
+	struct probe_stats ps;
+
+	metrics_family(m, "plugfs_fuse_requests_total", "counter",
+		       "FUSE requests the daemon answered (the kernel's cache answers the rest).");
+	metrics_sample(m, "plugfs_fuse_requests_total", NULL, (double)fs_requests_served(d->fs));
+	metrics_family(m, "plugfs_fuse_errors_total", "counter",
+		       "FUSE requests answered with an error, by errno (a lookup of a missing "
+		       "name is none: it gets a negative entry).");
+	for (size_t i = 0; i < n && i <= FS_N_COUNTED_ERRNOS; i++)
+		metrics_sample(m, "plugfs_fuse_errors_total",
+			       (const char *[]){"errno", names[i], NULL}, (double)counts[i]);
+	metrics_family(m, "plugfs_fuse_resumed", "gauge",
+		       "1 when this process resumed a FUSE connection it did not mount (a "
+		       "restart, a re-exec), 0 when it mounted.");
+	metrics_sample(m, "plugfs_fuse_resumed", NULL, fs_resumed(d->fs) ? 1 : 0);
+	if (!probe_enabled(&d->probe))
+		return;
+	probe_stats(&ps);
+	metrics_family(m, "plugfs_probes_total", "counter",
+		       "Liveness probes of registrations' sockets, by outcome.");
+	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "ok", NULL},
+		       (double)ps.ok);
+	metrics_sample(m, "plugfs_probes_total", (const char *[]){"result", "failed", NULL},
+		       (double)ps.failed);
+	metrics_family(m, "plugfs_probe_rounds_total", "counter",
+		       "Rounds of probes of every registration.");
+	metrics_sample(m, "plugfs_probe_rounds_total", NULL, (double)ps.rounds);
+	metrics_family(m, "plugfs_probe_round_seconds", "gauge",
+		       "How long the last round of probes took.");
+	metrics_sample(m, "plugfs_probe_round_seconds", NULL, (double)ps.last_round_ms / 1000.0);
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static bool list_eq(char **a, size_t na, char **b, size_t nb)
+{
+	if (na != nb)
+		return false;
+	for (size_t i = 0; i < na; i++)
+		if (!str_eq(a[i], b[i]))
+			return false;
+	return true;
+}
+
+/* Adds what to *restart (an array, made on first use) and logs it. */
+static void needs_restart(json_t **restart, const char *what)
+{
+	log_warn("reload: %s changed; restart `plugfs mount' to apply it", what);
+	if (!*restart)
+		*restart = json_array();
+	if (*restart)
+		json_array_append_new(*restart, json_string(what));
+}
+
+/*
+ * SIGHUP and the control socket's `reload': applies what can change while
+ * mounted, names what cannot.  0 with *info (NULL when out of memory)
+ * {"config": the file read or "", "restart_needed": [settings], "applied":
+ * [settings]}; -EINVAL with err naming the file, line and key when the new
+ * config is refused, and then nothing changed.  Either thread may call it;
+ * d->reload_lock makes one reload at a time.
+ */
+static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
+{
+	struct plugfs_config nc = {0};
+	json_t *restart = NULL, *applied = json_array();
+	const char *mp;
+	struct timespec mono;
+	char msg[64];
+	int rc;
+
+	*info = NULL;
+	pthread_mutex_lock(&d->reload_lock);
+	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
+		 (unsigned long long)mono.tv_sec * 1000000ull +
+		     (unsigned long long)mono.tv_nsec / 1000ull);
+	sd_notify_send(msg);
+	rc = config_resolve(d->config_path, &nc, err, errlen);
+	if (rc != 0) {
+		log_error("reload failed, keeping the running config: %s", err);
+		rc = -EINVAL;
+		goto out;
+	}
+	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
+#define NEEDS_RESTART(changed, what)                                                               \
+	do {                                                                                       \
+		if (changed)                                                                       \
+			needs_restart(&restart, what);                                             \
+	} while (0)
+	NEEDS_RESTART(!str_eq(mp, d->cfg.mountpoint), "[mount] mountpoint");
+	NEEDS_RESTART(!str_eq(nc.socket_name, d->cfg.socket_name), "[mount] socket_name");
+	NEEDS_RESTART(nc.allow_other != d->cfg.allow_other, "[mount] allow_other");
+	NEEDS_RESTART(!str_eq(nc.state_path, d->cfg.state_path), "[state] path");
+	NEEDS_RESTART(!str_eq(nc.synchronous, d->cfg.synchronous), "[state] synchronous");
+	NEEDS_RESTART(!str_eq(nc.control_socket, d->cfg.control_socket), "[control] socket");
+	NEEDS_RESTART(!str_eq(nc.control_group, d->cfg.control_group), "[control] group");
+	NEEDS_RESTART(nc.max_clients != d->cfg.max_clients, "[control] max_clients");
+	NEEDS_RESTART(nc.idle_timeout != d->cfg.idle_timeout, "[control] idle_timeout");
+	NEEDS_RESTART(!list_eq(nc.types, nc.n_types, d->cfg.types, d->cfg.n_types),
+		      "[registry] types");
+	NEEDS_RESTART(!list_eq(nc.socket_roots, nc.n_socket_roots, d->cfg.socket_roots,
+			       d->cfg.n_socket_roots),
+		      "[registry] socket_roots");
+	NEEDS_RESTART(nc.tombstone_ttl != d->cfg.tombstone_ttl, "[registry] tombstone_ttl");
+	NEEDS_RESTART(nc.probe_mode != d->cfg.probe_mode, "[probe] mode");
+	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
+	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
+	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
+	for (size_t i = 0; i < nc.n_types; i++) {
+		struct plugfs_probe_settings a, b;
+		char what[REG_NAME_MAX + 16];
+
+		config_probe_settings(&nc, nc.types[i], &a);
+		config_probe_settings(&d->cfg, nc.types[i], &b);
+		snprintf(what, sizeof(what), "[probe.%s]", nc.types[i]);
+		NEEDS_RESTART(memcmp(&a, &b, sizeof(a)) != 0, what);
+	}
+#undef NEEDS_RESTART
+
+	if (nc.log_level != d->cfg.log_level) {
+		d->cfg.log_level = nc.log_level;
+		if (!d->debug)
+			plog_set_level(nc.log_level);
+		log_info("reload: log level is now %s", log_level_name(nc.log_level));
+		if (applied)
+			json_array_append_new(applied, json_string("[log] level"));
+	}
+	if (nc.cache_timeout != d->cfg.cache_timeout) {
+		d->cfg.cache_timeout = nc.cache_timeout;
+		fs_set_cache_timeout(d->fs, nc.cache_timeout);
+		log_info("reload: cache_timeout is now %us (for what the kernel looks up next)",
+			 nc.cache_timeout);
+		if (applied)
+			json_array_append_new(applied, json_string("[mount] cache_timeout"));
+	}
+	log_info("reloaded %s", nc.source && nc.source[0] ? nc.source : "the built-in defaults");
+	*info = json_pack("{s:s, s:o, s:o}", "config", nc.source ? nc.source : "", "restart_needed",
+			  restart ? restart : json_array(), "applied",
+			  applied ? applied : json_array());
+	restart = applied = NULL; /* json_pack took them, or freed them */
+	rc = 0;
+out:
+	json_decref(restart);
+	json_decref(applied);
+	config_free(&nc);
+	sd_notify_send("READY=1");
+	pthread_mutex_unlock(&d->reload_lock);
+	return rc;
+}
+
+/* `reload' on the control socket (control_options.reload). */
+int daemon_reload_by_request(void *arg, json_t **info, char *err, size_t errlen)
+{
+	return reload(arg, info, err, errlen);
+}
+
+/* SIGHUP: what goes wrong is in the log only. */
+void daemon_reload_by_signal(struct daemon *d)
+{
+	char err[CONFIG_ERR_MAX];
+	json_t *info = NULL;
+
+	reload(d, &info, err, sizeof(err));
+	json_decref(info);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugfs mount's housekeeping thread: takes SIGHUP (reload), SIGUSR2
+ * (re-exec) and, with --keep-mount, SIGTERM and SIGINT with sigtimedwait,
+ * pings systemd's watchdog while the FUSE loop keeps up, and expires
+ * tombstones hourly.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+#include "sdnotify.h"
+
+#define EXPIRY_INTERVAL_S 3600
+
+static void expire_tombstones(struct daemon *d)
+{
+	char err[REG_ERR_MAX];
+	int n = registry_expire_tombstones(d->reg, err, sizeof(err));
+
+	if (n < 0)
+		log_error("tombstone expiry failed: %s", err);
+	else if (n > 0)
+		log_info("expired %d tombstone(s)", n);
+}
+
+static long long ms_of(const struct timespec *t)
+{
+	return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
+}
+
+/* systemd's watchdog interval for this process ($WATCHDOG_USEC, when
+ * $WATCHDOG_PID is unset or ours), in ms; 0 when there is none. */
+static long long watchdog_ms(void)
+{
+	const char *us = getenv("WATCHDOG_USEC"), *pid = getenv("WATCHDOG_PID");
+	long long v;
+
+	if (!us || (pid && strtol(pid, NULL, 10) != (long)getpid()))
+		return 0;
+	v = strtoll(us, NULL, 10) / 1000;
+	return v > 0 ? v : 0;
+}
+
+/*
+ * WATCHDOG=1 only while the FUSE loop keeps up (fs_loop_progress): a loop
+ * that leaves requests waiting and serves none is hung, and systemd's
+ * watchdog then stops the daemon (WatchdogSec=); plugfs stop-post and the
+ * next start take it from there.
+ */
+static void watchdog_ping(struct daemon *d)
+{
+	if (!__atomic_load_n(&d->ready, __ATOMIC_SEQ_CST) || !d->fs)
+		return;
+	if (fs_loop_progress(d->fs))
+		sd_notify_send("WATCHDOG=1");
+	else
+		log_warn("watchdog: FUSE requests wait and none was served; not pinging systemd");
+}
+
+/* SIGHUP, SIGUSR2, systemd's watchdog and the hourly tombstone expiry,
+ * until d->stopping. */
+static void *house_main(void *arg)
+{
+	struct daemon *d = arg;
+	struct timespec next, now, wait, ping;
+	long long wd_ms = watchdog_ms();
+	sigset_t hup;
+	int sig;
+
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
+	if (d->keep_mount) {
+		/* Blocked in every thread: taken here, not by the loop. */
+		sigaddset(&hup, SIGTERM);
+		sigaddset(&hup, SIGINT);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	ping = next;
+	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
+		long long now_ms, next_ms, ping_ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec >= next.tv_sec) {
+			expire_tombstones(d);
+			next.tv_sec = now.tv_sec + EXPIRY_INTERVAL_S;
+		}
+		now_ms = ms_of(&now);
+		next_ms = ms_of(&next);
+		if (wd_ms > 0) {
+			ping_ms = ms_of(&ping);
+			if (now_ms >= ping_ms) {
+				watchdog_ping(d);
+				ping_ms = now_ms + wd_ms / 3;
+				ping.tv_sec = ping_ms / 1000;
+				ping.tv_nsec = (ping_ms % 1000) * 1000000L;
+			}
+			if (ping_ms < next_ms)
+				next_ms = ping_ms;
+		}
+		wait.tv_sec = (next_ms - now_ms) / 1000;
+		wait.tv_nsec = ((next_ms - now_ms) % 1000) * 1000000L;
+		sig = sigtimedwait(&hup, NULL, &wait);
+		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
+			break;
+		if (sig == SIGHUP)
+			daemon_reload_by_signal(d);
+		else if (sig == SIGUSR2)
+			daemon_request_handover(d);
+		else if (sig == SIGTERM || sig == SIGINT)
+			daemon_request_stop(d, sig);
+	}
+	return NULL;
+}
+
+int daemon_house_start(struct daemon *d)
+{
+	sigset_t stop, old;
+	int rc;
+
+	/* SIGTERM and SIGINT go to the FUSE loop (the main thread). */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, &old);
+	rc = pthread_create(&d->house, NULL, house_main, d);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc == 0)
+		d->house_started = true;
+	return -rc;
+}
+
+void daemon_house_stop(struct daemon *d)
+{
+	if (!d->house_started)
+		return;
+	__atomic_store_n(&d->stopping, true, __ATOMIC_SEQ_CST);
+	pthread_kill(d->house, SIGHUP);
+	pthread_join(d->house, NULL);
+	d->house_started = false;
+}
