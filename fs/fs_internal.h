@@ -2,7 +2,8 @@
 /*
  * Private to fs/: the in-memory view (tree.c, dir.c, sync.c, info.c), the
  * notifier (notify.c), the FUSE handlers (ops.c, ops_inode.c, ops_open.c)
- * and mounting (mount.c).
+ * and mounting (mount.c, with the view's load and events in load.c and the
+ * signals in signal.c).
  *
  * Locking: fs->lock (a rwlock) guards the view.  Handlers take it for reading
  * and only for the time of a copy; lookup counts change under the read lock
@@ -344,6 +345,17 @@ int fs_canonical(const char *path, char *out, size_t outlen, char *err, size_t e
 /* Readies path for a mount (mountpoint.c says how), its canonical spelling
  * into canon; 0 or -errno with err set. */
 int fs_prepare_mountpoint(const char *path, char *canon, size_t canonlen, char *err, size_t errlen);
+
+/* load.c: with the registry mutex held, the view from the registry and the
+ * subscription that keeps it in step; 0 or -errno with err set. */
+int fs_load_and_subscribe(struct plugfs_fs *fs, struct registry *reg, char *err, size_t errlen);
+
+/* signal.c: SIGTERM and SIGINT stop fs's loop, FS_WAKE_SIGNAL wakes it,
+ * SIGPIPE is ignored; restore puts back what was there before. */
+void fs_install_signals(struct plugfs_fs *fs);
+void fs_restore_signals(void);
+/* The mount whose loop the signals stop, NULL when none. */
+struct plugfs_fs *fs_signal_owner(void);
 
 /* resume.c */
 /* Keeps the raw FUSE_INIT request in a new memfd (fs->init_fd); 0 or -errno. */

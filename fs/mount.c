@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Mounting and the life cycle: load the view and subscribe (atomically),
- * prepare the mountpoint (mountpoint.c) or resume a handed-over connection
- * (resume.c), mount, serve, unmount.
+ * Mounting and the life cycle: load the view and subscribe (atomically,
+ * load.c), prepare the mountpoint (mountpoint.c) or resume a handed-over connection
+ * (resume.c), mount, serve (the signals that stop it: signal.c), unmount.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,121 +28,6 @@
 #include "log.h"
 #include "registry.h"
 
-/* The mount the signal handlers stop; one per process. */
-static struct plugfs_fs *volatile signal_fs;
-static struct sigaction old_term, old_int, old_pipe, old_wake;
-
-/* Interrupts the loop's wait; fs_exit has already asked it to stop. */
-#define FS_WAKE_SIGNAL SIGUSR1
-static void on_wake_signal(int sig)
-{
-	(void)sig;
-}
-
-/* ---- registry events ---------------------------------------------------- */
-
-static void on_event(const struct reg_event *ev, void *arg)
-{
-	struct plugfs_fs *fs = arg;
-	struct fs_inval_batch batch = {0};
-	struct timespec now;
-	int rc;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	pthread_rwlock_wrlock(&fs->lock);
-	rc = fs_view_sync_plugin(&fs->view, ev->plugin_type, ev->plugin_name, ev->plugin_id,
-				 ev->plugin, &now, &batch);
-	pthread_rwlock_unlock(&fs->lock);
-	if (rc != 0)
-		log_error("fs: cannot update %s/%s in the tree: %s", ev->plugin_type,
-			  ev->plugin_name, strerror(-rc));
-	/* Outside the view lock, only queued: the registry mutex is held.
-	 * The mutation waits for the kernel in on_event_wait. */
-	fs_notifier_post(&fs->notifier, &batch);
-	fs_inval_batch_free(&batch);
-}
-
-/* After the registry mutex is released: wait until the kernel dropped what
- * it cached of the old state (everything queued so far). */
-static void on_event_wait(void *arg)
-{
-	struct plugfs_fs *fs = arg;
-
-	fs_notifier_wait(&fs->notifier);
-}
-
-struct load_ctx {
-	struct plugfs_fs *fs;
-	int rc;
-	char *err;
-	size_t errlen;
-};
-
-struct empty_ctx {
-	struct plugfs_fs *fs;
-	const struct timespec *now;
-};
-
-/* A plugin whose list emptied: its directory, for a kernel that holds it. */
-static int add_empty(void *arg, const char *type, const char *name, int64_t plugin_id)
-{
-	struct empty_ctx *e = arg;
-
-	return fs_view_add_empty_plugin(&e->fs->view, type, name, plugin_id, e->now);
-}
-
-/* A plugin with registrations, as loaded at start. */
-static int add_plugin(void *arg, const struct reg_plugin *p)
-{
-	struct empty_ctx *e = arg;
-
-	return fs_view_sync_plugin(&e->fs->view, p->type, p->name, p->id, p, e->now, NULL);
-}
-
-/* With the registry mutex held: no event is missed or seen twice.  The
- * plugins are read in place (registry_each_plugin), not copied. */
-static void load_locked(struct registry *r, void *arg)
-{
-	struct load_ctx *c = arg;
-	struct plugfs_fs *fs = c->fs;
-	const char *const *names = NULL;
-	const int64_t *ids = NULL;
-	struct timespec now;
-	struct empty_ctx e = {.fs = fs, .now = &now};
-	size_t n_types, n_plugins = 0, n_regs = 0;
-	int rc;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	registry_counts(r, &n_plugins, &n_regs);
-	/* Room for it all at once: a plugin is one node in the table and one
-	 * name in the index (its three children are in neither), a
-	 * registration one of each. */
-	rc = htab_reserve(&fs->view.nodes, n_plugins + n_regs + 16);
-	if (rc == 0)
-		rc = htab_reserve(&fs->view.names, n_plugins + n_regs + 16);
-	n_types = registry_types(r, &names, &ids);
-	for (size_t i = 0; i < n_types && rc == 0; i++)
-		rc = fs_view_add_type(&fs->view, ids[i], names[i], &now);
-	if (rc == 0)
-		rc = registry_each_plugin(r, add_plugin, &e);
-	if (rc == 0)
-		rc = registry_each_empty_plugin(r, add_empty, &e);
-	if (rc != 0) {
-		plugfs_seterr(c->err, c->errlen, "cannot build the tree: %s", strerror(-rc));
-		goto out;
-	}
-	rc = registry_subscribe_wait(r, on_event, on_event_wait, fs);
-	if (rc < 0) {
-		plugfs_seterr(c->err, c->errlen, "cannot subscribe to registry events: %s",
-			      strerror(-rc));
-		goto out;
-	}
-	fs->sub_id = rc;
-	rc = 0;
-out:
-	c->rc = rc;
-}
-
 /* Fails every outstanding request of our connection (fusectl). */
 static void abort_conn(void *arg)
 {
@@ -155,76 +40,12 @@ static void abort_conn(void *arg)
 			 fs->conn_minor, strerror(errno));
 }
 
-/* ---- signals ------------------------------------------------------------ */
-
-static void on_stop_signal(int sig)
-{
-	struct plugfs_fs *fs = signal_fs;
-
-	if (fs)
-		fs_exit(fs);
-}
-
-int fs_request_handover(struct plugfs_fs *fs)
-{
-	/* Without the saved FUSE_INIT the next process cannot resume. */
-	if (!__atomic_load_n(&fs->can_handover, __ATOMIC_SEQ_CST))
-		return -EAGAIN;
-	__atomic_store_n(&fs->handover_asked, true, __ATOMIC_SEQ_CST);
-	fs_exit(fs);
-	return 0;
-}
-
-void fs_exit(struct plugfs_fs *fs)
-{
-	int saved = errno;
-
-	fuse_session_exit(fs->se);
-	/* The loop waits in sem_wait in its own thread: a signal wakes it
-	 * (FS_WAKE_SIGNAL, whose handler does nothing, so it works while the
-	 * caller keeps SIGTERM blocked in that thread).  fs_run stores
-	 * loop_thread before it sets loop_running: an atomic read of the flag
-	 * makes the thread id visible here (fs_exit may run in another
-	 * thread, or in a signal handler). */
-	if (__atomic_load_n(&fs->loop_running, __ATOMIC_SEQ_CST) &&
-	    !pthread_equal(pthread_self(), fs->loop_thread))
-		pthread_kill(fs->loop_thread, FS_WAKE_SIGNAL);
-	errno = saved;
-}
-
-static void install_signals(struct plugfs_fs *fs)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0; /* no SA_RESTART: a blocked wait returns EINTR */
-	sa.sa_handler = on_stop_signal;
-	signal_fs = fs;
-	sigaction(SIGTERM, &sa, &old_term);
-	sigaction(SIGINT, &sa, &old_int);
-	sa.sa_handler = on_wake_signal;
-	sigaction(FS_WAKE_SIGNAL, &sa, &old_wake);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, &old_pipe);
-}
-
-static void restore_signals(void)
-{
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(FS_WAKE_SIGNAL, &old_wake, NULL);
-	sigaction(SIGPIPE, &old_pipe, NULL);
-	signal_fs = NULL;
-}
-
 /* ---- life cycle --------------------------------------------------------- */
 
 int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_fs **out, char *err,
 	     size_t errlen)
 {
 	struct plugfs_fs *fs = NULL;
-	struct load_ctx lc = {0};
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	char canon[PATH_MAX];
 	char mopts[256];
@@ -244,7 +65,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 		plugfs_seterr(err, errlen, "/dev/fuse is missing (load the fuse kernel module)");
 		return -ENODEV;
 	}
-	if (signal_fs) {
+	if (fs_signal_owner()) {
 		plugfs_seterr(err, errlen, "this process already serves a plugfs mount");
 		return -EBUSY;
 	}
@@ -324,11 +145,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 
 	/* The view and the subscription, atomically; then the notifier, so
 	 * events from here on reach the kernel. */
-	lc.fs = fs;
-	lc.err = err;
-	lc.errlen = errlen;
-	registry_locked(reg, load_locked, &lc);
-	if ((rc = lc.rc) != 0)
+	if ((rc = fs_load_and_subscribe(fs, reg, err, errlen)) != 0)
 		goto fail;
 	if ((rc = fs_notifier_start(&fs->notifier, fs->se)) != 0) {
 		plugfs_seterr(err, errlen, "cannot start the notifier thread: %s", strerror(-rc));
@@ -367,7 +184,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	if (fs_mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1)
 		fs->conn_minor = (unsigned)((major(dev) << 20) | minor(dev));
 	fs_guard_set_conn(&fs->guard, fs->conn_minor);
-	install_signals(fs);
+	fs_install_signals(fs);
 	log_info("fs: %s plugfs at %s (allow_other=%s, cache_timeout=%gs)",
 		 fs->resumed ? "resuming" : "mounted", fs->mountpoint,
 		 opts->allow_other ? "true" : "false", opts->cache_timeout);
@@ -471,14 +288,14 @@ void fs_destroy(struct plugfs_fs *fs)
 {
 	if (!fs)
 		return;
-	/* Release a mutation waiting on the kernel (on_event_wait), stop the
-	 * notifier, then unsubscribe (it waits until no thread is in
+	/* Release a mutation waiting on the kernel (load.c's on_event_wait),
+	 * stop the notifier, then unsubscribe (it waits until no thread is in
 	 * on_event_wait, which returns once the notifier stopped). */
 	fs_notifier_stop(&fs->notifier, abort_conn, fs);
 	if (fs->sub_id > 0)
 		registry_unsubscribe(fs->reg, fs->sub_id);
-	if (signal_fs == fs)
-		restore_signals();
+	if (fs_signal_owner() == fs)
+		fs_restore_signals();
 	if (fs->se) {
 		if (fs->mounted && fs->resumed) {
 			unmount_resumed(fs);
