@@ -3,7 +3,8 @@
  * Private to control/: the daemon half of the control socket.
  *
  *   server.c  the server thread: the poll() loop, timers, start and stop
- *   conn.c    per-client connections: accept, read, serve lines, send
+ *   accept.c  admitting clients: accept, make room, refuse
+ *   conn.c    per-client connections: read, serve lines, send
  *   drain.c   the drain before a handover: answer what was read, then stop
  *   ops.c     the operations: register, deregister, list, show, wait,
  *             watch, status
@@ -209,7 +210,7 @@ struct control_server {
 	} drain_st;
 };
 
-/* --- connections (conn.c) --- */
+/* --- connections (accept.c: ctl_conn_accept; conn.c: the rest) --- */
 
 /* Bytes queued for c and not sent yet. */
 static inline size_t ctl_out_pending(const struct client *c)
