@@ -68,6 +68,9 @@ struct store_space {
 	/* Under mu: */
 	bool stop;
 	bool pending;	     /* the WAL holds ckpt_frames not yet checkpointed */
+	/* Frames of the WAL the last checkpoint copied into the file (its
+	 * pnCkpt); 0 once the WAL started again from its beginning. */
+	int backfilled;
 	bool dirty;	     /* a commit since the last TRUNCATE */
 	bool reserve_wanted; /* allocate the reserve again */
 	int frames;	     /* frames in the WAL after the last commit */

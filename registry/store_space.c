@@ -54,6 +54,13 @@ static const char *state_path(const struct store_space *sp)
 
 /* ---- the checkpointer ------------------------------------------------- */
 
+/* The WAL holds ckpt_frames the last checkpoint did not copy, or is at its
+ * limit.  sp->mu held. */
+static bool wal_wants_checkpoint(const struct store_space *sp)
+{
+	return sp->frames - sp->backfilled >= sp->ckpt_frames || sp->frames >= sp->limit_frames;
+}
+
 /* After every commit of the main connection (registry mutex held). */
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
@@ -62,8 +69,17 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	(void)db;
 	(void)name;
 	pthread_mutex_lock(&sp->mu);
+	/* Fewer frames than the last checkpoint copied: the WAL started again
+	 * from its beginning. */
+	if (frames < sp->backfilled)
+		sp->backfilled = 0;
 	sp->frames = frames;
-	sp->pending = frames >= sp->ckpt_frames;
+	/* Counted from what the last checkpoint copied, not from the WAL's
+	 * beginning: while commits stream, a checkpoint rarely ends before
+	 * the next commit begins, so the WAL does not start again and its
+	 * frames stay above ckpt_frames; counting from the beginning started
+	 * a checkpoint (two fsyncs) after nearly every commit. */
+	sp->pending = wal_wants_checkpoint(sp);
 	sp->dirty = true;
 	sp->commits++;
 	sp->last_commit_ms = space_mono_ms();
@@ -109,6 +125,8 @@ static bool checkpoint(struct store_space *sp, int mode)
 	pthread_mutex_lock(&sp->mu);
 	complete =
 	    rc == SQLITE_OK && (mode == SQLITE_CHECKPOINT_TRUNCATE || (log >= 0 && log == done));
+	if (rc == SQLITE_OK)
+		sp->backfilled = mode == SQLITE_CHECKPOINT_TRUNCATE ? 0 : done > 0 ? done : 0;
 	if (complete) {
 		sp->complete = n;
 		pthread_cond_broadcast(&sp->done);
@@ -165,9 +183,13 @@ static void *space_main(void *arg)
 			int mode = frames >= sp->limit_frames ? SQLITE_CHECKPOINT_RESTART
 							      : SQLITE_CHECKPOINT_PASSIVE;
 
-			if (checkpoint(sp, mode) && sp->commits == seen)
+			/* The commits that came meanwhile count from what it copied. */
+			if (checkpoint(sp, mode) && sp->commits == seen) {
 				sp->pending = false;
-			else if (sp->commits == seen) /* blocked or failed: not at once */
+				continue;
+			}
+			sp->pending = wal_wants_checkpoint(sp);
+			if (sp->pending && sp->commits == seen) /* blocked or failed: not at once */
 				retry_at =
 				    space_mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
 			continue;

@@ -452,7 +452,8 @@ void registry_commit_stats(struct registry *r, struct reg_commit_stats *out);
  *
  * - Checkpoints on a thread of its own with a connection of its own (never
  *   the registry mutex, never a FUSE handler): a PASSIVE checkpoint (it
- *   blocks no writer) once the WAL holds checkpoint_bytes, a RESTART
+ *   blocks no writer) once the WAL holds checkpoint_bytes that the last
+ *   checkpoint did not copy, a RESTART
  *   (writers wait for it) once it holds wal_limit_bytes, so that the next
  *   commit starts the WAL again, and a TRUNCATE (the -wal to 0 bytes) after
  *   idle_ms without a commit.  journal_size_limit is wal_limit_bytes.
