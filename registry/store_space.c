@@ -65,10 +65,13 @@ static bool wal_wants_checkpoint(const struct store_space *sp)
 static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 {
 	struct store_space *sp = arg;
+	bool was_pending, was_dirty;
 
 	(void)db;
 	(void)name;
 	pthread_mutex_lock(&sp->mu);
+	was_pending = sp->pending;
+	was_dirty = sp->dirty;
 	/* Fewer frames than the last checkpoint copied: the WAL started again
 	 * from its beginning. */
 	if (frames < sp->backfilled)
@@ -83,7 +86,12 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	sp->dirty = true;
 	sp->commits++;
 	sp->last_commit_ms = space_mono_ms();
-	pthread_cond_signal(&sp->cond);
+	/* Woken only when it has something new to do: a checkpoint, or the
+	 * idle timer to arm (a thread that sleeps with the timer armed sees
+	 * the later commits when it wakes).  A wake-up after every commit cost
+	 * a context switch per registration. */
+	if ((sp->pending && !was_pending) || !was_dirty)
+		pthread_cond_signal(&sp->cond);
 	if (frames >= sp->limit_frames && !sp->last_fail) {
 		/* The commits outrun the checkpoints (each begins while the one
 		 * a commit asked for still runs, so the WAL never starts again):

@@ -18,7 +18,11 @@
  * is printed too); 16 clients >= 30,000 registrations/s (group commit: the
  * requests of all clients waiting share one transaction and one fsync).
  * The daemon's group commits and the mutations they carried come from its
- * metrics, and the mean group with them.
+ * metrics, and the mean group with them.  The registry alone, in this
+ * process, 1 and 16 registrations per commit on the same disk, is the
+ * floor of the daemon's design: what a commit costs in SQLite before a
+ * socket, a request, an answer, the view or a log line; the daemon's
+ * rates are printed as a fraction of it too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,7 @@
 
 #include "bench_scale.h"
 #include "bench_util.h"
+#include "registry.h"
 
 #define ONE_TARGET_RATIO 0.9
 #define MANY_TARGET_PER_S 30000.0
@@ -147,6 +152,60 @@ static double clients_rate(const char *sock, int k, long n, int first_id)
 	return bad ? -1 : (double)k * (double)n / dt;
 }
 
+/* The daemon's floor: registrations per second of the registry alone, in
+ * this process (no socket, no request to parse, no answer, no view, no
+ * log), synchronous = full with the daemon's upkeep, in groups of `group'
+ * per registry_mutate (one transaction and one fsync each, as the control
+ * server's group commit); the state file in dir.  -1 on an error. */
+static double registry_rate(const char *dir, int group, long n)
+{
+	static const char *const types[] = {"csi-node"};
+	struct registry_options o = {
+	    .types = types, .n_types = 1, .tombstone_ttl = 86400, .synchronous = "full"};
+	struct reg_mutation m[MANY_CLIENTS];
+	struct reg_spec spec[MANY_CLIENTS];
+	char path[PATH_MAX], err[REG_ERR_MAX], names[MANY_CLIENTS][3][96], cmd[PATH_MAX + 32];
+	struct registry *r = NULL;
+	double t0, rate = -1;
+
+	if (group < 1 || group > MANY_CLIENTS)
+		return -1;
+	snprintf(path, sizeof(path), "%s/alone.db", dir);
+	if (registry_open(path, &o, &r, err, sizeof(err)) != 0 ||
+	    registry_start_upkeep(r, NULL, err, sizeof(err)) != 0) {
+		fprintf(stderr, "plugfs-bench: the registry alone: %s\n", err);
+		goto out;
+	}
+	t0 = mono_s();
+	for (long i = 0; i < n; i += group) {
+		int k = 0;
+
+		for (; k < group && i + k < n; k++) {
+			snprintf(names[k][0], sizeof(names[k][0]), "r%ld", i + k);
+			snprintf(names[k][1], sizeof(names[k][1]), "r-a%ld", i + k);
+			snprintf(names[k][2], sizeof(names[k][2]), "/run/bench/r/%ld/csi.sock", i + k);
+			spec[k] = (struct reg_spec){
+			    .name = names[k][0], .alloc = names[k][1], .socket = names[k][2]};
+			m[k] = (struct reg_mutation){
+			    .op = REG_MUT_REGISTER, .types = types, .n_types = 1, .spec = &spec[k]};
+		}
+		registry_mutate(r, m, (size_t)k);
+		for (int j = 0; j < k; j++)
+			if (m[j].rc != 0) {
+				fprintf(stderr, "plugfs-bench: the registry alone: %s\n", m[j].err);
+				goto out;
+			}
+	}
+	rate = (double)n / (mono_s() - t0);
+out:
+	if (r)
+		registry_close(r);
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'*", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "plugfs-bench: could not remove %s\n", path);
+	return rate;
+}
+
 /* A counter of the daemon's metrics (0 when absent). */
 static double metric(const char *sock, const char *name)
 {
@@ -190,7 +249,7 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 {
 	char dir[PATH_MAX], cfg[PATH_MAX], sock[PATH_MAX], ready[512], cmd[PATH_MAX + 16];
 	long n_raw = quick ? 200 : 3000, n_one = quick ? 200 : 3000, n_many = quick ? 50 : 2500;
-	double raw_app, raw_over, one, many, ms, groups0, grouped0, groups, grouped;
+	double raw_app, raw_over, one, many, ms, groups0, grouped0, groups, grouped, alone1, alone16;
 	double cpu0, cpu1, cpu2, cpu3;
 	struct bench_daemon d = {0};
 	int rc = 1;
@@ -221,6 +280,10 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 		fprintf(stderr, "plugfs-bench: the raw fdatasync loop failed in %s\n", dir);
 		goto out;
 	}
+	alone1 = registry_rate(dir, 1, n_one);
+	alone16 = registry_rate(dir, MANY_CLIENTS, n_many * MANY_CLIENTS);
+	if (alone1 < 0 || alone16 < 0)
+		goto out;
 	if (bench_daemon_start(plugfs, cfg, &d, &ms, ready, sizeof(ready)) != 0)
 		goto out;
 	cpu0 = bench_daemon_cpu_ms(&d);
@@ -253,12 +316,20 @@ int bench_durable(const char *plugfs, const char *tmpdir, const char *diskdir, b
 	       "raw fdatasync, 4 KiB appended each", raw_app, 1e6 / raw_app);
 	printf("%-44s %10.0f %10.1f   (the best this disk syncs)\n",
 	       "raw fdatasync, 4 KiB overwritten each", raw_over, 1e6 / raw_over);
+	printf("%-44s %10.0f %10.1f   (in this process: no socket, request, answer, view, log)\n",
+	       "the registry alone, 1 per commit", alone1, 1e6 / alone1);
+	printf("%-44s %10.0f %10.1f   (registry_mutate, as the group commit)\n",
+	       "the registry alone, 16 per commit", alone16, 1e6 / alone16);
 	printf("%-44s %10.0f %10.1f   >= %.1fx appended raw: %.2fx %s (%.2fx overwritten)\n",
 	       "1 client, one register at a time", one, 1e6 / one, ONE_TARGET_RATIO, one / raw_app,
 	       one / raw_app >= ONE_TARGET_RATIO ? "met" : "MISSED", one / raw_over);
+	printf("%-44s %10.2f              (the registry alone's rate it reaches)\n",
+	       "  1 client / the registry alone", one / alone1);
 	printf("%-44s %10.0f %10.1f   >= %.0f/s: %s%s\n", "16 clients, each one at a time", many,
 	       1e6 / many, MANY_TARGET_PER_S, many >= MANY_TARGET_PER_S ? "met" : "MISSED",
 	       quick ? " (--quick: too few to judge)" : "");
+	printf("%-44s %10.2f              (the registry alone's rate, 16 per commit)\n",
+	       "  16 clients / the registry alone", many / alone16);
 	printf("%-44s %10.1f              (%.0f mutations in %.0f commits)\n",
 	       "  mean group commit at 16 clients", groups > 0 ? grouped / groups : 0, grouped,
 	       groups);
