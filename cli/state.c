@@ -299,11 +299,18 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 		cli_error(cmd, "no state file at %s (state.path)", cfg->state_path);
 		return EXIT_FAILED;
 	}
-	if (registry_check_file(cfg->state_path, err, sizeof(err)) < 0) {
+	int rc = registry_check_file(cfg->state_path, err, sizeof(err));
+
+	if (rc < 0) {
 		cli_error(cmd, "%s", err); /* the registry names the file */
 		return EXIT_FAILED;
 	}
-	if (cli_state_file_empty(cfg->state_path))
+	if (rc == 1)
+		printf("%s: ok, once rolled back: `%s-journal' holds a transaction that did not "
+		       "end; `plugfs mount' rolls it back (checked on a rolled-back copy; the "
+		       "file is unchanged)\n",
+		       cfg->state_path, cfg->state_path);
+	else if (cli_state_file_empty(cfg->state_path))
 		printf("%s: ok, but empty (0 bytes): no registry yet; `plugfs mount' starts a new, "
 		       "empty one in it\n",
 		       cfg->state_path);
@@ -344,8 +351,11 @@ static const struct sub subs[] = {
      {.name = "state check",
       .usage = SUB_USAGE(
 	  "state check", "",
-	  "Checks the state file without changing it: SQLite integrity (quick_check),\n"
-	  "a schema version this plugfs knows, sane rows.  Exit code 0 when it is good.")},
+	  "Checks the state file without changing it: its length, SQLite integrity\n"
+	  "(integrity_check: the pages and every index), a schema version this plugfs\n"
+	  "knows, every row by the rules of `plugfs register'.  A file with a hot journal\n"
+	  "(a transaction that did not end) is checked rolled back, on a copy.  Exit code\n"
+	  "0 when it is good.")},
      run_check},
 };
 

@@ -217,7 +217,8 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 		goto out;
 	/* An index that does not match its table passes quick_check and
 	 * store_check_rows, and fails the daemon's load. */
-	rc = store_integrity_check(&s, err, errlen);
+	if ((rc = store_integrity_check(&s, err, errlen)) == 0 && s.rolled_back)
+		rc = 1;
 out:
 	store_close(&s);
 	return rc;

@@ -51,6 +51,10 @@ struct store {
 	sqlite3_stmt *stmts[ST_COUNT];
 	bool read_only; /* opened SQLITE_OPEN_READONLY: nothing is written */
 	bool copy;	/* db is a private in-memory copy of the file at path */
+	/* The copy is of the file rolled back: it had a hot journal (a
+	 * transaction that did not end), which the next writable open rolls
+	 * back in the file (store_hot.c). */
+	bool rolled_back;
 	struct reg_commit_stats commits; /* store_commit's timings */
 	bool created;	/* store_open created the file (until it succeeds) */
 	bool had_wal;	/* a -wal was beside the file when store_open opened it */
@@ -102,8 +106,20 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 /* Opens path read-only (store_open_db_read_only), runs quick_check on it,
  * copies it with the backup API into a private in-memory database that
  * becomes s->db (s->copy) and closes the file again: nothing is written to
- * it.  s->path must be set. */
+ * it.  A file with a hot journal is read from a copy rolled back in a
+ * private directory (store_hot_copy_open; s->rolled_back).  s->path must
+ * be set. */
 int store_open_copy(struct store *s, const char *path, char *err, size_t errlen);
+
+/* Copies path and its hot `-journal' into a new private directory (under
+ * $TMPDIR, else /tmp), opens the copy for writing as s->db and reads it,
+ * which rolls the copy back; *dir_out gets the directory, for
+ * store_hot_copy_remove.  The file and its journal are only read.  0 or
+ * -errno with err naming the file and the step. */
+int store_hot_copy_open(struct store *s, const char *path, char **dir_out, char *err,
+			size_t errlen);
+/* Removes the copy and the directory (dir may be NULL: nothing). */
+void store_hot_copy_remove(const char *dir);
 
 /* BEGIN IMMEDIATE; first rolls back a transaction left open by a ROLLBACK
  * that failed, so that one bad moment of the disk does not fail every later

@@ -376,10 +376,22 @@ int store_open_db_read_only(struct store *s, const char *path, char *err, size_t
 int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
 {
 	struct store file = {.path = s->path};
+	char *hot_dir = NULL;
 	int rc;
 
-	if ((rc = store_open_db_read_only(&file, path, err, errlen)) < 0 ||
-	    (rc = store_quick_check(&file, err, errlen)) < 0)
+	if ((rc = store_open_db_read_only(&file, path, err, errlen)) < 0)
+		goto out;
+	/* A hot journal: what the next writable open will see is the file
+	 * rolled back, read from a rolled-back copy (store_hot.c). */
+	if (sqlite3_exec(file.db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) ==
+	    SQLITE_READONLY_ROLLBACK) {
+		sqlite3_close(file.db);
+		file.db = NULL;
+		if ((rc = store_hot_copy_open(&file, path, &hot_dir, err, errlen)) < 0)
+			goto out;
+		s->rolled_back = true;
+	}
+	if ((rc = store_quick_check(&file, err, errlen)) < 0)
 		goto out;
 	rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK)
@@ -396,6 +408,8 @@ int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
 out:
 	if (file.db)
 		sqlite3_close(file.db);
+	store_hot_copy_remove(hot_dir);
+	free(hot_dir);
 	return rc;
 }
 

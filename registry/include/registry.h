@@ -318,7 +318,9 @@ void registry_close(struct registry *r);
  * the first problem found (integrity, dangling rows, a sequence counter
  * below a stored seq, a field that fails validation).  A plugin without
  * registrations is good: its row outlives its list so that its id stays the
- * same. */
+ * same.  1 when good once rolled back: the file has a hot journal (a
+ * transaction that did not end), which the next registry_open rolls back;
+ * the checks ran on a copy rolled back in a private directory. */
 int registry_check_file(const char *db_path, char *err, size_t errlen);
 
 /*

@@ -3,7 +3,8 @@
  * registry_options.read_only: a read-only open reads a version-2 or
  * version-1 state file without changing a byte of it (no migration, no
  * backup, no type rows, no tombstone expiry, no -wal/-shm left behind), and
- * every mutation is -EROFS.
+ * every mutation is -EROFS.  A file with a hot journal is read rolled back,
+ * from a copy, and both files are left as they were.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -369,6 +371,98 @@ static void test_refusals_change_nothing(void **state)
 	reopen(f);
 }
 
+/* A transaction that did not end in rollback-journal mode: a child changes
+ * every registration's version, with a cache so small that the changed
+ * pages reach the file, and dies before its commit (as a migration killed
+ * or failed halfway), leaving the file changed and its hot -journal. */
+static void leave_hot_journal(const char *path)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		sqlite3 *db = NULL;
+		int rc = sqlite3_open(path, &db);
+
+		if (rc == SQLITE_OK)
+			rc = sqlite3_exec(db,
+					  "PRAGMA cache_size = 1; BEGIN; "
+					  "UPDATE registrations SET version = 'not-committed';",
+					  NULL, NULL, NULL);
+		_exit(rc == SQLITE_OK ? 0 : 1); /* no COMMIT, no close */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+static void test_hot_journal(void **state)
+{
+	struct fixture *f = *state;
+	struct registry *r = NULL;
+	struct reg_plugin p;
+	struct bytes before, journal;
+	char jpath[160], err[REG_ERR_MAX] = "";
+
+	for (int i = 0; i < 200; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "p%d", i);
+		assert_int_equal(reg(f, "csi-node", name, "a0"), 0);
+	}
+	registry_close(f->r);
+	f->r = NULL;
+	exec_sql(f->path, "PRAGMA journal_mode = DELETE");
+	leave_hot_journal(f->path);
+	snprintf(jpath, sizeof(jpath), "%s-journal", f->path);
+	assert_int_equal(access(jpath, F_OK), 0);
+	/* The change reached the file: read as it is (immutable: the journal
+	 * ignored), versions are changed. */
+	{
+		char uri[200];
+		sqlite3 *db = NULL;
+		sqlite3_stmt *st = NULL;
+
+		snprintf(uri, sizeof(uri), "file:%s?immutable=1", f->path);
+		assert_int_equal(sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+						 NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(db,
+						    "SELECT count(*) FROM registrations WHERE "
+						    "version = 'not-committed'",
+						    -1, &st, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		assert_true(sqlite3_column_int(st, 0) > 0);
+		sqlite3_finalize(st);
+		sqlite3_close(db);
+	}
+	before = read_bytes(f->path);
+	journal = read_bytes(jpath);
+
+	/* Checked as the next open will see it: rolled back, on a copy. */
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 1);
+	r = open_ro_ok(f);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(registry_get_plugin(r, "csi-node", "p0", &p), 0);
+	assert_int_equal(p.n_regs, 1);
+	assert_string_equal(p.regs[0].version, "");
+	reg_plugin_free_contents(&p);
+	registry_close(r);
+	/* Both files as they were, nothing left in them. */
+	assert_same_bytes(f->path, &before);
+	assert_same_bytes(jpath, &journal);
+
+	/* The writable open rolls the file back: the same registrations. */
+	reopen(f);
+	assert_int_equal(access(jpath, F_OK), -1);
+	assert_string_equal(active(f, "csi-node", "p199"), "a0");
+	assert_int_equal(query_int(f->path, "SELECT count(*) FROM registrations WHERE version = "
+					    "'not-committed'"),
+			 0);
+	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +470,7 @@ int main(void)
 	    T(test_v2_with_writer_open),
 	    T(test_v1_unchanged),
 	    T(test_refusals_change_nothing),
+	    T(test_hot_journal),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
