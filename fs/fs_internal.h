@@ -185,6 +185,10 @@ struct plugfs_fs {
 	char *mountpoint; /* canonical */
 	bool mounted;
 	bool resumed;	     /* serving an inherited connection (fs/resume.c) */
+	/* The kernel caches directory listings (fs_init): it revalidates a
+	 * directory's mtime before a listing from its start (auto_inval_data);
+	 * dir_no_open: and it may be told to send no opendir (ENOSYS). */
+	bool dir_cache, dir_no_open;
 	int init_fd;	     /* memfd with the connection's FUSE_INIT request, -1 */
 	bool can_handover;   /* init_fd is set; atomic */
 	bool handover_asked; /* SIGUSR2; atomic */
@@ -197,6 +201,7 @@ struct plugfs_fs {
 	void *on_ready_arg;
 	struct fs_guard guard;
 	const char *fault_hang_lookup; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_HANG_LOOKUP */
+	unsigned fault_slow_readdir_ms; /* PLUGFS_FAULTS builds: $PLUGFS_FAULT_SLOW_READDIR_MS */
 
 	unsigned long long requests; /* atomic */
 	unsigned long long

@@ -95,6 +95,11 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	if (fs->fault_hang_lookup)
 		log_warn("fs: test fault: lookups of `%s' are never answered",
 			 fs->fault_hang_lookup);
+	if (getenv("PLUGFS_FAULT_SLOW_READDIR_MS")) {
+		fs->fault_slow_readdir_ms = (unsigned)atoi(getenv("PLUGFS_FAULT_SLOW_READDIR_MS"));
+		log_warn("fs: test fault: a readdir's reply waits %u ms after it is made",
+			 fs->fault_slow_readdir_ms);
+	}
 #endif
 	if ((rc = fs_view_init(&fs->view, opts->socket_name)) != 0) {
 		plugfs_seterr(err, errlen, "out of memory");

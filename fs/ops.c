@@ -67,6 +67,24 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Lookups in one directory need not wait for each other. */
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+	/* Directory listings cached by the kernel, so that a warm listing
+	 * costs no request.  Every change to a listing is acknowledged only
+	 * once the kernel took its invalidations, in this order: the names
+	 * in that directory (which wait for the directory's lock, held by a
+	 * listing while it fills the cache, so that a READDIR answered before
+	 * the change lands before them), then the directory's inode (its
+	 * attributes and cached listing go).  A second guard, the reason for
+	 * auto_inval_data: the kernel then asks for a directory's mtime before
+	 * it lists it from its start and drops a cached listing whose mtime
+	 * differs, and every change moves the mtime forward (sync.c, touch).
+	 * With no_opendir (an ENOSYS to the first opendir) the kernel sends no
+	 * opendir or releasedir at all and caches every directory
+	 * (ops_open.c).  test_fs_dircache. */
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) {
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+		fs->dir_cache = true;
+		fs->dir_no_open = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;
+	}
 	/* No locks, no writes, no mmap'ed writes to negotiate. */
 	conn->want &=
 	    ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);

@@ -15,7 +15,9 @@
  * process had read and not answered, so they are answered, not failed; then
  * FUSE_NOTIFY_INC_EPOCH makes the kernel look up again every name it cached
  * (the registry may have changed while no daemon ran), or, on a kernel that
- * lacks it, the notifier invalidates every node we know.  Nothing touches
+ * lacks it, the notifier invalidates every name we know; either way the
+ * notifier invalidates every inode we know (listings, symlink targets and
+ * contents the kernel cached under the previous process).  Nothing touches
  * the mountpoint before the request loop runs: it would wait on itself.
  */
 #include <errno.h>
@@ -126,8 +128,11 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf)
 	return 0;
 }
 
-/* Every node we know, and every name in every directory, to the notifier. */
-static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch *b, int depth)
+/* Every node we know to the notifier (an inode invalidation each: the
+ * attributes, symlink targets, contents and listings the kernel cached),
+ * and with entries every name in every directory too. */
+static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch *b, bool entries,
+		    int depth)
 {
 	struct fs_inval *a;
 	struct fs_node *c;
@@ -149,9 +154,16 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 	}
 	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = fs_ino(n)};
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));) {
-		char *name = strdup(c->name);
+		char *name;
 
-		if (!name) {
+		if (!entries) {
+			/* A directory is counted when collect reaches it. */
+			if (c->kind != FS_DIR)
+				b->items[b->n++] =
+				    (struct fs_inval){.kind = FS_INVAL_INODE, .ino = fs_ino(c)};
+			continue;
+		}
+		if (!(name = strdup(c->name))) {
 			b->oom = true;
 			continue;
 		}
@@ -160,7 +172,7 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 	}
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
 		if (c->kind == FS_DIR)
-			collect(v, c, b, depth + 1);
+			collect(v, c, b, entries, depth + 1);
 }
 
 static int notify(int fd, int code)
@@ -200,15 +212,22 @@ int fs_resume_session(struct plugfs_fs *fs)
 			 "(FUSE_NOTIFY_RESEND, Linux 6.9): %s; they may fail",
 			 strerror(-rc));
 	rc = notify(fd, PLUGFS_NOTIFY_INC_EPOCH);
-	if (rc != 0) {
+	if (rc != 0)
+		log_info("fs: no FUSE_NOTIFY_INC_EPOCH (%s); invalidating every name instead",
+			 strerror(-rc));
+	{
 		struct fs_inval_batch b = {0};
 		struct fs_node *root;
 
-		log_info("fs: no FUSE_NOTIFY_INC_EPOCH (%s); invalidating every node instead",
-			 strerror(-rc));
+		/* The epoch makes the kernel look names up again, not drop what
+		 * it cached of an inode it holds: a listing, a symlink target
+		 * or contents the previous process let it cache, which may
+		 * differ from this view (a commit whose invalidations it did
+		 * not deliver, a liveness it did not share).  So every inode
+		 * too, and every name where there is no epoch. */
 		pthread_rwlock_rdlock(&fs->lock);
 		if ((root = fs_view_get(&fs->view, FS_INO_ROOT)) != NULL)
-			collect(&fs->view, root, &b, 0);
+			collect(&fs->view, root, &b, rc != 0, 0);
 		pthread_rwlock_unlock(&fs->lock);
 		/* The notifier sends them once the loop answers what they wait on. */
 		fs_notifier_post(&fs->notifier, &b);

@@ -24,7 +24,14 @@ static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
  * symlink target or contents) of it are dropped. */
 static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval_batch *b)
 {
+	int64_t before = n->mtime_ns;
+
 	fs_node_set_mtime(n, now);
+	/* Always forward, by 1 ns at least: the kernel drops a cached listing
+	 * only when a directory's mtime differs from the one it was cached
+	 * under (fs_init), and two changes may read the same clock. */
+	if (n->mtime_ns <= before && before < INT64_MAX)
+		n->mtime_ns = before + 1;
 	fs_inval_push(b, FS_INVAL_INODE, fs_ino(n), NULL);
 }
 
