@@ -189,6 +189,7 @@ struct plugfs_fs {
 	 * directory's mtime before a listing from its start (auto_inval_data);
 	 * dir_no_open: and it may be told to send no opendir (ENOSYS). */
 	bool dir_cache, dir_no_open;
+	bool no_cache_symlinks, no_dir_cache; /* fs_options, for measurement */
 	int init_fd;	     /* memfd with the connection's FUSE_INIT request, -1 */
 	bool can_handover;   /* init_fd is set; atomic */
 	bool handover_asked; /* SIGUSR2; atomic */

@@ -62,8 +62,10 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 
 	/* The kernel keeps symlink targets in its page cache; a change
 	 * invalidates them (notify_inval_inode). */
-	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+	if ((conn->capable & FUSE_CAP_CACHE_SYMLINKS) && !fs->no_cache_symlinks)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	else
+		conn->want &= ~(unsigned)FUSE_CAP_CACHE_SYMLINKS;
 	/* Lookups in one directory need not wait for each other. */
 	if (conn->capable & FUSE_CAP_PARALLEL_DIROPS)
 		conn->want |= FUSE_CAP_PARALLEL_DIROPS;
@@ -80,7 +82,7 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	 * With no_opendir (an ENOSYS to the first opendir) the kernel sends no
 	 * opendir or releasedir at all and caches every directory
 	 * (ops_open.c).  test_fs_dircache. */
-	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) {
+	if ((conn->capable & FUSE_CAP_AUTO_INVAL_DATA) && !fs->no_dir_cache) {
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 		fs->dir_cache = true;
 		fs->dir_no_open = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) != 0;

@@ -64,6 +64,10 @@ struct fs_options {
 	 * (fuse_fd, init_fd; fs owns them from then on) instead of mounting.
 	 * Nothing then touches the mountpoint before fs_run serves it. */
 	const struct fs_handover *resume;
+	/* For measurement only (plugfs-bench prints what each costs); the
+	 * daemon leaves them false: no default_permissions mount option, no
+	 * FUSE_CAP_CACHE_SYMLINKS, no kernel cache of directory listings. */
+	bool no_default_permissions, no_cache_symlinks, no_dir_cache;
 };
 
 /*

@@ -53,34 +53,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_cached.h"
 #include "bench_scale.h"
 #include "fs.h"
 #include "log.h"
 #include "registry.h"
 
-#define ROUNDS 200
 #define TYPE "csi-node"
 #define NAME "bench"
 
-struct bench {
-	long iterations, connects, switches;
-	char tmp[256]; /* state and sockets (tmpfs) */
-	char mnt[512];
-	char fuse_link[PATH_MAX]; /* <mnt>/plugins/csi-node/bench/csi.sock */
-	char shm_link[PATH_MAX];  /* same shape on tmpfs */
-	char sock[PATH_MAX];	  /* the listening socket */
-	int listen_fd;
-	struct registry *reg;
-	struct plugfs_fs *fs;
-	pthread_t loop, server;
-	bool stop; /* atomic */
-	/* switch phase */
-	long acked;	  /* atomic: last acknowledged switch */
-	long seen;	  /* atomic: newest index a reader saw */
-	uint64_t seen_ns; /* atomic: when it was first seen */
-	unsigned long long reads, stale;
-	double register_alone_us; /* registry_register without a mount */
-};
 
 static double register_baseline(struct bench *b, long n);
 
@@ -159,13 +140,17 @@ static int do_register(struct bench *b, const char *alloc, const char *sock)
 	return 0;
 }
 
-static void setup(struct bench *b)
+void bench_setup(struct bench *b)
 {
 	static const char *const types[] = {"csi-controller", TYPE};
 	struct registry_options ro = {
 	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "full"};
-	struct fs_options fo = {
-	    .socket_name = "csi.sock", .allow_other = true, .cache_timeout = 60};
+	struct fs_options fo = {.socket_name = "csi.sock",
+				.allow_other = true,
+				.cache_timeout = b->cache_timeout,
+				.no_default_permissions = b->no_default_permissions,
+				.no_cache_symlinks = b->no_cache_symlinks,
+				.no_dir_cache = b->no_dir_cache};
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char err[REG_ERR_MAX], path[PATH_MAX + 32], dir[PATH_MAX + 32];
 	const char *shm = tmpfs_dir();
@@ -227,7 +212,7 @@ static void setup(struct bench *b)
 	exit(1);
 }
 
-static void teardown(struct bench *b)
+void bench_teardown(struct bench *b)
 {
 	char cmd[PATH_MAX + 16];
 	int fd;
@@ -262,9 +247,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum op { OP_READLINK, OP_STAT, OP_CONNECT };
-static const char *const op_names[] = {"readlink csi.sock", "stat csi.sock (follows)",
-				       "socket+connect+close"};
+const char *const bench_op_names[] = {"readlink csi.sock", "stat csi.sock (follows)",
+				      "socket+connect+close"};
 
 static void run_op(enum op op, const char *path, long n)
 {
@@ -296,12 +280,9 @@ static void run_op(enum op op, const char *path, long n)
 	}
 }
 
-/*
- * ROUNDS interleaved rounds of n / ROUNDS operations on each path; ns/op of
- * the best round of each (the machine is shared: the best round is the one
- * least disturbed by other processes).
- */
-static void measure(struct bench *b, enum op op, long n, double *shm_ns, double *fuse_ns)
+/* The best round of each: the machine is shared, the best round is the one
+ * least disturbed by other processes. */
+void bench_measure(struct bench *b, enum op op, long n, double *shm_ns, double *fuse_ns)
 {
 	uint64_t shm = UINT64_MAX, fuse = UINT64_MAX;
 	long per = n / ROUNDS > 0 ? n / ROUNDS : 1;
@@ -461,7 +442,7 @@ static int run_switches(struct bench *b, double *median_us, double *p99_us, doub
 
 /* FUSE requests per listing of the plugin directory (opendir, readdir to the
  * end, closedir), after warm-up. */
-static double requests_per_listing(struct bench *b, int n)
+double bench_requests_per_listing(struct bench *b, int n)
 {
 	char dir[PATH_MAX];
 	unsigned long long r0 = 0;
@@ -537,14 +518,14 @@ static int run_cached(struct bench *bp)
 	int rc = 0;
 
 	plog_set_level(PLOG_WARN);
-	setup(&b);
+	bench_setup(&b);
 
 	req0 = fs_requests_served(b.fs);
-	measure(&b, OP_READLINK, b.iterations, &shm_ns[0], &fuse_ns[0]);
-	measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
+	bench_measure(&b, OP_READLINK, b.iterations, &shm_ns[0], &fuse_ns[0]);
+	bench_measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
 	req1 = fs_requests_served(b.fs);
-	measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
-	double per_listing = requests_per_listing(&b, 1000);
+	bench_measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
+	double per_listing = bench_requests_per_listing(&b, 1000);
 	if (run_switches(&b, &med, &p99, &ack_med, &ack_stale) != 0)
 		rc = 1;
 
@@ -558,7 +539,7 @@ static int run_cached(struct bench *bp)
 	for (int i = 0; i < 3; i++) {
 		double ratio = fuse_ns[i] / shm_ns[i];
 
-		printf("%-26s %10ld %12.0f %12.0f %7.2fx %7s%.2fx %s\n", op_names[i],
+		printf("%-26s %10ld %12.0f %12.0f %7.2fx %7s%.2fx %s\n", bench_op_names[i],
 		       i == 2 ? b.connects : b.iterations, shm_ns[i], fuse_ns[i], ratio,
 		       "<=", targets[i], ratio <= targets[i] ? "met" : "MISSED");
 	}
@@ -583,7 +564,7 @@ static int run_cached(struct bench *bp)
 	       b.stale, b.reads, ack_stale, b.stale + ack_stale == 0 ? "met" : "MISSED");
 	if (b.stale + ack_stale > 0)
 		rc = 1;
-	teardown(&b);
+	bench_teardown(&b);
 	return rc;
 }
 
@@ -600,7 +581,8 @@ int main(int argc, char *argv[])
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
-	struct bench b = {.iterations = 1000000, .connects = 200000, .switches = 1000};
+	struct bench b = {
+	    .iterations = 1000000, .connects = 200000, .switches = 1000, .cache_timeout = 60};
 	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
 	bool quick = false;
 	int c, rc = 0;
@@ -662,5 +644,7 @@ int main(int argc, char *argv[])
 		printf("\n");
 		fflush(stdout);
 	}
-	return run_cached(&b) | rc;
+	rc |= run_cached(&b);
+	bench_options(&b);
+	return rc;
 }
