@@ -78,15 +78,17 @@ struct fs_dir {
 struct fs_node {
 	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
 	uint64_t parent;	/* ino of the parent (itself for the root) */
-	char *name;		/* owned, unless name_static (a string the view outlives) */
+	char *name;		/* how it is held: name_own */
 	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
 	uint64_t nlookup;	/* kernel references; atomic */
 	union {
 		struct { /* FS_LINK, FS_FILE */
-			/* Symlink target or file contents: an fs_str
-			 * (tree.c), shared by the nodes with the same text
-			 * (a plugin's csi.sock and the allocs/ link of its
-			 * active registration). */
+			/* Symlink target or file contents: a reference to
+			 * a text of rcstr.h, shared by the nodes with the
+			 * same text and with the registry: an allocs/ link
+			 * holds its registration's strings (its socket
+			 * first, registry.h), and a plugin's csi.sock the
+			 * same as the link of its active registration. */
 			char *data;
 			uint32_t size; /* strlen(data) */
 		};
@@ -98,7 +100,7 @@ struct fs_node {
 	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
 	unsigned char kind; /* enum fs_node_kind */
 	bool in_tree;	    /* false: removed, kept until forgotten */
-	bool name_static;
+	unsigned char name_own; /* enum fs_name_own */
 };
 
 /* A node that can be in the (parent, name) index: every one but the three
@@ -234,24 +236,33 @@ struct timespec fs_node_mtime(const struct fs_node *n);
 /* Sets a node's mtime, clamped to what 64 bits of ns hold (years 1678 to
  * 2262). */
 void fs_node_set_mtime(struct fs_node *n, const struct timespec *t);
-/* Sets n's text to s, an fs_str of another node's (a reference is taken). */
+/* Sets n's text to s, a text of rcstr.h (another node's, or the strings of
+ * a registration: a reference is taken). */
 void fs_node_set_str(struct fs_node *n, char *s);
-/* Sets n's text to a new fs_str copy of data; 0 or -ENOMEM (n unchanged). */
+/* Sets n's text to a new copy of data; 0 or -ENOMEM (n unchanged). */
 int fs_node_set_data(struct fs_node *n, const char *data);
-/* FS_NAME_STATIC: the name outlives the view (the socket name, a literal);
- * FS_NAME_COPY: fs_node_add copies it. */
-#define FS_NAME_STATIC true
-#define FS_NAME_COPY false
+/* How a node holds its name. */
+enum fs_name_own {
+	FS_NAME_COPY,	/* fs_node_add copies it; freed with the node */
+	FS_NAME_STATIC, /* it outlives the view (the socket name, a literal) */
+	FS_NAME_SHARED, /* a text of rcstr.h (a plugin's name, registry.h): a
+			 * reference is taken, dropped with the node */
+	FS_NAME_IN_DATA, /* a string inside the block of the node's own data
+			  * (an allocs/ link's alloc, in its registration's
+			  * strings): lives as long as data does */
+};
 /*
  * Returns the node with this inode number, in the tree under parent (NULL:
- * the root) with the given name, data as its text (may be NULL) and mtime.
+ * the root) with the given name (held as own says), data as its text (may
+ * be NULL: copied, but for FS_NAME_IN_DATA, where data is a text of rcstr.h
+ * holding the name, shared) and mtime.
  * A node still in the table (removed, not yet forgotten) is taken back,
  * keeping its lookup count, and an invalidation of it is queued in b (may
  * be NULL).  absent: the caller knows there is no such node yet (skips the
  * search).  NULL when out of memory, with nothing changed.
  */
 struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-			    enum fs_node_kind kind, const char *name, bool name_static,
+			    enum fs_node_kind kind, const char *name, enum fs_name_own own,
 			    const char *data, const struct timespec *mtime,
 			    struct fs_inval_batch *b, bool absent);
 /* Takes n (and what is below it) out of parent (may be NULL); frees what the

@@ -5,6 +5,17 @@
  * allocs/ and info, with the kernel invalidations each change needs; and
  * the directory of a plugin whose list is empty (fs_view_add_empty_plugin).
  * The nodes themselves are tree.c's.
+ *
+ * Strings are the registry's, not copies: p is a value the registry owns
+ * (its own, in an event callback under the registry mutex, or a copy), so
+ * its strings are reference-counted blocks (registry.h, "Sharing").  A
+ * plugin directory holds a reference to its plugin's name; an allocs/ link
+ * one to its registration's strings, which give both its target (the
+ * socket, the block's first string) and its name (the alloc, inside the
+ * same block); csi.sock the same as the active registration's link.  The
+ * view reads them under fs->lock alone: they never change, and a node's
+ * reference keeps them alive after the registry dropped the registration
+ * (a removed link the kernel still holds), so no registry lock is needed.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -142,8 +153,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(kept), "info");
 		}
 		absent = !b && !kept;
-		pdir = fs_node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
-				   FS_NAME_COPY, NULL, &mt, b, absent);
+		pdir = fs_node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, p->name,
+				   FS_NAME_SHARED, NULL, &mt, b, absent);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
@@ -196,18 +207,25 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 				lt.tv_nsec = 0;
 			}
 			l = fs_node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
-					FS_NAME_COPY, r->socket, &lt, b, absent);
+					FS_NAME_IN_DATA, r->socket, &lt, b, absent);
 			if (!l) {
 				rc = -ENOMEM;
 				goto out;
 			}
 			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
 			allocs_changed = true;
-		} else if (strcmp(l->data, r->socket) != 0) {
-			if ((rc = fs_node_set_data(l, r->socket)) != 0)
-				goto out;
-			touch(l, now, b);
-			changed = true;
+		} else if (l->data != r->socket) {
+			/* The registration's strings changed (an update): the
+			 * link takes the new block, its name with it (the same
+			 * alloc, so its place in the index stays). */
+			bool moved = strcmp(l->data, r->socket) != 0;
+
+			fs_node_set_str(l, r->socket);
+			l->name = r->alloc;
+			if (moved) {
+				touch(l, now, b);
+				changed = true;
+			}
 		}
 		if (r == act)
 			act_link = l;
@@ -228,9 +246,9 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	if (changed && b)
 		touch(pdir, now, b);
 out:
-	/* Out of memory on the way: csi.sock keeps a text of its own. */
-	if (active && !active->data && fs_node_set_data(active, act->socket) != 0)
-		rc = -ENOMEM;
+	/* Out of memory on the way: csi.sock shares the registration's. */
+	if (active && !active->data)
+		fs_node_set_str(active, act->socket);
 	free(text);
 	return rc;
 }

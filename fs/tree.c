@@ -25,6 +25,7 @@
 
 #include "fs_internal.h"
 #include "array.h"
+#include "rcstr.h"
 
 #define DIR_MODE (S_IFDIR | 0555)
 #define LINK_MODE (S_IFLNK | 0777)
@@ -62,42 +63,20 @@ static void table_remove(struct fs_view *v, struct fs_node *n)
 }
 
 /*
- * fs_str: a NUL-terminated text with a reference count in front, so that
- * nodes with the same text share one copy.  The count changes only under
- * the view's write lock; handlers read the text under the read lock.
+ * Texts (link targets, file contents) are rcstr.h's: nodes with the same
+ * text share one copy, and an allocs/ link shares its registration's
+ * strings with the registry (sync.c).  A node changes its references only
+ * under the view's write lock; handlers read the text under the read lock,
+ * and the node's reference keeps it alive meanwhile.
  */
-struct fs_str {
-	uint32_t refs;
-	char s[];
-};
 
-static struct fs_str *str_of(char *s)
+/* Frees a name held as own says. */
+static void name_drop(char *name, unsigned char own)
 {
-	return (struct fs_str *)(void *)(s - offsetof(struct fs_str, s));
-}
-
-static char *str_new(const char *text)
-{
-	size_t len = strlen(text);
-	struct fs_str *fs = malloc(sizeof(*fs) + len + 1);
-
-	if (!fs)
-		return NULL;
-	fs->refs = 1;
-	memcpy(fs->s, text, len + 1);
-	return fs->s;
-}
-
-static char *str_ref(char *s)
-{
-	str_of(s)->refs++;
-	return s;
-}
-
-static void str_unref(char *s)
-{
-	if (s && --str_of(s)->refs == 0)
-		free(str_of(s));
+	if (own == FS_NAME_COPY)
+		free(name);
+	else if (own == FS_NAME_SHARED)
+		rcstr_unref(name);
 }
 
 void fs_node_set_mtime(struct fs_node *n, const struct timespec *t)
@@ -125,43 +104,43 @@ void fs_node_free(struct fs_view *v, struct fs_node *n)
 	if (!n)
 		return;
 	v->n_nodes--;
-	if (!n->name_static)
-		free(n->name);
+	name_drop(n->name, n->name_own);
 	if (n->kind == FS_DIR)
 		fs_dir_free(n->dir);
 	else
-		str_unref(n->data);
+		rcstr_unref(n->data);
 	free(n);
 }
 
 /* Sets n's text to s (a reference is taken). */
 void fs_node_set_str(struct fs_node *n, char *s)
 {
-	str_ref(s);
-	str_unref(n->data);
+	rcstr_ref(s);
+	rcstr_unref(n->data);
 	n->data = s;
 	n->size = (uint32_t)strlen(s);
 }
 
 int fs_node_set_data(struct fs_node *n, const char *data)
 {
-	char *d = str_new(data);
+	char *d = rcstr_new(data);
 
 	if (!d)
 		return -ENOMEM;
 	fs_node_set_str(n, d);
-	str_unref(d);
+	rcstr_unref(d);
 	return 0;
 }
 
 struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-			    enum fs_node_kind kind, const char *name, bool name_static,
+			    enum fs_node_kind kind, const char *name, enum fs_name_own own,
 			    const char *data, const struct timespec *mtime,
 			    struct fs_inval_batch *b, bool absent)
 {
 	struct fs_node *n = absent ? NULL : fs_view_get(v, ino);
-	bool fresh = n == NULL, old_static;
-	char *nm = NULL, *old = NULL;
+	bool fresh = n == NULL;
+	unsigned char old_own;
+	char *nm = NULL, *old = NULL, *old_data = NULL;
 
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
@@ -177,22 +156,38 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 			return NULL;
 		}
 	}
-	nm = name_static ? (char *)name : strdup(name);
-	if (!nm || (data && fs_node_set_data(n, data) != 0))
+	nm = own == FS_NAME_COPY ? strdup(name) : (char *)name;
+	if (!nm)
 		goto fail;
+	if (own == FS_NAME_IN_DATA) {
+		/* The name is inside data's block: a reference to it, the old
+		 * text (which may hold the old name) dropped once done. */
+		old_data = n->data;
+		n->data = rcstr_ref((char *)data);
+		n->size = (uint32_t)strlen(data);
+	} else if (data && fs_node_set_data(n, data) != 0) {
+		goto fail;
+	}
 	n->kind = (unsigned char)kind;
 	old = n->name;
-	old_static = n->name_static;
+	old_own = n->name_own;
 	n->name = nm;
-	n->name_static = name_static;
+	n->name_own = (unsigned char)own;
 	n->parent = ino;
 	if (parent && fs_dir_link(v, parent, n) != 0) {
 		n->name = old;
-		n->name_static = old_static;
+		n->name_own = old_own;
+		if (own == FS_NAME_IN_DATA) {
+			rcstr_unref(n->data);
+			n->data = old_data;
+			n->size = old_data ? (uint32_t)strlen(old_data) : 0;
+		}
 		goto fail;
 	}
-	if (!old_static)
-		free(old);
+	if (own == FS_NAME_SHARED)
+		rcstr_ref(nm);
+	name_drop(old, old_own);
+	rcstr_unref(old_data);
 	if (!fresh && !fs_ino_named(ino))
 		table_remove(v, n); /* back in its directory's slots */
 	fs_node_set_mtime(n, mtime);
@@ -203,7 +198,7 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 	}
 	return n;
 fail:
-	if (!name_static)
+	if (own == FS_NAME_COPY)
 		free(nm);
 	if (fresh) {
 		if (fs_ino_named(ino))
@@ -214,11 +209,11 @@ fail:
 }
 
 static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-				enum fs_node_kind kind, const char *name, bool name_static,
+				enum fs_node_kind kind, const char *name, enum fs_name_own own,
 				const char *data, const struct timespec *mtime,
 				struct fs_inval_batch *b)
 {
-	return fs_node_add(v, parent, ino, kind, name, name_static, data, mtime, b, false);
+	return fs_node_add(v, parent, ino, kind, name, own, data, mtime, b, false);
 }
 
 /* Takes n (and what is below it) out of the tree; frees what the kernel does

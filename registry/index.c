@@ -88,13 +88,13 @@ void plugin_node_free(struct plugin_node *p)
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx)
 {
 	struct plugin_node *p = calloc(1, sizeof(*p));
-	const char *in[] = {type, name};
+	const char *in[] = {name, type};
 	char **out[2];
 
 	if (!p)
 		return NULL;
-	out[0] = &p->pub.type;
-	out[1] = &p->pub.name;
+	out[0] = &p->pub.name;
+	out[1] = &p->pub.type;
 	p->type_idx = type_idx;
 	p->pub.regs = calloc(1, sizeof(*p->pub.regs));
 	p->cap = 1;

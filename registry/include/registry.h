@@ -186,9 +186,20 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 int registration_copy(const struct registration *src, struct registration *dst);
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
 /* The one allocation that holds an owned value's strings (model.c): copies
- * the n (at most 8) strings in[i] (NULL as "") into one block, points
- * *out[i] at each copy and returns the block (that is, *out[0]); NULL on
- * ENOMEM, with nothing set. */
+ * the n (at most 8) strings in[i] (NULL as "") into one block, a
+ * reference-counted text (rcstr.h), points *out[i] at each copy and returns
+ * the block (that is, *out[0]); NULL on ENOMEM, with nothing set.
+ *
+ * Sharing: an owned registration's strings are one such block that starts
+ * at its socket (then alloc, type, name, version, csi_name), an owned
+ * plugin's one that starts at its name (then type).  The block is never
+ * written after it is packed, and the value holds one reference to it.
+ * Another part may keep the strings beyond the value's life by taking a
+ * reference of its own (rcstr_ref(r->socket), rcstr_ref(p->name)) while the
+ * value is alive (under the registry mutex for the registry's own values:
+ * an event callback), and reads them afterwards without the registry's
+ * lock; it drops the reference with rcstr_unref.  The filesystem view
+ * keeps its names and link targets so (fs/sync.c). */
 char *reg_strings_pack(const char *const *in, char **out[], size_t n);
 /* Whether registry_set_runtime sees a change from a to b worth an event:
  * health, since or error differ.  probed_at and failures alone are kept

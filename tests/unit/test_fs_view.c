@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "fs_internal.h"
+#include "rcstr.h"
 #include "registry.h"
 
 #define TYPE_ID 3
@@ -74,6 +75,26 @@ static struct fs_node *node(struct fixture *f, uint64_t ino)
 	return fs_view_get(&f->v, ino);
 }
 
+/* fs_view_sync_plugin with p as the registry gives it: an owned value
+ * (its strings reference-counted blocks), named name, freed right after,
+ * so the view must hold what it keeps of it. */
+static int sync_owned(struct fs_view *v, const char *type, const char *name, int64_t id,
+		      const struct reg_plugin *p, const struct timespec *now,
+		      struct fs_inval_batch *b)
+{
+	struct reg_plugin in, own;
+	int rc;
+
+	if (!p)
+		return fs_view_sync_plugin(v, type, name, id, NULL, now, b);
+	in = *p;
+	in.name = (char *)name;
+	assert_int_equal(reg_plugin_copy(&in, &own), 0);
+	rc = fs_view_sync_plugin(v, type, name, id, &own, now, b);
+	reg_plugin_free_contents(&own);
+	return rc;
+}
+
 /* The batch as text, one item per line: "inode N" or "entry N name". */
 static char *batch_text(const struct fs_inval_batch *b)
 {
@@ -102,7 +123,7 @@ static void load_two(struct fixture *f)
 	set_reg(&f->regs[1], 10, "a0", "/run/a0/csi.sock", "", 1500);
 	f->p.n_regs = 2;
 	assert_int_equal(
-	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
+	    sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
 }
 
 static void test_root_and_types(void **state)
@@ -141,6 +162,17 @@ static void test_load_builds_nodes_from_ids(void **state)
 	assert_non_null(a0);
 	assert_string_equal(a0->data, "/run/a0/csi.sock");
 	assert_ptr_equal(fs_view_child(&f->v, node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"), a0);
+	/* The registry's strings, shared, not copied: the value given to
+	 * the sync is gone, the view holds them.  A link's name is the alloc
+	 * in its registration's block, right after the socket; csi.sock
+	 * holds the same block as the active one's link. */
+	assert_string_equal(a0->name, "a0");
+	assert_ptr_equal(a0->name, a0->data + strlen(a0->data) + 1);
+	assert_int_equal(rcstr_refs(a0->data), 1);
+	assert_ptr_equal(active->data, node(f, FS_INO(11, FS_TAG_ALLOC))->data);
+	assert_int_equal(rcstr_refs(active->data), 2);
+	assert_int_equal(rcstr_refs(pdir->name), 1);
+	assert_string_equal(pdir->name, "ebs");
 
 	fs_node_attr(active, &st);
 	assert_int_equal(st.st_mode, S_IFLNK | 0777);
@@ -172,7 +204,7 @@ static void test_switch_queues_invalidations(void **state)
 	memmove(&f->regs[1], &f->regs[0], 2 * sizeof(f->regs[0]));
 	set_reg(&f->regs[0], 12, "a2", "/run/a2/csi.sock", "1.2", 9000);
 	f->p.n_regs = 3;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	snprintf(want, sizeof(want),
 		 "inode %d\n"	 /* csi.sock retargeted */
@@ -191,7 +223,7 @@ static void test_switch_queues_invalidations(void **state)
 	fs_inval_batch_free(&b);
 
 	/* The same list again: nothing changes, nothing is queued. */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	assert_int_equal(b.n, 0);
 }
@@ -208,7 +240,7 @@ static void test_removed_node_kept_until_forgotten(void **state)
 	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
 	a0->nlookup = 2; /* the kernel looked it up twice */
 	f->p.n_regs = 1; /* a0 deregistered */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	snprintf(want, sizeof(want), "entry %d a0\n", PLUGIN_ID * 8 + FS_TAG_ALLOCS);
 	assert_non_null(strstr(batch_text(&b), want));
@@ -254,7 +286,7 @@ static void test_forget_drops_the_kernels_count(void **state)
 
 	/* Out of the tree: freed only when the whole count is forgotten. */
 	f->p.n_regs = 1; /* a0 deregistered: only a1 (regs[0]) left */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
@@ -279,7 +311,7 @@ static void test_plugin_removed_and_back(void **state)
 	load_two(f);
 	active = node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE));
 	active->nlookup = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
 			 0);
 	snprintf(want, sizeof(want), "entry %d ebs\ninode %d\n", TYPE_ID * 8, TYPE_ID * 8);
 	assert_string_equal(batch_text(&b), want);
@@ -293,7 +325,7 @@ static void test_plugin_removed_and_back(void **state)
 	 * told to drop what it cached of it. */
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	snprintf(want, sizeof(want), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_ACTIVE);
 	assert_non_null(strstr(batch_text(&b), want));
@@ -322,7 +354,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 	load_two(f);
 	pdir = node(f, dino);
 	pdir->nlookup = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
 			 0);
 	snprintf(want, sizeof(want),
 		 "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\ninode %llu\n"
@@ -343,7 +375,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
 	assert_int_equal(
-	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
+	    sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
 	snprintf(want, sizeof(want), "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\n",
 		 (unsigned long long)dino, (unsigned long long)dino, (unsigned long long)dino);
 	assert_non_null(strstr(batch_text(&b), want));
@@ -381,7 +413,7 @@ static void test_empty_plugin_at_load(void **state)
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, dino), pdir);
@@ -402,7 +434,7 @@ static void test_unknown_type_ignored(void **state)
 
 	set_reg(&f->regs[0], 1, "x", "/run/x.sock", "", 1);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b),
+	assert_int_equal(sync_owned(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b),
 			 0);
 	assert_int_equal(b.n, 0);
 	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN)));
@@ -421,7 +453,7 @@ static void test_many_plugins_grow_the_table(void **state)
 		set_reg(&f->regs[0], 1000 + i, "a", sock, "", 1);
 		f->p.n_regs = 1;
 		assert_int_equal(
-		    fs_view_sync_plugin(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL), 0);
+		    sync_owned(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL), 0);
 	}
 	for (int i = 0; i < 500; i++) {
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
