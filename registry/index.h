@@ -21,20 +21,25 @@
  * n_empty), so that it keeps its persisted id; getters pass over it. */
 struct plugin_node {
 	struct reg_plugin pub;	/* regs ordered by seq, highest first */
-	size_t cap;		/* slots allocated in pub.regs */
-	size_t type_idx;	/* index of its type in the configured types */
+	uint32_t cap;		/* slots allocated in pub.regs */
+	uint32_t type_idx;	/* index of its type in the configured types */
 	struct htab_node hnode; /* in reg_index.plugins, by (type, name) */
 };
 
-/* The plugins holding a registration of one alloc.  One allocation with
- * its key; room for one plugin inside (an alloc mostly registers one). */
+/* The plugins holding a registration of one alloc: 56 bytes (a 64-byte
+ * malloc chunk), room for one plugin inside (an alloc mostly registers
+ * one).  Its key is not a copy: it is the alloc in the strings of the
+ * registration that made the set (registry.h, "Sharing"), which the set
+ * holds a reference to, so the key outlives that registration if need be
+ * (one block per set, as a copy would cost). */
 struct alloc_set {
 	struct htab_node hnode; /* in reg_index.allocs, by alloc */
 	struct plugin_node **v; /* one_v or an array of its own */
-	size_t n, cap;
-	size_t pending; /* inserts planned by the current mutation */
+	uint32_t n, cap;
+	uint32_t pending; /* inserts planned by the current mutation */
 	struct plugin_node *one_v;
-	char alloc[];
+	const char *alloc; /* in the block `strs' */
+	char *strs;	   /* a reference to a registration's strings */
 };
 
 /* Intrusive tables of the project's hash (hash.h): a node or set is one
@@ -69,8 +74,11 @@ size_t index_count_plugins(const struct reg_index *ix);
 
 /* The set of alloc, or NULL. */
 struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc);
-/* The set of alloc, created empty when missing; NULL when out of memory. */
-struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char *alloc);
+/* The set of g's alloc, created empty when missing (keyed by g's own
+ * string, a reference to g's strings taken: g is an owned value); NULL
+ * when out of memory. */
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix,
+						const struct registration *g);
 /* Frees the set of alloc when it holds no plugin. */
 void index_alloc_set_drop_if_empty(struct reg_index *ix, const char *alloc, struct alloc_set *s);
 /* Takes p out of the set of alloc (and drops the set when it empties). */

@@ -47,6 +47,9 @@ char *reg_strings_pack(const char *const *in, char **out[], size_t n)
 	return block;
 }
 
+_Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 136,
+	       "struct registration has a hole (registry.h)");
+
 void registration_free_contents(struct registration *g)
 {
 	if (!g)

@@ -282,6 +282,14 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 	unlock(r);
 }
 
+void registry_release_memory(struct registry *r)
+{
+	/* The connection is the writers': the commit lock, not the mutex. */
+	pthread_mutex_lock(&r->commit_mu);
+	sqlite3_db_release_memory(r->st.db);
+	pthread_mutex_unlock(&r->commit_mu);
+}
+
 void registry_commit_stats(struct registry *r, struct reg_commit_stats *out)
 {
 	lock(r);

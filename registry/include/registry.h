@@ -110,9 +110,9 @@ const char *reg_error_intern(const char *text);
  * error text is shared, never owned. */
 struct reg_runtime {
 	enum reg_health health;
+	unsigned failures;  /* consecutive failed probes */
 	int64_t since;	    /* when health last changed: unix seconds, UTC; 0 never */
 	int64_t probed_at;  /* the last probe: unix seconds, UTC; 0 never */
-	unsigned failures;  /* consecutive failed probes */
 	const char *error;  /* the last failure ("connection refused"), NULL after
 			       a success: a text of reg_error_intern's (the
 			       registry stores no other) */
@@ -123,6 +123,8 @@ static inline const char *reg_runtime_error(const struct reg_runtime *rt)
 	return rt->error ? rt->error : "";
 }
 
+/* 136 bytes on LP64 (a 144-byte malloc chunk in a plugin's list of one):
+ * the fields are in an order without holes; keep it so. */
 struct registration {
 	int64_t id; /* persisted row id, never reused in a state file */
 	char *type;
@@ -131,9 +133,9 @@ struct registration {
 	char *socket;
 	char *version; /* "" when not given */
 	enum reg_kind kind;
+	enum reg_probe probe;	    /* its own probe mode, or its type's */
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
-	enum reg_probe probe;	    /* its own probe mode, or its type's */
 	char *csi_name;		    /* "" or, with probe csi, the name GetPluginInfo must give */
 	int64_t seq;		    /* place in the list: higher is more recent */
 	int64_t registered_at;	    /* unix seconds, UTC */
@@ -441,6 +443,11 @@ size_t registry_types(struct registry *r, const char *const **names, const int64
 
 /* Counts for status. */
 void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrations);
+/* Gives back the memory SQLite's page cache holds for the state file's
+ * connection (sqlite3_db_release_memory): the load read every page once,
+ * and nothing reads them again but the next commit, which reads the few it
+ * needs.  The daemon calls it once the view is built. */
+void registry_release_memory(struct registry *r);
 
 /* The commits of mutations since the registry opened, for metrics: how
  * long each COMMIT took (its fsync included), per bucket of
