@@ -72,8 +72,10 @@ struct fs_dir {
 
 /*
  * One inode: 72 bytes (an 80-byte malloc chunk), 88 with the name index's
- * link (struct fs_named): there are four per plugin and one per
- * registration.  Its inode number is the key of hnode (fs_ino).
+ * link (struct fs_named), 104 for an allocs/ link (struct fs_link): there
+ * are four per plugin and one per registration.  Its inode number is the
+ * key of hnode (fs_ino).  The fields are in an order without holes (the
+ * size is checked in dir.c); keep it so.
  */
 struct fs_node {
 	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
@@ -82,25 +84,28 @@ struct fs_node {
 	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
 	uint64_t nlookup;	/* kernel references; atomic */
 	union {
-		struct { /* FS_LINK, FS_FILE */
-			/* Symlink target or file contents: a reference to
-			 * a text of rcstr.h, shared by the nodes with the
-			 * same text and with the registry: an allocs/ link
-			 * holds its registration's strings (its socket
-			 * first, registry.h), and a plugin's csi.sock the
-			 * same as the link of its active registration. */
-			char *data;
-			uint32_t size; /* strlen(data) */
-		};
-		struct {		    /* FS_DIR */
-			struct fs_dir *dir; /* its children; NULL until it has one */
-			uint32_t n_subdirs; /* for st_nlink */
-		};
+		/* FS_LINK, FS_FILE: the symlink target or file contents, a
+		 * reference to a text of rcstr.h, shared by the nodes with
+		 * the same text and with the registry: an allocs/ link holds
+		 * its registration's strings (its socket first, registry.h),
+		 * and a plugin's csi.sock the same as the link of its active
+		 * registration.  NULL for an info file in the tree (info.c). */
+		char *data;
+		struct fs_dir *dir; /* FS_DIR: its children; NULL until it has one */
+		/* FS_DIR of a plugin: its three children's slots (dir.c) */
+		struct fs_node **kids;
+	};
+	union {
+		uint32_t size;	    /* FS_LINK, FS_FILE: the length of its text */
+		uint32_t n_subdirs; /* FS_DIR: for st_nlink */
 	};
 	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
 	unsigned char kind; /* enum fs_node_kind */
 	bool in_tree;	    /* false: removed, kept until forgotten */
 	unsigned char name_own; /* enum fs_name_own */
+	/* An allocs/ link: its registration's kind and health, for the info
+	 * text (info.c), in what would be padding. */
+	unsigned char reg_kind, reg_health;
 };
 
 /* A node that can be in the (parent, name) index: every one but the three
@@ -108,6 +113,16 @@ struct fs_node {
 struct fs_named {
 	struct fs_node n;
 	struct htab_node name_hnode; /* in fs_view.names while in the tree */
+};
+
+/* An allocs/ link (FS_TAG_ALLOC): with what the info text shows of its
+ * registration beside what the link holds (its data, the registration's
+ * strings: socket, alloc, version), so that info is rendered from the view
+ * when it is read instead of kept as a text per plugin. */
+struct fs_link {
+	struct fs_named nm;
+	int64_t seq;	       /* its place: the info text lists by seq, highest first */
+	int64_t registered_at; /* unix seconds */
 };
 
 static inline uint64_t fs_ino(const struct fs_node *n)
@@ -308,8 +323,18 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 /* info.c: the info text of a plugin: one line per registration, the active one
  * first, then list order: "alloc socket version kind registered_at health"
- * (health: unknown, alive or dead). */
+ * (health: unknown, alive or dead).  A malloc'd text or NULL (ENOMEM). */
 char *fs_render_info(const struct reg_plugin *p);
+/* The same text from the view: the links of pdir's allocs/, the one
+ * csi.sock shares its text with first, then by seq.  An info file in the
+ * tree has no text of its own (its data is NULL, its size the length of
+ * this text, set by sync.c); one taken out of the tree while the kernel
+ * holds it keeps this text as its data (fs_node_remove).  Under fs->lock
+ * (read is enough).  A malloc'd text or NULL (ENOMEM). */
+char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir);
+/* A malloc'd copy of a file's contents (its data, or its rendered info
+ * text), at most its size; NULL when out of memory. */
+char *fs_node_contents(struct fs_view *v, const struct fs_node *n);
 
 /* notify.c */
 int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);

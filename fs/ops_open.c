@@ -92,6 +92,7 @@ static struct fs_handle *handle_new(struct plugfs_fs *fs, fuse_ino_t ino, int fl
 {
 	struct fs_handle *h = NULL;
 	struct fs_node *n;
+	char *text = NULL;
 
 	*err = 0;
 	pthread_rwlock_rdlock(&fs->lock);
@@ -104,13 +105,15 @@ static struct fs_handle *handle_new(struct plugfs_fs *fs, fuse_ino_t ino, int fl
 		*err = ELOOP;
 	else if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_APPEND)))
 		*err = EROFS;
-	else if (!(h = malloc(sizeof(*h) + n->size + 1)))
+	else if (!(text = fs_node_contents(&fs->view, n)) ||
+		 !(h = malloc(sizeof(*h) + strlen(text) + 1)))
 		*err = ENOMEM;
 	else {
-		h->len = n->size;
-		memcpy(h->data, n->data, n->size + 1);
+		h->len = strlen(text);
+		memcpy(h->data, text, h->len + 1);
 	}
 	pthread_rwlock_unlock(&fs->lock);
+	free(text);
 	return h;
 }
 

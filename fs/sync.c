@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "rcstr.h"
 #include "registry.h"
 
 static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
@@ -119,8 +120,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	/* Building the view at start (no batch), a plugin directory not in
 	 * the table yet: nothing of it is (its inode numbers are its own), so
 	 * its nodes are added without looking for them first. */
-	bool absent = false;
-	char *text = NULL;
+	bool absent = false, had_info;
+	char *text = NULL, *old_info = NULL;
 	int rc = 0;
 
 	if (!tdir)
@@ -165,16 +166,28 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
 			fs_node_set_mtime(tdir, &mt);
 	}
-	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
+	had_info = !absent && fs_view_get(v, FS_INO(plugin_id, FS_TAG_INFO));
+	/* csi.sock gets its text below, from the allocs/ link it shares it with;
+	 * info has none: it is rendered from the links when read (info.c). */
 	active = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
 			     FS_NAME_STATIC, NULL, &mt, b, absent);
 	allocs = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs",
 			     FS_NAME_STATIC, NULL, &mt, b, absent);
 	info = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", FS_NAME_STATIC,
-			   text, &mt, b, absent);
+			   NULL, &mt, b, absent);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
 		goto out;
+	}
+	/* What info showed, to tell whether it changes; one taken back into
+	 * the tree drops the text it kept while out of it. */
+	if (had_info && !(old_info = fs_node_contents(v, info))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (info->data) {
+		rcstr_unref(info->data);
+		info->data = NULL;
 	}
 	if (active->data && strcmp(active->data, act->socket) != 0) {
 		touch(active, now, b);
@@ -227,6 +240,11 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 				changed = true;
 			}
 		}
+		/* What info shows of it beside its strings. */
+		l->reg_kind = (unsigned char)r->kind;
+		l->reg_health = (unsigned char)r->runtime.health;
+		((struct fs_link *)(void *)l)->seq = r->seq;
+		((struct fs_link *)(void *)l)->registered_at = r->registered_at;
 		if (r == act)
 			act_link = l;
 	}
@@ -237,9 +255,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		touch(allocs, now, b);
 		changed = true;
 	}
-	if (strcmp(info->data, text) != 0) {
-		if ((rc = fs_node_set_data(info, text)) != 0)
-			goto out;
+	info->size = (uint32_t)strlen(text);
+	if (had_info && strcmp(old_info, text) != 0) {
 		touch(info, now, b);
 		changed = true;
 	}
@@ -250,5 +267,6 @@ out:
 	if (active && !active->data)
 		fs_node_set_str(active, act->socket);
 	free(text);
+	free(old_info);
 	return rc;
 }

@@ -222,6 +222,19 @@ void fs_node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n
 {
 	struct fs_node *c;
 
+	/* An info file the kernel holds keeps what it showed: rendered from
+	 * the links (info.c) before they go.  Out of memory: it reads as
+	 * empty. */
+	if (fs_ino(n) > FS_INO_PLUGINS && fs_ino(n) % 8 == FS_TAG_PLUGIN &&
+	    (c = fs_view_child(v, n, "info")) && !c->data &&
+	    __atomic_load_n(&c->nlookup, __ATOMIC_RELAXED) > 0) {
+		char *text = fs_view_render_info(v, n);
+
+		if (!text || fs_node_set_data(c, text) != 0)
+			c->size = 0;
+		free(text);
+	}
+
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
 		fs_node_remove(v, n, c);
 	if (parent)

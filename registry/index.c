@@ -165,7 +165,7 @@ struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc)
 	while ((e = htab_find(&ix->allocs, htab_hash_string(alloc), e))) {
 		struct alloc_set *s = htab_entry(e, struct alloc_set, hnode);
 
-		if (strcmp(s->alloc, alloc) == 0)
+		if (strcmp(alloc_set_key(s), alloc) == 0)
 			return s;
 	}
 	return NULL;
@@ -189,7 +189,6 @@ struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix,
 	}
 	/* g's socket is the start of its strings, its alloc inside them. */
 	s->strs = rcstr_ref(g->socket);
-	s->alloc = g->alloc;
 	return s;
 }
 

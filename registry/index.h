@@ -38,9 +38,17 @@ struct alloc_set {
 	uint32_t n, cap;
 	uint32_t pending; /* inserts planned by the current mutation */
 	struct plugin_node *one_v;
-	const char *alloc; /* in the block `strs' */
-	char *strs;	   /* a reference to a registration's strings */
+	char *strs; /* a reference to a registration's strings: the key is
+		     * their alloc (alloc_set_key) */
 };
+_Static_assert(sizeof(void *) != 8 || sizeof(struct alloc_set) == 56,
+	       "struct alloc_set has a hole");
+
+/* The alloc of set s. */
+static inline const char *alloc_set_key(const struct alloc_set *s)
+{
+	return reg_strings_at(s->strs, REG_STR_ALLOC);
+}
 
 /* Intrusive tables of the project's hash (hash.h): a node or set is one
  * allocation with its key, no entry or key copied beside it. */

@@ -47,6 +47,13 @@ char *reg_strings_pack(const char *const *in, char **out[], size_t n)
 	return block;
 }
 
+const char *reg_strings_at(const char *first, enum reg_string i)
+{
+	for (unsigned k = 0; k < (unsigned)i; k++)
+		first += strlen(first) + 1;
+	return first;
+}
+
 _Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 136,
 	       "struct registration has a hole (registry.h)");
 

@@ -203,6 +203,17 @@ int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
  * lock; it drops the reference with rcstr_unref.  The filesystem view
  * keeps its names and link targets so (fs/sync.c). */
 char *reg_strings_pack(const char *const *in, char **out[], size_t n);
+/* The strings of an owned registration's block, in order (registry.h,
+ * "Sharing" above), and the i-th of the block that starts at first. */
+enum reg_string {
+	REG_STR_SOCKET,
+	REG_STR_ALLOC,
+	REG_STR_TYPE,
+	REG_STR_NAME,
+	REG_STR_VERSION,
+	REG_STR_CSI_NAME,
+};
+const char *reg_strings_at(const char *first, enum reg_string i);
 /* Whether registry_set_runtime sees a change from a to b worth an event:
  * health, since or error differ.  probed_at and failures alone are kept
  * without an event (a probe round that changed nothing wakes nobody). */

@@ -5,6 +5,7 @@
  * and go (a listing in progress neither skips nor repeats an entry that
  * stays), at small and large sizes.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -260,10 +261,79 @@ static void test_many_entries(void **state)
 	}
 }
 
+/* A plugin directory's three children: in their slots by tag, at offsets
+ * 3, 4 and 5 whatever the order they come in and after a removal, found by
+ * name, counted, sought, and no other node taken. */
+static void test_plugin_dir_slots(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_node pdir = {.hnode.key = FS_INO(9, FS_TAG_PLUGIN), .kind = FS_DIR};
+	struct fs_node *sock = fs_node_new(FS_INO(9, FS_TAG_ACTIVE));
+	struct fs_node *allocs = fs_node_new(FS_INO(9, FS_TAG_ALLOCS));
+	struct fs_node *info = fs_node_new(FS_INO(9, FS_TAG_INFO));
+	struct fs_node *link = fs_node_new(FS_INO(4, FS_TAG_ALLOC));
+	uint64_t off;
+	size_t i = 0;
+
+	assert_non_null(sock);
+	assert_non_null(allocs);
+	assert_non_null(info);
+	assert_non_null(link);
+	sock->name = (char *)"csi.sock";
+	sock->kind = FS_LINK;
+	allocs->name = (char *)"allocs";
+	allocs->kind = FS_DIR;
+	info->name = (char *)"info";
+	info->kind = FS_FILE;
+	link->kind = FS_LINK;
+	assert_int_equal(fs_dir_count(&pdir), 0);
+	assert_null(fs_dir_next(&pdir, &i, NULL));
+	assert_int_equal(fs_dir_link(&f->v, &pdir, info), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, sock), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, allocs), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, link), -EINVAL);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, sock), -EINVAL); /* its slot is taken */
+	assert_int_equal(fs_dir_count(&pdir), 3);
+	assert_int_equal(pdir.n_subdirs, 1);
+	assert_ptr_equal(fs_view_child(&f->v, &pdir, "info"), info);
+	assert_ptr_equal(fs_view_child(&f->v, &pdir, "csi.sock"), sock);
+	assert_null(fs_view_child(&f->v, &pdir, "nope"));
+	i = 0;
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), sock);
+	assert_int_equal(off, 3);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), allocs);
+	assert_int_equal(off, 4);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(off, 5);
+	assert_null(fs_dir_next(&pdir, &i, &off));
+	/* A listing that stopped after allocs goes on with info. */
+	i = fs_dir_seek(&pdir, 4, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(fs_dir_seek(&pdir, 0, 0), 0);
+	assert_int_equal(fs_dir_seek(&pdir, 99, 0), 3);
+	/* allocs goes: info keeps its offset; allocs back, at its own. */
+	fs_dir_unlink(&f->v, &pdir, allocs);
+	assert_int_equal(fs_dir_count(&pdir), 2);
+	assert_int_equal(pdir.n_subdirs, 0);
+	i = fs_dir_seek(&pdir, 3, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(off, 5);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, allocs), 0);
+	i = fs_dir_seek(&pdir, 3, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), allocs);
+	assert_int_equal(off, 4);
+	fs_dir_free(pdir.dir);
+	free(sock);
+	free(allocs);
+	free(info);
+	free(link);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_add_lookup_remove, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_dir_slots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_offsets_stable_while_changing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries, setup, teardown),
 	};

@@ -95,6 +95,19 @@ static int sync_owned(struct fs_view *v, const char *type, const char *name, int
 	return rc;
 }
 
+/* info's contents and size as a read and a getattr give them. */
+static void assert_info(struct fixture *f, const struct fs_node *info, const char *want)
+{
+	char *text = fs_node_contents(&f->v, info);
+	struct stat st;
+
+	assert_non_null(text);
+	assert_string_equal(text, want);
+	fs_node_attr(info, &st);
+	assert_int_equal(st.st_size, strlen(want));
+	free(text);
+}
+
 /* The batch as text, one item per line: "inode N" or "entry N name". */
 static char *batch_text(const struct fs_inval_batch *b)
 {
@@ -186,10 +199,11 @@ static void test_load_builds_nodes_from_ids(void **state)
 	assert_int_equal(st.st_mtim.tv_sec, 1500);
 	fs_node_attr(info, &st);
 	assert_int_equal(st.st_mode, S_IFREG | 0444);
-	assert_int_equal(st.st_size, strlen(info->data));
-	assert_string_equal(info->data,
-			    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
-			    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
+	/* No text of its own in the tree: rendered from the links. */
+	assert_null(info->data);
+	assert_info(f, info,
+		    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
+		    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
 }
 
 static void test_switch_queues_invalidations(void **state)
@@ -220,6 +234,10 @@ static void test_switch_queues_invalidations(void **state)
 	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_sec, 9000);
 	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_nsec, 5);
 	assert_non_null(node(f, FS_INO(12, FS_TAG_ALLOC)));
+	assert_info(f, node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)),
+		    "a2 /run/a2/csi.sock 1.2 node 1970-01-01T02:30:00Z unknown\n"
+		    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
+		    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
 	fs_inval_batch_free(&b);
 
 	/* The same list again: nothing changes, nothing is queued. */
@@ -493,10 +511,77 @@ static void test_info_times(void **state)
 	free(text);
 }
 
+/* info is rendered from the view's links, as fs_render_info renders it
+ * from the registry, through changes of health and of the active one; a
+ * change of it alone is an invalidation of info; the kernel's info keeps
+ * its last text when the plugin goes. */
+static void test_info_rendered_from_links(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000};
+	struct fs_node *info;
+	char *want, *got, line[128];
+
+	set_reg(&f->regs[0], 1, "a1", "/run/a1.sock", "1.0", 3000);
+	set_reg(&f->regs[1], 2, "a2", "/run/a2.sock", "", 2000);
+	set_reg(&f->regs[2], 3, "a3", "/run/a3.sock", NULL, 1000);
+	f->regs[0].seq = 30;
+	f->regs[1].seq = 20;
+	f->regs[2].seq = 10;
+	f->regs[2].kind = REG_KIND_CONTROLLER;
+	f->p.n_regs = 3;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
+	info = node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO));
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	assert_info(f, info, want);
+	free(want);
+	/* a1 and a2 dead: a3 active, first. */
+	f->regs[0].runtime.health = REG_HEALTH_DEAD;
+	f->regs[1].runtime.health = REG_HEALTH_DEAD;
+	f->regs[2].runtime.health = REG_HEALTH_ALIVE;
+	f->p.active = 2;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
+	snprintf(line, sizeof(line), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_INFO);
+	assert_non_null(strstr(batch_text(&b), line));
+	fs_inval_batch_free(&b);
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	assert_string_equal(want, "a3 /run/a3.sock - controller 1970-01-01T00:16:40Z alive\n"
+				  "a1 /run/a1.sock 1.0 node 1970-01-01T00:50:00Z dead\n"
+				  "a2 /run/a2.sock - node 1970-01-01T00:33:20Z dead\n");
+	assert_info(f, info, want);
+	/* Health alone again, of a2 only: info changes, nothing else does. */
+	f->regs[1].runtime.health = REG_HEALTH_ALIVE;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
+	snprintf(line, sizeof(line), "inode %d\ninode %d\n", PLUGIN_ID * 8 + FS_TAG_INFO,
+		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
+	assert_string_equal(batch_text(&b), line);
+	fs_inval_batch_free(&b);
+	free(want);
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	/* The kernel holds info; the plugin goes: info keeps its text. */
+	info->nlookup = 1;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)), info);
+	assert_false(info->in_tree);
+	got = fs_node_contents(&f->v, info);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	fs_view_forget(&f->v, FS_INO(PLUGIN_ID, FS_TAG_INFO), 1);
+	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_root_and_types, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_info_rendered_from_links, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_load_builds_nodes_from_ids, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
