@@ -60,7 +60,7 @@ static struct fs_named *named(struct fs_node *n)
 	return htab_entry(n, struct fs_named, n);
 }
 
-_Static_assert(sizeof(void *) != 8 || (sizeof(struct fs_node) == 72 &&
+_Static_assert(sizeof(void *) != 8 || (sizeof(struct fs_node) == 56 &&
 					sizeof(struct fs_named) == 88 && sizeof(struct fs_link) == 104),
 	       "a hole in struct fs_node (fs_internal.h)");
 
@@ -94,7 +94,8 @@ struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir
 	while ((e = htab_find(&v->names, key, e))) {
 		struct fs_node *n = &htab_entry(e, struct fs_named, name_hnode)->n;
 
-		if (n->parent == fs_ino(dir) && strcmp(n->name, name) == 0)
+		if (htab_entry(e, struct fs_named, name_hnode)->parent == fs_ino(dir) &&
+		    strcmp(n->name, name) == 0)
 			return n;
 	}
 	return NULL;
@@ -108,7 +109,7 @@ static void compact(struct fs_dir *d)
 		if (!d->slots[i].node)
 			continue;
 		d->slots[j] = d->slots[i];
-		d->slots[j].node->slot = j;
+		named(d->slots[j].node)->slot = j;
 		j++;
 	}
 	d->n_slots = j;
@@ -127,8 +128,6 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 			return -EINVAL; /* cannot happen: the tags say where a node goes */
 		if (!dir->kids && !(dir->kids = calloc(KIDS, sizeof(*dir->kids))))
 			return -ENOMEM;
-		c->parent = fs_ino(dir);
-		c->slot = k;
 		dir->kids[k] = c;
 		if (c->kind == FS_DIR)
 			dir->n_subdirs++;
@@ -161,8 +160,8 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 		return -EINVAL; /* cannot happen: the tags say where a node goes */
 	if (htab_insert(&v->names, &named(c)->name_hnode, name_key(fs_ino(dir), c->name)) != 0)
 		return -ENOMEM;
-	c->parent = fs_ino(dir);
-	c->slot = (uint32_t)d->n_slots;
+	named(c)->parent = fs_ino(dir);
+	named(c)->slot = (uint32_t)d->n_slots;
 	d->slots[d->n_slots].node = c;
 	d->slots[d->n_slots].off = ++d->next_off;
 	d->n_slots++;
@@ -178,17 +177,20 @@ void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 	struct fs_node **kids = kids_of(dir);
 
 	if (kids) {
-		if (c->slot < KIDS && kids[c->slot] == c) {
-			kids[c->slot] = NULL;
+		uint32_t k = kid_slot(c);
+
+		if (k < KIDS && kids[k] == c) {
+			kids[k] = NULL;
 			if (c->kind == FS_DIR)
 				dir->n_subdirs--;
 		}
 		return;
 	}
-	if (!d || c->slot >= d->n_slots || d->slots[c->slot].node != c)
+	if (!d || !fs_ino_named(fs_ino(c)) || named(c)->slot >= d->n_slots ||
+	    d->slots[named(c)->slot].node != c)
 		return;
 	htab_remove(&v->names, &named(c)->name_hnode);
-	d->slots[c->slot].node = NULL;
+	d->slots[named(c)->slot].node = NULL;
 	d->n_live--;
 	if (c->kind == FS_DIR)
 		dir->n_subdirs--;

@@ -71,18 +71,17 @@ struct fs_dir {
 #define FS_DIR_OFF_DOTDOT 2
 
 /*
- * One inode: 72 bytes (an 80-byte malloc chunk), 88 with the name index's
- * link (struct fs_named), 104 for an allocs/ link (struct fs_link): there
- * are four per plugin and one per registration.  Its inode number is the
- * key of hnode (fs_ino).  The fields are in an order without holes (the
- * size is checked in dir.c); keep it so.
+ * One inode: 56 bytes (a 64-byte malloc chunk) for the three children of a
+ * plugin directory, 88 with the name index's link, its parent and its slot
+ * (struct fs_named), 104 for an allocs/ link (struct fs_link): there are
+ * five per plugin of one registration.  Its inode number is the key of
+ * hnode (fs_ino); its parent is fs_node_parent's.  The fields are in an
+ * order without holes (the sizes are checked in dir.c); keep it so.
  */
 struct fs_node {
 	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
-	uint64_t parent;	/* ino of the parent (itself for the root) */
 	char *name;		/* how it is held: name_own */
 	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
-	uint64_t nlookup;	/* kernel references; atomic */
 	union {
 		/* FS_LINK, FS_FILE: the symlink target or file contents, a
 		 * reference to a text of rcstr.h, shared by the nodes with
@@ -99,7 +98,10 @@ struct fs_node {
 		uint32_t size;	    /* FS_LINK, FS_FILE: the length of its text */
 		uint32_t n_subdirs; /* FS_DIR: for st_nlink */
 	};
-	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
+	/* Kernel references; atomic, saturating (fs_node_ref): a node looked
+	 * up UINT32_MAX times without a forget stays so and is never freed
+	 * (one node kept) rather than wrap and be freed while referenced. */
+	uint32_t nlookup;
 	unsigned char kind; /* enum fs_node_kind */
 	bool in_tree;	    /* false: removed, kept until forgotten */
 	unsigned char name_own; /* enum fs_name_own */
@@ -109,10 +111,13 @@ struct fs_node {
 };
 
 /* A node that can be in the (parent, name) index: every one but the three
- * children of a plugin directory (dir.c finds those in its slots). */
+ * children of a plugin directory (dir.c finds those in its slots, and
+ * their parent and slot follow from their inode number). */
 struct fs_named {
 	struct fs_node n;
 	struct htab_node name_hnode; /* in fs_view.names while in the tree */
+	uint64_t parent;	     /* ino of the parent (itself for the root) */
+	uint32_t slot;		     /* its slot in the parent's dir while in the tree */
 };
 
 /* An allocs/ link (FS_TAG_ALLOC): with what the info text shows of its
@@ -136,6 +141,31 @@ static inline bool fs_ino_named(uint64_t ino)
 
 	return ino <= FS_INO_PLUGINS ||
 	       (tag != FS_TAG_ACTIVE && tag != FS_TAG_ALLOCS && tag != FS_TAG_INFO);
+}
+/* The inode of n's parent: stored in a named node, else its plugin
+ * directory's (the same id, tagged FS_TAG_PLUGIN). */
+static inline uint64_t fs_node_parent(const struct fs_node *n)
+{
+	uint64_t ino = fs_ino(n);
+
+	if (fs_ino_named(ino))
+		return ((const struct fs_named *)(const void *)n)->parent;
+	return ino - ino % 8 + FS_TAG_PLUGIN;
+}
+/* Sets a named node's parent (the others' follows from their inode). */
+static inline void fs_node_set_parent(struct fs_node *n, uint64_t parent)
+{
+	if (fs_ino_named(fs_ino(n)))
+		((struct fs_named *)(void *)n)->parent = parent;
+}
+/* One more kernel reference to n (a lookup answered), saturating. */
+static inline void fs_node_ref(struct fs_node *n)
+{
+	uint32_t c = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+
+	while (c != UINT32_MAX && !__atomic_compare_exchange_n(&n->nlookup, &c, c + 1, true,
+							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
 }
 /* A zeroed node of inode ino, of the size its tag needs; NULL when out of
  * memory.  Freed with free(). */
@@ -229,7 +259,7 @@ struct plugfs_fs {
 /* The child of dir called name, or NULL. */
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir, const char *name);
 /* Links c (its name set) under dir: in dir's slots with a new offset and in
- * the name index; sets c->parent.  0 or -ENOMEM with nothing changed. */
+ * the name index; sets c's parent.  0 or -ENOMEM with nothing changed. */
 int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
 /* Unlinks c, a child of dir.  Never moves the other children: an iteration
  * with fs_dir_next may unlink the child it was just given. */

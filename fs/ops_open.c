@@ -242,7 +242,7 @@ static ssize_t dir_list(struct plugfs_fs *fs, fuse_ino_t ino, fuse_req_t req, ch
 	}
 	if (off < 1 && !dirent_add(req, buf, size, &pos, ".", fs_ino(n), S_IFDIR, 1))
 		goto done;
-	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", n->parent, S_IFDIR, 2))
+	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", fs_node_parent(n), S_IFDIR, 2))
 		goto done;
 	i = fs_dir_seek(n, off, *hint);
 	for (size_t at = i; (c = fs_dir_next(n, &i, &coff)); at = i) {

@@ -78,7 +78,7 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 		return -ENOMEM;
 	}
 	n->kind = FS_DIR;
-	n->parent = fs_ino(tdir);
+	fs_node_set_parent(n, fs_ino(tdir));
 	fs_node_set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
 		fs_node_free(v, n);

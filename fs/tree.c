@@ -173,7 +173,7 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 	old_own = n->name_own;
 	n->name = nm;
 	n->name_own = (unsigned char)own;
-	n->parent = ino;
+	fs_node_set_parent(n, ino);
 	if (parent && fs_dir_link(v, parent, n) != 0) {
 		n->name = old;
 		n->name_own = old_own;
@@ -259,6 +259,8 @@ void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
 	if (!n)
 		return;
 	left = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+	if (left == UINT32_MAX)
+		return; /* saturated (fs_node_ref): kept for good */
 	left = count >= left ? 0 : left - count;
 	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
 	if (left == 0 && !n->in_tree && fs_ino(n) > FS_INO_PLUGINS) {

@@ -75,13 +75,13 @@ static struct fs_node *add(struct fixture *f, struct fs_node *dir, const char *n
 	}
 	f->kids[f->n_kids++] = c;
 	assert_int_equal(fs_dir_link(&f->v, dir, c), 0);
-	assert_int_equal(c->parent, fs_ino(dir));
+	assert_int_equal(fs_node_parent(c), fs_ino(dir));
 	return c;
 }
 
 static uint64_t off_of(const struct fs_node *dir, const struct fs_node *c)
 {
-	return dir->dir->slots[c->slot].off;
+	return dir->dir->slots[((const struct fs_named *)(const void *)c)->slot].off;
 }
 
 static void test_add_lookup_remove(void **state)

@@ -316,6 +316,20 @@ static void test_forget_drops_the_kernels_count(void **state)
 	assert_null(node(f, FS_INO(10, FS_TAG_ALLOC)));
 	/* a1 still answers. */
 	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+
+	/* The 32-bit count saturates and then stays: a1 out of the tree is
+	 * kept however much is forgotten. */
+	a1->nlookup = UINT32_MAX - 1;
+	fs_node_ref(a1);
+	assert_int_equal(a1->nlookup, UINT32_MAX);
+	fs_node_ref(a1);
+	assert_int_equal(a1->nlookup, UINT32_MAX);
+	f->p.n_regs = 0;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
+	fs_inval_batch_free(&b);
+	fs_view_forget(&f->v, FS_INO(11, FS_TAG_ALLOC), UINT64_MAX);
+	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+	assert_false(a1->in_tree);
 }
 
 static void test_plugin_removed_and_back(void **state)
@@ -388,7 +402,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 	fs_node_attr(pdir, &st);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_nlink, 2);
-	assert_int_equal(pdir->parent, FS_INO(TYPE_ID, FS_TAG_TYPE));
+	assert_int_equal(fs_node_parent(pdir), FS_INO(TYPE_ID, FS_TAG_TYPE));
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
