@@ -89,17 +89,18 @@ void plugin_node_free(struct plugin_node *p)
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx)
 {
 	struct plugin_node *p = calloc(1, sizeof(*p));
-	const char *in[] = {name, type};
-	char **out[2];
+	const char *in[] = {name};
+	char **out[1];
 
 	if (!p)
 		return NULL;
+	/* Its name alone in its block: its type is the registry's. */
 	out[0] = &p->pub.name;
-	out[1] = &p->pub.type;
+	p->pub.type = (char *)type;
 	p->type_idx = (uint32_t)type_idx;
 	p->pub.regs = calloc(1, sizeof(*p->pub.regs));
 	p->cap = 1;
-	if (!reg_strings_pack(in, out, 2) || !p->pub.regs) {
+	if (!reg_strings_pack(in, out, 1) || !p->pub.regs) {
 		plugin_node_free(p);
 		return NULL;
 	}
@@ -220,8 +221,9 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 static int load_plugin(struct reg_index *ix, size_t type_idx, int64_t plugin_id, const char *type,
 		       const char *name, struct plugin_node **out, char *err, size_t errlen)
 {
-	struct plugin_node *p = plugin_node_new(type, name, type_idx);
+	struct plugin_node *p = plugin_node_new(ix->types[type_idx], name, type_idx);
 
+	(void)type; /* the same text as ix->types[type_idx], which outlives p */
 	if (!p)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	p->pub.id = plugin_id;

@@ -57,6 +57,9 @@ struct reg_index {
 	struct htab allocs;  /* struct alloc_set, by alloc */
 	size_t n_regs;	     /* registrations over all plugins */
 	size_t n_empty;	     /* plugins whose list emptied (kept for their id) */
+	/* The registry's configured type names (registry.c), which outlive
+	 * the index: a plugin node's type is one of them, not a copy. */
+	const char *const *types;
 };
 
 /* A zeroed index is empty.  index_free frees every node and set. */
@@ -94,7 +97,9 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 /* Room for n plugins in s: 0 or -ENOMEM. */
 int alloc_set_reserve(struct alloc_set *s, size_t n);
 
-/* A new plugin node without registrations, or NULL when out of memory. */
+/* A new plugin node without registrations, or NULL when out of memory.
+ * name is copied (a block of its own, registry.h "Sharing"), type is not:
+ * it must outlive the node (one of reg_index.types). */
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx);
 void plugin_node_free(struct plugin_node *p);
 /* Room for n registrations in p: 0 or -ENOMEM. */

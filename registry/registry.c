@@ -440,6 +440,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	    (rc = store_query_int(&r->st, "SELECT count(*) FROM registrations", &n_regs,
 				  "counting registrations", err, errlen)) < 0)
 		goto fail;
+	r->ix.types = (const char *const *)r->types;
 	if (index_reserve(&r->ix, (size_t)n_plugins, (size_t)n_regs) < 0) {
 		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;

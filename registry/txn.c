@@ -87,7 +87,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 		if (c->op != CH_INSERT)
 			continue;
 		if (!c->p) {
-			c->p = plugin_node_new(c->nr.type, c->nr.name, c->type_idx);
+			c->p = plugin_node_new(r->types[c->type_idx], c->nr.name, c->type_idx);
 			if (!c->p)
 				goto nomem;
 			c->new_plugin = true;

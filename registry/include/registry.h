@@ -194,7 +194,9 @@ int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
  *
  * Sharing: an owned registration's strings are one such block that starts
  * at its socket (then alloc, type, name, version, csi_name), an owned
- * plugin's one that starts at its name (then type).  The block is never
+ * plugin's one that starts at its name (then type; the registry's own
+ * plugins hold their name alone, their type is the configured type's
+ * name, which lives as long as the registry).  The block is never
  * written after it is packed, and the value holds one reference to it.
  * Another part may keep the strings beyond the value's life by taking a
  * reference of its own (rcstr_ref(r->socket), rcstr_ref(p->name)) while the
