@@ -64,16 +64,27 @@ _Static_assert(sizeof(void *) != 8 || (sizeof(struct fs_node) == 56 &&
 					sizeof(struct fs_named) == 88 && sizeof(struct fs_link) == 104),
 	       "a hole in struct fs_node (fs_internal.h)");
 
-struct fs_node *fs_node_new(uint64_t ino)
+/* The pool of the nodes of inode ino, by its tag. */
+static struct pool *pool_of(struct fs_view *v, uint64_t ino)
 {
-	size_t size = !fs_ino_named(ino)		      ? sizeof(struct fs_node)
-		      : ino > FS_INO_PLUGINS && ino % 8 == FS_TAG_ALLOC ? sizeof(struct fs_link)
-									: sizeof(struct fs_named);
-	struct fs_node *n = calloc(1, size);
+	if (!fs_ino_named(ino))
+		return &v->pool_node;
+	return ino > FS_INO_PLUGINS && ino % 8 == FS_TAG_ALLOC ? &v->pool_link : &v->pool_named;
+}
+
+struct fs_node *fs_node_new(struct fs_view *v, uint64_t ino)
+{
+	struct fs_node *n = pool_alloc(pool_of(v, ino));
 
 	if (n)
 		n->hnode.key = ino;
 	return n;
+}
+
+void fs_node_delete(struct fs_view *v, struct fs_node *n)
+{
+	if (n)
+		pool_free(pool_of(v, fs_ino(n)), n);
 }
 
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,

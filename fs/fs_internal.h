@@ -26,9 +26,11 @@
 
 #include "fs.h"
 #include "hash.h"
+#include "pool.h"
 
 struct registry;
 struct reg_plugin;
+struct fs_view;
 
 /*
  * Inode numbers: persisted ids times 8 plus a tag, so they are the same after
@@ -167,9 +169,11 @@ static inline void fs_node_ref(struct fs_node *n)
 							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		;
 }
-/* A zeroed node of inode ino, of the size its tag needs; NULL when out of
- * memory.  Freed with free(). */
-struct fs_node *fs_node_new(uint64_t ino);
+/* A zeroed node of inode ino, of the size its tag needs, from v's pools;
+ * NULL when out of memory.  Given back with fs_node_delete (its memory
+ * only) or fs_node_free. */
+struct fs_node *fs_node_new(struct fs_view *v, uint64_t ino);
+void fs_node_delete(struct fs_view *v, struct fs_node *n);
 
 /* One kernel invalidation, queued by a view change. */
 enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };
@@ -189,6 +193,9 @@ struct fs_view {
 	struct htab names; /* the nodes in the tree, by (parent ino, name) */
 	size_t n_nodes;	   /* nodes known, in the table or not (statfs) */
 	char *socket_name;
+	/* The nodes' memory, one pool per size (pool.h): struct fs_node,
+	 * fs_named, fs_link; under the write lock like the nodes. */
+	struct pool pool_node, pool_named, pool_link;
 };
 
 struct fs_notifier {

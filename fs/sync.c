@@ -69,7 +69,7 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 	if (!tdir || fs_view_get(v, ino))
 		return 0; /* not a configured type, or known already */
-	n = fs_node_new(ino);
+	n = fs_node_new(v, ino);
 	if (!n)
 		return -ENOMEM;
 	v->n_nodes++;

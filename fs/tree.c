@@ -109,7 +109,7 @@ void fs_node_free(struct fs_view *v, struct fs_node *n)
 		fs_dir_free(n->dir);
 	else
 		rcstr_unref(n->data);
-	free(n);
+	fs_node_delete(v, n);
 }
 
 /* Sets n's text to s (a reference is taken). */
@@ -145,7 +145,7 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
 	if (fresh) {
-		n = fs_node_new(ino);
+		n = fs_node_new(v, ino);
 		if (!n)
 			return NULL;
 		v->n_nodes++;
@@ -277,6 +277,9 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 	memset(v, 0, sizeof(*v));
 	htab_init(&v->nodes);
 	htab_init(&v->names);
+	pool_init(&v->pool_node, sizeof(struct fs_node));
+	pool_init(&v->pool_named, sizeof(struct fs_named));
+	pool_init(&v->pool_link, sizeof(struct fs_link));
 	v->socket_name = strdup(socket_name);
 	if (!v->socket_name)
 		goto fail;
@@ -309,6 +312,9 @@ void fs_view_free(struct fs_view *v)
 	}
 	htab_free(&v->nodes);
 	htab_free(&v->names);
+	pool_destroy(&v->pool_node);
+	pool_destroy(&v->pool_named);
+	pool_destroy(&v->pool_link);
 	free(v->socket_name);
 	memset(v, 0, sizeof(*v));
 }

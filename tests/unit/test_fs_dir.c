@@ -45,7 +45,7 @@ static int teardown(void **state)
 
 	for (size_t i = 0; i < f->n_kids; i++) {
 		free(f->kids[i]->name);
-		free(f->kids[i]);
+		fs_node_delete(&f->v, f->kids[i]);
 	}
 	free(f->kids);
 	fs_dir_free(f->dir.dir);
@@ -62,7 +62,7 @@ static int teardown(void **state)
 /* A new child node called name, linked under dir. */
 static struct fs_node *add(struct fixture *f, struct fs_node *dir, const char *name)
 {
-	struct fs_node *c = fs_node_new(KID_INO(f->n_kids));
+	struct fs_node *c = fs_node_new(&f->v, KID_INO(f->n_kids));
 
 	assert_non_null(c);
 	c->name = strdup(name);
@@ -130,7 +130,7 @@ static void test_add_lookup_remove(void **state)
 	}
 	/* Subdirectories count for st_nlink. */
 	{
-		struct fs_node *sub = fs_node_new(FS_INO(12, FS_TAG_TYPE));
+		struct fs_node *sub = fs_node_new(&f->v, FS_INO(12, FS_TAG_TYPE));
 
 		assert_non_null(sub);
 		sub->name = strdup("sub");
@@ -140,7 +140,7 @@ static void test_add_lookup_remove(void **state)
 		fs_dir_unlink(&f->v, &f->dir, sub);
 		assert_int_equal(f->dir.n_subdirs, 0);
 		free(sub->name);
-		free(sub);
+		fs_node_delete(&f->v, sub);
 	}
 }
 
@@ -268,10 +268,10 @@ static void test_plugin_dir_slots(void **state)
 {
 	struct fixture *f = *state;
 	struct fs_node pdir = {.hnode.key = FS_INO(9, FS_TAG_PLUGIN), .kind = FS_DIR};
-	struct fs_node *sock = fs_node_new(FS_INO(9, FS_TAG_ACTIVE));
-	struct fs_node *allocs = fs_node_new(FS_INO(9, FS_TAG_ALLOCS));
-	struct fs_node *info = fs_node_new(FS_INO(9, FS_TAG_INFO));
-	struct fs_node *link = fs_node_new(FS_INO(4, FS_TAG_ALLOC));
+	struct fs_node *sock = fs_node_new(&f->v, FS_INO(9, FS_TAG_ACTIVE));
+	struct fs_node *allocs = fs_node_new(&f->v, FS_INO(9, FS_TAG_ALLOCS));
+	struct fs_node *info = fs_node_new(&f->v, FS_INO(9, FS_TAG_INFO));
+	struct fs_node *link = fs_node_new(&f->v, FS_INO(4, FS_TAG_ALLOC));
 	uint64_t off;
 	size_t i = 0;
 
@@ -323,10 +323,10 @@ static void test_plugin_dir_slots(void **state)
 	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), allocs);
 	assert_int_equal(off, 4);
 	fs_dir_free(pdir.dir);
-	free(sock);
-	free(allocs);
-	free(info);
-	free(link);
+	fs_node_delete(&f->v, sock);
+	fs_node_delete(&f->v, allocs);
+	fs_node_delete(&f->v, info);
+	fs_node_delete(&f->v, link);
 }
 
 int main(void)
