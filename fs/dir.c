@@ -60,8 +60,9 @@ static struct fs_named *named(struct fs_node *n)
 	return htab_entry(n, struct fs_named, n);
 }
 
-_Static_assert(sizeof(void *) != 8 || (sizeof(struct fs_node) == 56 &&
-					sizeof(struct fs_named) == 88 && sizeof(struct fs_link) == 104),
+_Static_assert(sizeof(void *) != 8 ||
+		   (sizeof(struct fs_node) == 56 && sizeof(struct fs_named) == 88 &&
+		    sizeof(struct fs_link) == 104),
 	       "a hole in struct fs_node (fs_internal.h)");
 
 /* The pool of the nodes of inode ino, by its tag. */

@@ -295,10 +295,10 @@ void fs_node_set_str(struct fs_node *n, char *s);
 int fs_node_set_data(struct fs_node *n, const char *data);
 /* How a node holds its name. */
 enum fs_name_own {
-	FS_NAME_COPY,	/* fs_node_add copies it; freed with the node */
-	FS_NAME_STATIC, /* it outlives the view (the socket name, a literal) */
-	FS_NAME_SHARED, /* a text of rcstr.h (a plugin's name, registry.h): a
-			 * reference is taken, dropped with the node */
+	FS_NAME_COPY,	 /* fs_node_add copies it; freed with the node */
+	FS_NAME_STATIC,	 /* it outlives the view (the socket name, a literal) */
+	FS_NAME_SHARED,	 /* a text of rcstr.h (a plugin's name, registry.h): a
+			  * reference is taken, dropped with the node */
 	FS_NAME_IN_DATA, /* a string inside the block of the node's own data
 			  * (an allocs/ link's alloc, in its registration's
 			  * strings): lives as long as data does */

@@ -43,8 +43,7 @@ static int text_addf(char **text, size_t *len, size_t *cap, const char *fmt, ...
 
 /* One line of the text. */
 static int info_line(char **text, size_t *len, size_t *cap, const char *alloc, const char *socket,
-		     const char *version, enum reg_kind k, int64_t registered_at,
-		     enum reg_health h)
+		     const char *version, enum reg_kind k, int64_t registered_at, enum reg_health h)
 {
 	const char *kind = reg_kind_name(k);
 	char when[PLUGFS_TIME_LEN];

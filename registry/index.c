@@ -172,8 +172,7 @@ struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc)
 	return NULL;
 }
 
-struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix,
-						const struct registration *g)
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const struct registration *g)
 {
 	struct alloc_set *s = index_alloc_set(ix, g->alloc);
 

@@ -88,8 +88,7 @@ struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc)
 /* The set of g's alloc, created empty when missing (keyed by g's own
  * string, a reference to g's strings taken: g is an owned value); NULL
  * when out of memory. */
-struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix,
-						const struct registration *g);
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const struct registration *g);
 /* Frees the set of alloc when it holds no plugin. */
 void index_alloc_set_drop_if_empty(struct reg_index *ix, const char *alloc, struct alloc_set *s);
 /* Takes p out of the set of alloc (and drops the set when it empties). */

@@ -135,8 +135,7 @@ static void load_two(struct fixture *f)
 	set_reg(&f->regs[0], 11, "a1", "/run/a1/csi.sock", "1.1", 2000);
 	set_reg(&f->regs[1], 10, "a0", "/run/a0/csi.sock", "", 1500);
 	f->p.n_regs = 2;
-	assert_int_equal(
-	    sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
 }
 
 static void test_root_and_types(void **state)
@@ -218,8 +217,7 @@ static void test_switch_queues_invalidations(void **state)
 	memmove(&f->regs[1], &f->regs[0], 2 * sizeof(f->regs[0]));
 	set_reg(&f->regs[0], 12, "a2", "/run/a2/csi.sock", "1.2", 9000);
 	f->p.n_regs = 3;
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want),
 		 "inode %d\n"	 /* csi.sock retargeted */
 		 "entry %d a2\n" /* allocs/a2 added (clears a negative entry) */
@@ -241,8 +239,7 @@ static void test_switch_queues_invalidations(void **state)
 	fs_inval_batch_free(&b);
 
 	/* The same list again: nothing changes, nothing is queued. */
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	assert_int_equal(b.n, 0);
 }
 
@@ -258,8 +255,7 @@ static void test_removed_node_kept_until_forgotten(void **state)
 	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
 	a0->nlookup = 2; /* the kernel looked it up twice */
 	f->p.n_regs = 1; /* a0 deregistered */
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want), "entry %d a0\n", PLUGIN_ID * 8 + FS_TAG_ALLOCS);
 	assert_non_null(strstr(batch_text(&b), want));
 	fs_inval_batch_free(&b);
@@ -304,8 +300,7 @@ static void test_forget_drops_the_kernels_count(void **state)
 
 	/* Out of the tree: freed only when the whole count is forgotten. */
 	f->p.n_regs = 1; /* a0 deregistered: only a1 (regs[0]) left */
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
 	assert_false(a0->in_tree);
@@ -343,8 +338,7 @@ static void test_plugin_removed_and_back(void **state)
 	load_two(f);
 	active = node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE));
 	active->nlookup = 1;
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
 	snprintf(want, sizeof(want), "entry %d ebs\ninode %d\n", TYPE_ID * 8, TYPE_ID * 8);
 	assert_string_equal(batch_text(&b), want);
 	fs_inval_batch_free(&b);
@@ -357,8 +351,7 @@ static void test_plugin_removed_and_back(void **state)
 	 * told to drop what it cached of it. */
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_ACTIVE);
 	assert_non_null(strstr(batch_text(&b), want));
 	snprintf(want, sizeof(want), "entry %d ebs\n", TYPE_ID * 8);
@@ -386,8 +379,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 	load_two(f);
 	pdir = node(f, dino);
 	pdir->nlookup = 1;
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
 	snprintf(want, sizeof(want),
 		 "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\ninode %llu\n"
 		 "entry %d ebs\ninode %d\n",
@@ -406,8 +398,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(
-	    sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
 	snprintf(want, sizeof(want), "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\n",
 		 (unsigned long long)dino, (unsigned long long)dino, (unsigned long long)dino);
 	assert_non_null(strstr(batch_text(&b), want));
@@ -445,8 +436,7 @@ static void test_empty_plugin_at_load(void **state)
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, dino), pdir);
 	assert_true(pdir->in_tree);
@@ -466,8 +456,7 @@ static void test_unknown_type_ignored(void **state)
 
 	set_reg(&f->regs[0], 1, "x", "/run/x.sock", "", 1);
 	f->p.n_regs = 1;
-	assert_int_equal(sync_owned(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	assert_int_equal(b.n, 0);
 	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN)));
 }
@@ -484,8 +473,8 @@ static void test_many_plugins_grow_the_table(void **state)
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
 		set_reg(&f->regs[0], 1000 + i, "a", sock, "", 1);
 		f->p.n_regs = 1;
-		assert_int_equal(
-		    sync_owned(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL), 0);
+		assert_int_equal(sync_owned(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL),
+				 0);
 	}
 	for (int i = 0; i < 500; i++) {
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
