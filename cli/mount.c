@@ -25,6 +25,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -278,6 +279,13 @@ int mount_main(int argc, char *argv[])
 		goto out;
 	}
 	__atomic_store_n(&d.t_mounted, mono_ns(), __ATOMIC_SEQ_CST);
+	/* What the start used and no longer needs goes back: SQLite's cache
+	 * of the pages the load read, and the heap's free memory (the load's
+	 * statements and temporary texts, the probe round's). */
+	registry_release_memory(d.reg);
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
 
 	/* The control server after the mount: an `ok' is only ever given with
 	 * the tree in place. */

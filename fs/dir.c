@@ -8,8 +8,11 @@
  * it does not go on where the previous one of its handle stopped.
  *
  * A plugin directory has three children at most (<socket_name>, allocs,
- * info): those are found by a look at its slots, not entered in the index,
- * which then holds one entry per plugin and per registration.
+ * info): those are found by a look at its three slots, not entered in the
+ * index, which then holds one entry per plugin and per registration.  Its
+ * slots are three pointers (kids, 24 bytes), not a struct fs_dir: each
+ * child has its slot and its offset by its tag (<socket_name> 3, allocs 4,
+ * info 5), so a listing there neither skips nor repeats either.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,11 +35,24 @@ static bool small_dir(const struct fs_node *dir)
 	return fs_ino(dir) > FS_INO_PLUGINS && fs_ino(dir) % 8 == FS_TAG_PLUGIN;
 }
 
-/* The children of n, NULL when it is no directory or has none (the union
- * holds a text for the others). */
+/* The children of n, NULL when it is no directory, a plugin directory
+ * (kids) or has none (the union holds a text for the others). */
 static struct fs_dir *dir_of(const struct fs_node *n)
 {
-	return n->kind == FS_DIR ? n->dir : NULL;
+	return n->kind == FS_DIR && !small_dir(n) ? n->dir : NULL;
+}
+
+/* A plugin directory's three slots, NULL when it has none yet. */
+static struct fs_node **kids_of(const struct fs_node *n)
+{
+	return n->kind == FS_DIR && small_dir(n) ? n->kids : NULL;
+}
+
+#define KIDS 3
+/* The slot of a plugin directory's child, by its tag. */
+static uint32_t kid_slot(const struct fs_node *c)
+{
+	return (uint32_t)(fs_ino(c) % 8 - FS_TAG_ACTIVE);
 }
 
 static struct fs_named *named(struct fs_node *n)
@@ -44,14 +60,32 @@ static struct fs_named *named(struct fs_node *n)
 	return htab_entry(n, struct fs_named, n);
 }
 
-struct fs_node *fs_node_new(uint64_t ino)
+_Static_assert(sizeof(void *) != 8 ||
+		   (sizeof(struct fs_node) == 56 && sizeof(struct fs_named) == 88 &&
+		    sizeof(struct fs_link) == 104),
+	       "a hole in struct fs_node (fs_internal.h)");
+
+/* The pool of the nodes of inode ino, by its tag. */
+static struct pool *pool_of(struct fs_view *v, uint64_t ino)
 {
-	struct fs_node *n = calloc(1, fs_ino_named(ino) ? sizeof(struct fs_named)
-							: sizeof(struct fs_node));
+	if (!fs_ino_named(ino))
+		return &v->pool_node;
+	return ino > FS_INO_PLUGINS && ino % 8 == FS_TAG_ALLOC ? &v->pool_link : &v->pool_named;
+}
+
+struct fs_node *fs_node_new(struct fs_view *v, uint64_t ino)
+{
+	struct fs_node *n = pool_alloc(pool_of(v, ino));
 
 	if (n)
 		n->hnode.key = ino;
 	return n;
+}
+
+void fs_node_delete(struct fs_view *v, struct fs_node *n)
+{
+	if (n)
+		pool_free(pool_of(v, fs_ino(n)), n);
 }
 
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir,
@@ -72,7 +106,8 @@ struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir
 	while ((e = htab_find(&v->names, key, e))) {
 		struct fs_node *n = &htab_entry(e, struct fs_named, name_hnode)->n;
 
-		if (n->parent == fs_ino(dir) && strcmp(n->name, name) == 0)
+		if (htab_entry(e, struct fs_named, name_hnode)->parent == fs_ino(dir) &&
+		    strcmp(n->name, name) == 0)
 			return n;
 	}
 	return NULL;
@@ -86,7 +121,7 @@ static void compact(struct fs_dir *d)
 		if (!d->slots[i].node)
 			continue;
 		d->slots[j] = d->slots[i];
-		d->slots[j].node->slot = j;
+		named(d->slots[j].node)->slot = j;
 		j++;
 	}
 	d->n_slots = j;
@@ -98,6 +133,18 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 
 	if (dir->kind != FS_DIR)
 		return -ENOTDIR; /* cannot happen: callers link under directories */
+	if (small_dir(dir)) {
+		uint32_t k = kid_slot(c);
+
+		if (fs_ino_named(fs_ino(c)) || k >= KIDS || (dir->kids && dir->kids[k]))
+			return -EINVAL; /* cannot happen: the tags say where a node goes */
+		if (!dir->kids && !(dir->kids = calloc(KIDS, sizeof(*dir->kids))))
+			return -ENOMEM;
+		dir->kids[k] = c;
+		if (c->kind == FS_DIR)
+			dir->n_subdirs++;
+		return 0;
+	}
 	d = dir->dir;
 
 	if (d && d->n_slots - d->n_live > d->n_live && d->n_slots >= COMPACT_MIN)
@@ -106,7 +153,7 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 		/* The slots live in the same allocation, which doubles; room
 		 * for a plugin directory's three at once, one at first
 		 * elsewhere (allocs/ mostly holds one registration). */
-		uint32_t cap = !d ? (small_dir(dir) ? 3 : 1) : d->cap * 2;
+		uint32_t cap = !d ? 1 : d->cap * 2;
 		struct fs_dir *nd;
 
 		if (d && d->cap > UINT32_MAX / 2)
@@ -121,15 +168,12 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 		nd->cap = cap;
 		d = dir->dir = nd;
 	}
-	if (!small_dir(dir)) {
-		if (!fs_ino_named(fs_ino(c)))
-			return -EINVAL; /* cannot happen: the tags say where a node goes */
-		if (htab_insert(&v->names, &named(c)->name_hnode, name_key(fs_ino(dir), c->name)) !=
-		    0)
-			return -ENOMEM;
-	}
-	c->parent = fs_ino(dir);
-	c->slot = (uint32_t)d->n_slots;
+	if (!fs_ino_named(fs_ino(c)))
+		return -EINVAL; /* cannot happen: the tags say where a node goes */
+	if (htab_insert(&v->names, &named(c)->name_hnode, name_key(fs_ino(dir), c->name)) != 0)
+		return -ENOMEM;
+	named(c)->parent = fs_ino(dir);
+	named(c)->slot = (uint32_t)d->n_slots;
 	d->slots[d->n_slots].node = c;
 	d->slots[d->n_slots].off = ++d->next_off;
 	d->n_slots++;
@@ -142,12 +186,23 @@ int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 {
 	struct fs_dir *d = dir_of(dir);
+	struct fs_node **kids = kids_of(dir);
 
-	if (!d || c->slot >= d->n_slots || d->slots[c->slot].node != c)
+	if (kids) {
+		uint32_t k = kid_slot(c);
+
+		if (k < KIDS && kids[k] == c) {
+			kids[k] = NULL;
+			if (c->kind == FS_DIR)
+				dir->n_subdirs--;
+		}
 		return;
-	if (!small_dir(dir))
-		htab_remove(&v->names, &named(c)->name_hnode);
-	d->slots[c->slot].node = NULL;
+	}
+	if (!d || !fs_ino_named(fs_ino(c)) || named(c)->slot >= d->n_slots ||
+	    d->slots[named(c)->slot].node != c)
+		return;
+	htab_remove(&v->names, &named(c)->name_hnode);
+	d->slots[named(c)->slot].node = NULL;
 	d->n_live--;
 	if (c->kind == FS_DIR)
 		dir->n_subdirs--;
@@ -159,7 +214,15 @@ void fs_dir_unlink(struct fs_view *v, struct fs_node *dir, struct fs_node *c)
 struct fs_node *fs_dir_next(const struct fs_node *dir, size_t *i, uint64_t *off)
 {
 	const struct fs_dir *d = dir_of(dir);
+	struct fs_node **kids = kids_of(dir);
 
+	for (; kids && *i < KIDS; (*i)++) {
+		if (kids[*i]) {
+			if (off)
+				*off = FS_DIR_OFF_DOTDOT + 1 + *i;
+			return kids[(*i)++];
+		}
+	}
 	if (!d)
 		return NULL;
 	for (; *i < (size_t)d->n_slots; (*i)++) {
@@ -177,6 +240,11 @@ size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint)
 	const struct fs_dir *d = dir_of(dir);
 	size_t lo = 0, hi;
 
+	if (kids_of(dir)) { /* slot i has offset 3 + i */
+		if (off <= FS_DIR_OFF_DOTDOT)
+			return 0;
+		return off - FS_DIR_OFF_DOTDOT > KIDS ? KIDS : (size_t)(off - FS_DIR_OFF_DOTDOT);
+	}
 	if (!d)
 		return 0;
 	hi = d->n_slots;
@@ -196,7 +264,14 @@ size_t fs_dir_seek(const struct fs_node *dir, uint64_t off, size_t hint)
 
 size_t fs_dir_count(const struct fs_node *dir)
 {
-	return dir_of(dir) ? dir->dir->n_live : 0;
+	struct fs_node **kids = kids_of(dir);
+	size_t n = 0;
+
+	if (!kids)
+		return dir_of(dir) ? dir->dir->n_live : 0;
+	for (size_t i = 0; i < KIDS; i++)
+		n += kids[i] != NULL;
+	return n;
 }
 
 void fs_dir_free(struct fs_dir *d)

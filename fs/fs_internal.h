@@ -26,9 +26,11 @@
 
 #include "fs.h"
 #include "hash.h"
+#include "pool.h"
 
 struct registry;
 struct reg_plugin;
+struct fs_view;
 
 /*
  * Inode numbers: persisted ids times 8 plus a tag, so they are the same after
@@ -71,41 +73,63 @@ struct fs_dir {
 #define FS_DIR_OFF_DOTDOT 2
 
 /*
- * One inode: 72 bytes (an 80-byte malloc chunk), 88 with the name index's
- * link (struct fs_named): there are four per plugin and one per
- * registration.  Its inode number is the key of hnode (fs_ino).
+ * One inode: 56 bytes (a 64-byte malloc chunk) for the three children of a
+ * plugin directory, 88 with the name index's link, its parent and its slot
+ * (struct fs_named), 104 for an allocs/ link (struct fs_link): there are
+ * five per plugin of one registration.  Its inode number is the key of
+ * hnode (fs_ino); its parent is fs_node_parent's.  The fields are in an
+ * order without holes (the sizes are checked in dir.c); keep it so.
  */
 struct fs_node {
 	struct htab_node hnode; /* in fs_view.nodes, keyed by the inode number */
-	uint64_t parent;	/* ino of the parent (itself for the root) */
-	char *name;		/* owned, unless name_static (a string the view outlives) */
+	char *name;		/* how it is held: name_own */
 	int64_t mtime_ns;	/* when this node last changed, ns since the epoch */
-	uint64_t nlookup;	/* kernel references; atomic */
 	union {
-		struct { /* FS_LINK, FS_FILE */
-			/* Symlink target or file contents: an fs_str
-			 * (tree.c), shared by the nodes with the same text
-			 * (a plugin's csi.sock and the allocs/ link of its
-			 * active registration). */
-			char *data;
-			uint32_t size; /* strlen(data) */
-		};
-		struct {		    /* FS_DIR */
-			struct fs_dir *dir; /* its children; NULL until it has one */
-			uint32_t n_subdirs; /* for st_nlink */
-		};
+		/* FS_LINK, FS_FILE: the symlink target or file contents, a
+		 * reference to a text of rcstr.h, shared by the nodes with
+		 * the same text and with the registry: an allocs/ link holds
+		 * its registration's strings (its socket first, registry.h),
+		 * and a plugin's csi.sock the same as the link of its active
+		 * registration.  NULL for an info file in the tree (info.c). */
+		char *data;
+		struct fs_dir *dir; /* FS_DIR: its children; NULL until it has one */
+		/* FS_DIR of a plugin: its three children's slots (dir.c) */
+		struct fs_node **kids;
 	};
-	uint32_t slot;	    /* its slot in the parent's dir while in the tree */
+	union {
+		uint32_t size;	    /* FS_LINK, FS_FILE: the length of its text */
+		uint32_t n_subdirs; /* FS_DIR: for st_nlink */
+	};
+	/* Kernel references; atomic, saturating (fs_node_ref): a node looked
+	 * up UINT32_MAX times without a forget stays so and is never freed
+	 * (one node kept) rather than wrap and be freed while referenced. */
+	uint32_t nlookup;
 	unsigned char kind; /* enum fs_node_kind */
 	bool in_tree;	    /* false: removed, kept until forgotten */
-	bool name_static;
+	unsigned char name_own; /* enum fs_name_own */
+	/* An allocs/ link: its registration's kind and health, for the info
+	 * text (info.c), in what would be padding. */
+	unsigned char reg_kind, reg_health;
 };
 
 /* A node that can be in the (parent, name) index: every one but the three
- * children of a plugin directory (dir.c finds those in its slots). */
+ * children of a plugin directory (dir.c finds those in its slots, and
+ * their parent and slot follow from their inode number). */
 struct fs_named {
 	struct fs_node n;
 	struct htab_node name_hnode; /* in fs_view.names while in the tree */
+	uint64_t parent;	     /* ino of the parent (itself for the root) */
+	uint32_t slot;		     /* its slot in the parent's dir while in the tree */
+};
+
+/* An allocs/ link (FS_TAG_ALLOC): with what the info text shows of its
+ * registration beside what the link holds (its data, the registration's
+ * strings: socket, alloc, version), so that info is rendered from the view
+ * when it is read instead of kept as a text per plugin. */
+struct fs_link {
+	struct fs_named nm;
+	int64_t seq;	       /* its place: the info text lists by seq, highest first */
+	int64_t registered_at; /* unix seconds */
 };
 
 static inline uint64_t fs_ino(const struct fs_node *n)
@@ -120,9 +144,36 @@ static inline bool fs_ino_named(uint64_t ino)
 	return ino <= FS_INO_PLUGINS ||
 	       (tag != FS_TAG_ACTIVE && tag != FS_TAG_ALLOCS && tag != FS_TAG_INFO);
 }
-/* A zeroed node of inode ino, of the size its tag needs; NULL when out of
- * memory.  Freed with free(). */
-struct fs_node *fs_node_new(uint64_t ino);
+/* The inode of n's parent: stored in a named node, else its plugin
+ * directory's (the same id, tagged FS_TAG_PLUGIN). */
+static inline uint64_t fs_node_parent(const struct fs_node *n)
+{
+	uint64_t ino = fs_ino(n);
+
+	if (fs_ino_named(ino))
+		return ((const struct fs_named *)(const void *)n)->parent;
+	return ino - ino % 8 + FS_TAG_PLUGIN;
+}
+/* Sets a named node's parent (the others' follows from their inode). */
+static inline void fs_node_set_parent(struct fs_node *n, uint64_t parent)
+{
+	if (fs_ino_named(fs_ino(n)))
+		((struct fs_named *)(void *)n)->parent = parent;
+}
+/* One more kernel reference to n (a lookup answered), saturating. */
+static inline void fs_node_ref(struct fs_node *n)
+{
+	uint32_t c = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+
+	while (c != UINT32_MAX && !__atomic_compare_exchange_n(&n->nlookup, &c, c + 1, true,
+							       __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+/* A zeroed node of inode ino, of the size its tag needs, from v's pools;
+ * NULL when out of memory.  Given back with fs_node_delete (its memory
+ * only) or fs_node_free. */
+struct fs_node *fs_node_new(struct fs_view *v, uint64_t ino);
+void fs_node_delete(struct fs_view *v, struct fs_node *n);
 
 /* One kernel invalidation, queued by a view change. */
 enum fs_inval_kind { FS_INVAL_INODE, FS_INVAL_ENTRY };
@@ -142,6 +193,9 @@ struct fs_view {
 	struct htab names; /* the nodes in the tree, by (parent ino, name) */
 	size_t n_nodes;	   /* nodes known, in the table or not (statfs) */
 	char *socket_name;
+	/* The nodes' memory, one pool per size (pool.h): struct fs_node,
+	 * fs_named, fs_link; under the write lock like the nodes. */
+	struct pool pool_node, pool_named, pool_link;
 };
 
 struct fs_notifier {
@@ -218,7 +272,7 @@ struct plugfs_fs {
 /* The child of dir called name, or NULL. */
 struct fs_node *fs_view_child(const struct fs_view *v, const struct fs_node *dir, const char *name);
 /* Links c (its name set) under dir: in dir's slots with a new offset and in
- * the name index; sets c->parent.  0 or -ENOMEM with nothing changed. */
+ * the name index; sets c's parent.  0 or -ENOMEM with nothing changed. */
 int fs_dir_link(struct fs_view *v, struct fs_node *dir, struct fs_node *c);
 /* Unlinks c, a child of dir.  Never moves the other children: an iteration
  * with fs_dir_next may unlink the child it was just given. */
@@ -240,24 +294,33 @@ struct timespec fs_node_mtime(const struct fs_node *n);
 /* Sets a node's mtime, clamped to what 64 bits of ns hold (years 1678 to
  * 2262). */
 void fs_node_set_mtime(struct fs_node *n, const struct timespec *t);
-/* Sets n's text to s, an fs_str of another node's (a reference is taken). */
+/* Sets n's text to s, a text of rcstr.h (another node's, or the strings of
+ * a registration: a reference is taken). */
 void fs_node_set_str(struct fs_node *n, char *s);
-/* Sets n's text to a new fs_str copy of data; 0 or -ENOMEM (n unchanged). */
+/* Sets n's text to a new copy of data; 0 or -ENOMEM (n unchanged). */
 int fs_node_set_data(struct fs_node *n, const char *data);
-/* FS_NAME_STATIC: the name outlives the view (the socket name, a literal);
- * FS_NAME_COPY: fs_node_add copies it. */
-#define FS_NAME_STATIC true
-#define FS_NAME_COPY false
+/* How a node holds its name. */
+enum fs_name_own {
+	FS_NAME_COPY,	 /* fs_node_add copies it; freed with the node */
+	FS_NAME_STATIC,	 /* it outlives the view (the socket name, a literal) */
+	FS_NAME_SHARED,	 /* a text of rcstr.h (a plugin's name, registry.h): a
+			  * reference is taken, dropped with the node */
+	FS_NAME_IN_DATA, /* a string inside the block of the node's own data
+			  * (an allocs/ link's alloc, in its registration's
+			  * strings): lives as long as data does */
+};
 /*
  * Returns the node with this inode number, in the tree under parent (NULL:
- * the root) with the given name, data as its text (may be NULL) and mtime.
+ * the root) with the given name (held as own says), data as its text (may
+ * be NULL: copied, but for FS_NAME_IN_DATA, where data is a text of rcstr.h
+ * holding the name, shared) and mtime.
  * A node still in the table (removed, not yet forgotten) is taken back,
  * keeping its lookup count, and an invalidation of it is queued in b (may
  * be NULL).  absent: the caller knows there is no such node yet (skips the
  * search).  NULL when out of memory, with nothing changed.
  */
 struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-			    enum fs_node_kind kind, const char *name, bool name_static,
+			    enum fs_node_kind kind, const char *name, enum fs_name_own own,
 			    const char *data, const struct timespec *mtime,
 			    struct fs_inval_batch *b, bool absent);
 /* Takes n (and what is below it) out of parent (may be NULL); frees what the
@@ -303,8 +366,18 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 /* info.c: the info text of a plugin: one line per registration, the active one
  * first, then list order: "alloc socket version kind registered_at health"
- * (health: unknown, alive or dead). */
+ * (health: unknown, alive or dead).  A malloc'd text or NULL (ENOMEM). */
 char *fs_render_info(const struct reg_plugin *p);
+/* The same text from the view: the links of pdir's allocs/, the one
+ * csi.sock shares its text with first, then by seq.  An info file in the
+ * tree has no text of its own (its data is NULL, its size the length of
+ * this text, set by sync.c); one taken out of the tree while the kernel
+ * holds it keeps this text as its data (fs_node_remove).  Under fs->lock
+ * (read is enough).  A malloc'd text or NULL (ENOMEM). */
+char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir);
+/* A malloc'd copy of a file's contents (its data, or its rendered info
+ * text), at most its size; NULL when out of memory. */
+char *fs_node_contents(struct fs_view *v, const struct fs_node *n);
 
 /* notify.c */
 int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fs_internal.h"
 #include "registry.h"
@@ -40,6 +41,19 @@ static int text_addf(char **text, size_t *len, size_t *cap, const char *fmt, ...
 	}
 }
 
+/* One line of the text. */
+static int info_line(char **text, size_t *len, size_t *cap, const char *alloc, const char *socket,
+		     const char *version, enum reg_kind k, int64_t registered_at, enum reg_health h)
+{
+	const char *kind = reg_kind_name(k);
+	char when[PLUGFS_TIME_LEN];
+
+	plugfs_format_time(registered_at, -1, when, sizeof(when));
+	return text_addf(text, len, cap, "%s %s %s %s %s %s\n", alloc, socket,
+			 version && version[0] ? version : "-", kind ? kind : "-", when,
+			 reg_health_name(h));
+}
+
 /* Built with vsnprintf into a buffer sized for a few lines, not with
  * open_memstream: at start this runs once per plugin, and the stream's
  * buffers made malloc consolidate its free lists each time. */
@@ -55,18 +69,78 @@ char *fs_render_info(const struct reg_plugin *p)
 	/* The active one first, then the others in list order. */
 	for (size_t k = 0; k < p->n_regs + (act != NULL); k++) {
 		const struct registration *r = k == 0 && act ? act : &p->regs[k - (act != NULL)];
-		const char *kind = reg_kind_name(r->kind);
-		char when[PLUGFS_TIME_LEN];
 
 		if (k > 0 && r == act)
 			continue;
-		plugfs_format_time(r->registered_at, -1, when, sizeof(when));
-		if (text_addf(&text, &len, &cap, "%s %s %s %s %s %s\n", r->alloc, r->socket,
-			      r->version && r->version[0] ? r->version : "-", kind ? kind : "-",
-			      when, reg_health_name(r->runtime.health)) != 0) {
+		if (info_line(&text, &len, &cap, r->alloc, r->socket, r->version, r->kind,
+			      r->registered_at, r->runtime.health) != 0) {
 			free(text);
 			return NULL;
 		}
 	}
+	return text;
+}
+
+static const struct fs_link *link_of(const struct fs_node *n)
+{
+	return (const struct fs_link *)(const void *)n;
+}
+
+/* Whether link a comes before b in the info text. */
+static bool before(const struct fs_node *a, const struct fs_node *b, const char *active)
+{
+	if ((a->data == active) != (b->data == active))
+		return a->data == active;
+	return link_of(a)->seq > link_of(b)->seq;
+}
+
+char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir)
+{
+	struct fs_node *allocs = fs_view_child(v, pdir, "allocs");
+	struct fs_node *sock = fs_view_child(v, pdir, v->socket_name);
+	const char *active = sock ? sock->data : NULL;
+	size_t n = allocs ? fs_dir_count(allocs) : 0, k = 0, len = 0, cap = 128 * (n ? n : 1);
+	struct fs_node *one[8], **l = n <= 8 ? one : malloc(n * sizeof(*l)), *c;
+	char *text = l ? malloc(cap) : NULL;
+
+	if (!text)
+		goto fail;
+	text[0] = '\0';
+	/* The links in text order: a plugin has a few, an insertion sort. */
+	for (size_t i = 0; k < n && (c = fs_dir_next(allocs, &i, NULL));) {
+		size_t j = k++;
+
+		for (; j > 0 && before(c, l[j - 1], active); j--)
+			l[j] = l[j - 1];
+		l[j] = c;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (info_line(&text, &len, &cap, l[i]->name, l[i]->data,
+			      reg_strings_at(l[i]->data, REG_STR_VERSION),
+			      (enum reg_kind)l[i]->reg_kind, link_of(l[i])->registered_at,
+			      (enum reg_health)l[i]->reg_health) != 0)
+			goto fail;
+	if (l != one)
+		free(l);
+	return text;
+fail:
+	if (l != one)
+		free(l);
+	free(text);
+	return NULL;
+}
+
+char *fs_node_contents(struct fs_view *v, const struct fs_node *n)
+{
+	char *text;
+	const struct fs_node *pdir;
+
+	if (n->data)
+		return strdup(n->data);
+	pdir = n->in_tree ? fs_view_get(v, fs_node_parent(n)) : NULL;
+	text = pdir ? fs_view_render_info(v, pdir) : strdup("");
+	/* Never more than the size getattr gave (sync.c keeps it exact). */
+	if (text && strlen(text) > n->size)
+		text[n->size] = '\0';
 	return text;
 }

@@ -43,7 +43,7 @@ void fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (dir->kind != FS_DIR) {
 		err = ENOTDIR;
 	} else if ((n = fs_view_child(&fs->view, dir, name)) != NULL) {
-		__atomic_fetch_add(&n->nlookup, 1, __ATOMIC_RELAXED);
+		fs_node_ref(n);
 		fill_entry(fs, n, &e);
 	} else {
 		/* A negative entry the kernel may cache; an added name is

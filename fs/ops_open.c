@@ -93,6 +93,7 @@ static struct fs_handle *handle_new(struct plugfs_fs *fs, fuse_ino_t ino, int fl
 {
 	struct fs_handle *h = NULL;
 	struct fs_node *n;
+	char *text = NULL;
 
 	*err = 0;
 	pthread_rwlock_rdlock(&fs->lock);
@@ -105,13 +106,15 @@ static struct fs_handle *handle_new(struct plugfs_fs *fs, fuse_ino_t ino, int fl
 		*err = ELOOP;
 	else if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_APPEND)))
 		*err = EROFS;
-	else if (!(h = malloc(sizeof(*h) + n->size + 1)))
+	else if (!(text = fs_node_contents(&fs->view, n)) ||
+		 !(h = malloc(sizeof(*h) + strlen(text) + 1)))
 		*err = ENOMEM;
 	else {
-		h->len = n->size;
-		memcpy(h->data, n->data, n->size + 1);
+		h->len = strlen(text);
+		memcpy(h->data, text, h->len + 1);
 	}
 	pthread_rwlock_unlock(&fs->lock);
+	free(text);
 	return h;
 }
 
@@ -240,7 +243,7 @@ static ssize_t dir_list(struct plugfs_fs *fs, fuse_ino_t ino, fuse_req_t req, ch
 	}
 	if (off < 1 && !dirent_add(req, buf, size, &pos, ".", fs_ino(n), S_IFDIR, 1))
 		goto done;
-	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", n->parent, S_IFDIR, 2))
+	if (off < 2 && !dirent_add(req, buf, size, &pos, "..", fs_node_parent(n), S_IFDIR, 2))
 		goto done;
 	i = fs_dir_seek(n, off, *hint);
 	for (size_t at = i; (c = fs_dir_next(n, &i, &coff)); at = i) {

@@ -5,12 +5,24 @@
  * allocs/ and info, with the kernel invalidations each change needs; and
  * the directory of a plugin whose list is empty (fs_view_add_empty_plugin).
  * The nodes themselves are tree.c's.
+ *
+ * Strings are the registry's, not copies: p is a value the registry owns
+ * (its own, in an event callback under the registry mutex, or a copy), so
+ * its strings are reference-counted blocks (registry.h, "Sharing").  A
+ * plugin directory holds a reference to its plugin's name; an allocs/ link
+ * one to its registration's strings, which give both its target (the
+ * socket, the block's first string) and its name (the alloc, inside the
+ * same block); csi.sock the same as the active registration's link.  The
+ * view reads them under fs->lock alone: they never change, and a node's
+ * reference keeps them alive after the registry dropped the registration
+ * (a removed link the kernel still holds), so no registry lock is needed.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_internal.h"
+#include "rcstr.h"
 #include "registry.h"
 
 static struct fs_node *find_type_dir(struct fs_view *v, const char *type)
@@ -64,7 +76,7 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 
 	if (!tdir || fs_view_get(v, ino))
 		return 0; /* not a configured type, or known already */
-	n = fs_node_new(ino);
+	n = fs_node_new(v, ino);
 	if (!n)
 		return -ENOMEM;
 	v->n_nodes++;
@@ -73,7 +85,7 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
 		return -ENOMEM;
 	}
 	n->kind = FS_DIR;
-	n->parent = fs_ino(tdir);
+	fs_node_set_parent(n, fs_ino(tdir));
 	fs_node_set_mtime(n, mtime);
 	if (htab_insert(&v->nodes, &n->hnode, ino) != 0) {
 		fs_node_free(v, n);
@@ -115,8 +127,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 	/* Building the view at start (no batch), a plugin directory not in
 	 * the table yet: nothing of it is (its inode numbers are its own), so
 	 * its nodes are added without looking for them first. */
-	bool absent = false;
-	char *text = NULL;
+	bool absent = false, had_info;
+	char *text = NULL, *old_info = NULL;
 	int rc = 0;
 
 	if (!tdir)
@@ -149,8 +161,8 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(kept), "info");
 		}
 		absent = !b && !kept;
-		pdir = fs_node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, name,
-				   FS_NAME_COPY, NULL, &mt, b, absent);
+		pdir = fs_node_add(v, tdir, FS_INO(plugin_id, FS_TAG_PLUGIN), FS_DIR, p->name,
+				   FS_NAME_SHARED, NULL, &mt, b, absent);
 		if (!pdir) {
 			rc = -ENOMEM;
 			goto out;
@@ -161,16 +173,28 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		else if (mt.tv_sec > fs_node_mtime(tdir).tv_sec)
 			fs_node_set_mtime(tdir, &mt);
 	}
-	/* csi.sock gets its text below, from the allocs/ link it shares it with. */
+	had_info = !absent && fs_view_get(v, FS_INO(plugin_id, FS_TAG_INFO));
+	/* csi.sock gets its text below, from the allocs/ link it shares it with;
+	 * info has none: it is rendered from the links when read (info.c). */
 	active = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ACTIVE), FS_LINK, v->socket_name,
 			     FS_NAME_STATIC, NULL, &mt, b, absent);
 	allocs = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_ALLOCS), FS_DIR, "allocs",
 			     FS_NAME_STATIC, NULL, &mt, b, absent);
 	info = fs_node_add(v, pdir, FS_INO(plugin_id, FS_TAG_INFO), FS_FILE, "info", FS_NAME_STATIC,
-			   text, &mt, b, absent);
+			   NULL, &mt, b, absent);
 	if (!active || !allocs || !info) {
 		rc = -ENOMEM;
 		goto out;
+	}
+	/* What info showed, to tell whether it changes; one taken back into
+	 * the tree drops the text it kept while out of it. */
+	if (had_info && !(old_info = fs_node_contents(v, info))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (info->data) {
+		rcstr_unref(info->data);
+		info->data = NULL;
 	}
 	if (active->data && strcmp(active->data, act->socket) != 0) {
 		touch(active, now, b);
@@ -203,19 +227,31 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 				lt.tv_nsec = 0;
 			}
 			l = fs_node_add(v, allocs, FS_INO(r->id, FS_TAG_ALLOC), FS_LINK, r->alloc,
-					FS_NAME_COPY, r->socket, &lt, b, absent);
+					FS_NAME_IN_DATA, r->socket, &lt, b, absent);
 			if (!l) {
 				rc = -ENOMEM;
 				goto out;
 			}
 			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
 			allocs_changed = true;
-		} else if (strcmp(l->data, r->socket) != 0) {
-			if ((rc = fs_node_set_data(l, r->socket)) != 0)
-				goto out;
-			touch(l, now, b);
-			changed = true;
+		} else if (l->data != r->socket) {
+			/* The registration's strings changed (an update): the
+			 * link takes the new block, its name with it (the same
+			 * alloc, so its place in the index stays). */
+			bool moved = strcmp(l->data, r->socket) != 0;
+
+			fs_node_set_str(l, r->socket);
+			l->name = r->alloc;
+			if (moved) {
+				touch(l, now, b);
+				changed = true;
+			}
 		}
+		/* What info shows of it beside its strings. */
+		l->reg_kind = (unsigned char)r->kind;
+		l->reg_health = (unsigned char)r->runtime.health;
+		((struct fs_link *)(void *)l)->seq = r->seq;
+		((struct fs_link *)(void *)l)->registered_at = r->registered_at;
 		if (r == act)
 			act_link = l;
 	}
@@ -226,18 +262,18 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		touch(allocs, now, b);
 		changed = true;
 	}
-	if (strcmp(info->data, text) != 0) {
-		if ((rc = fs_node_set_data(info, text)) != 0)
-			goto out;
+	info->size = (uint32_t)strlen(text);
+	if (had_info && strcmp(old_info, text) != 0) {
 		touch(info, now, b);
 		changed = true;
 	}
 	if (changed && b)
 		touch(pdir, now, b);
 out:
-	/* Out of memory on the way: csi.sock keeps a text of its own. */
-	if (active && !active->data && fs_node_set_data(active, act->socket) != 0)
-		rc = -ENOMEM;
+	/* Out of memory on the way: csi.sock shares the registration's. */
+	if (active && !active->data)
+		fs_node_set_str(active, act->socket);
 	free(text);
+	free(old_info);
 	return rc;
 }

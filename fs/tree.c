@@ -25,6 +25,7 @@
 
 #include "fs_internal.h"
 #include "array.h"
+#include "rcstr.h"
 
 #define DIR_MODE (S_IFDIR | 0555)
 #define LINK_MODE (S_IFLNK | 0777)
@@ -62,42 +63,20 @@ static void table_remove(struct fs_view *v, struct fs_node *n)
 }
 
 /*
- * fs_str: a NUL-terminated text with a reference count in front, so that
- * nodes with the same text share one copy.  The count changes only under
- * the view's write lock; handlers read the text under the read lock.
+ * Texts (link targets, file contents) are rcstr.h's: nodes with the same
+ * text share one copy, and an allocs/ link shares its registration's
+ * strings with the registry (sync.c).  A node changes its references only
+ * under the view's write lock; handlers read the text under the read lock,
+ * and the node's reference keeps it alive meanwhile.
  */
-struct fs_str {
-	uint32_t refs;
-	char s[];
-};
 
-static struct fs_str *str_of(char *s)
+/* Frees a name held as own says. */
+static void name_drop(char *name, unsigned char own)
 {
-	return (struct fs_str *)(void *)(s - offsetof(struct fs_str, s));
-}
-
-static char *str_new(const char *text)
-{
-	size_t len = strlen(text);
-	struct fs_str *fs = malloc(sizeof(*fs) + len + 1);
-
-	if (!fs)
-		return NULL;
-	fs->refs = 1;
-	memcpy(fs->s, text, len + 1);
-	return fs->s;
-}
-
-static char *str_ref(char *s)
-{
-	str_of(s)->refs++;
-	return s;
-}
-
-static void str_unref(char *s)
-{
-	if (s && --str_of(s)->refs == 0)
-		free(str_of(s));
+	if (own == FS_NAME_COPY)
+		free(name);
+	else if (own == FS_NAME_SHARED)
+		rcstr_unref(name);
 }
 
 void fs_node_set_mtime(struct fs_node *n, const struct timespec *t)
@@ -125,48 +104,48 @@ void fs_node_free(struct fs_view *v, struct fs_node *n)
 	if (!n)
 		return;
 	v->n_nodes--;
-	if (!n->name_static)
-		free(n->name);
+	name_drop(n->name, n->name_own);
 	if (n->kind == FS_DIR)
 		fs_dir_free(n->dir);
 	else
-		str_unref(n->data);
-	free(n);
+		rcstr_unref(n->data);
+	fs_node_delete(v, n);
 }
 
 /* Sets n's text to s (a reference is taken). */
 void fs_node_set_str(struct fs_node *n, char *s)
 {
-	str_ref(s);
-	str_unref(n->data);
+	rcstr_ref(s);
+	rcstr_unref(n->data);
 	n->data = s;
 	n->size = (uint32_t)strlen(s);
 }
 
 int fs_node_set_data(struct fs_node *n, const char *data)
 {
-	char *d = str_new(data);
+	char *d = rcstr_new(data);
 
 	if (!d)
 		return -ENOMEM;
 	fs_node_set_str(n, d);
-	str_unref(d);
+	rcstr_unref(d);
 	return 0;
 }
 
 struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-			    enum fs_node_kind kind, const char *name, bool name_static,
+			    enum fs_node_kind kind, const char *name, enum fs_name_own own,
 			    const char *data, const struct timespec *mtime,
 			    struct fs_inval_batch *b, bool absent)
 {
 	struct fs_node *n = absent ? NULL : fs_view_get(v, ino);
-	bool fresh = n == NULL, old_static;
-	char *nm = NULL, *old = NULL;
+	bool fresh = n == NULL;
+	unsigned char old_own;
+	char *nm = NULL, *old = NULL, *old_data = NULL;
 
 	if (n && n->in_tree)
 		return n; /* already there (an inode number names one place) */
 	if (fresh) {
-		n = fs_node_new(ino);
+		n = fs_node_new(v, ino);
 		if (!n)
 			return NULL;
 		v->n_nodes++;
@@ -177,22 +156,38 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 			return NULL;
 		}
 	}
-	nm = name_static ? (char *)name : strdup(name);
-	if (!nm || (data && fs_node_set_data(n, data) != 0))
+	nm = own == FS_NAME_COPY ? strdup(name) : (char *)name;
+	if (!nm)
 		goto fail;
-	n->kind = (unsigned char)kind;
-	old = n->name;
-	old_static = n->name_static;
-	n->name = nm;
-	n->name_static = name_static;
-	n->parent = ino;
-	if (parent && fs_dir_link(v, parent, n) != 0) {
-		n->name = old;
-		n->name_static = old_static;
+	if (own == FS_NAME_IN_DATA) {
+		/* The name is inside data's block: a reference to it, the old
+		 * text (which may hold the old name) dropped once done. */
+		old_data = n->data;
+		n->data = rcstr_ref((char *)data);
+		n->size = (uint32_t)strlen(data);
+	} else if (data && fs_node_set_data(n, data) != 0) {
 		goto fail;
 	}
-	if (!old_static)
-		free(old);
+	n->kind = (unsigned char)kind;
+	old = n->name;
+	old_own = n->name_own;
+	n->name = nm;
+	n->name_own = (unsigned char)own;
+	fs_node_set_parent(n, ino);
+	if (parent && fs_dir_link(v, parent, n) != 0) {
+		n->name = old;
+		n->name_own = old_own;
+		if (own == FS_NAME_IN_DATA) {
+			rcstr_unref(n->data);
+			n->data = old_data;
+			n->size = old_data ? (uint32_t)strlen(old_data) : 0;
+		}
+		goto fail;
+	}
+	if (own == FS_NAME_SHARED)
+		rcstr_ref(nm);
+	name_drop(old, old_own);
+	rcstr_unref(old_data);
 	if (!fresh && !fs_ino_named(ino))
 		table_remove(v, n); /* back in its directory's slots */
 	fs_node_set_mtime(n, mtime);
@@ -203,7 +198,7 @@ struct fs_node *fs_node_add(struct fs_view *v, struct fs_node *parent, uint64_t 
 	}
 	return n;
 fail:
-	if (!name_static)
+	if (own == FS_NAME_COPY)
 		free(nm);
 	if (fresh) {
 		if (fs_ino_named(ino))
@@ -214,11 +209,11 @@ fail:
 }
 
 static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint64_t ino,
-				enum fs_node_kind kind, const char *name, bool name_static,
+				enum fs_node_kind kind, const char *name, enum fs_name_own own,
 				const char *data, const struct timespec *mtime,
 				struct fs_inval_batch *b)
 {
-	return fs_node_add(v, parent, ino, kind, name, name_static, data, mtime, b, false);
+	return fs_node_add(v, parent, ino, kind, name, own, data, mtime, b, false);
 }
 
 /* Takes n (and what is below it) out of the tree; frees what the kernel does
@@ -226,6 +221,19 @@ static struct fs_node *node_add(struct fs_view *v, struct fs_node *parent, uint6
 void fs_node_remove(struct fs_view *v, struct fs_node *parent, struct fs_node *n)
 {
 	struct fs_node *c;
+
+	/* An info file the kernel holds keeps what it showed: rendered from
+	 * the links (info.c) before they go.  Out of memory: it reads as
+	 * empty. */
+	if (fs_ino(n) > FS_INO_PLUGINS && fs_ino(n) % 8 == FS_TAG_PLUGIN &&
+	    (c = fs_view_child(v, n, "info")) && !c->data &&
+	    __atomic_load_n(&c->nlookup, __ATOMIC_RELAXED) > 0) {
+		char *text = fs_view_render_info(v, n);
+
+		if (!text || fs_node_set_data(c, text) != 0)
+			c->size = 0;
+		free(text);
+	}
 
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));)
 		fs_node_remove(v, n, c);
@@ -251,6 +259,8 @@ void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t count)
 	if (!n)
 		return;
 	left = __atomic_load_n(&n->nlookup, __ATOMIC_RELAXED);
+	if (left == UINT32_MAX)
+		return; /* saturated (fs_node_ref): kept for good */
 	left = count >= left ? 0 : left - count;
 	__atomic_store_n(&n->nlookup, left, __ATOMIC_RELAXED);
 	if (left == 0 && !n->in_tree && fs_ino(n) > FS_INO_PLUGINS) {
@@ -267,6 +277,9 @@ int fs_view_init(struct fs_view *v, const char *socket_name)
 	memset(v, 0, sizeof(*v));
 	htab_init(&v->nodes);
 	htab_init(&v->names);
+	pool_init(&v->pool_node, sizeof(struct fs_node));
+	pool_init(&v->pool_named, sizeof(struct fs_named));
+	pool_init(&v->pool_link, sizeof(struct fs_link));
 	v->socket_name = strdup(socket_name);
 	if (!v->socket_name)
 		goto fail;
@@ -299,6 +312,9 @@ void fs_view_free(struct fs_view *v)
 	}
 	htab_free(&v->nodes);
 	htab_free(&v->names);
+	pool_destroy(&v->pool_node);
+	pool_destroy(&v->pool_named);
+	pool_destroy(&v->pool_link);
 	free(v->socket_name);
 	memset(v, 0, sizeof(*v));
 }

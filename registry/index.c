@@ -6,6 +6,7 @@
 
 #include "index.h"
 #include "internal.h"
+#include "rcstr.h"
 
 /* The key of (type, name): the hash of name scoped by the hash of type. */
 static uint64_t plugin_key(const char *type, const char *name)
@@ -88,17 +89,18 @@ void plugin_node_free(struct plugin_node *p)
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx)
 {
 	struct plugin_node *p = calloc(1, sizeof(*p));
-	const char *in[] = {type, name};
-	char **out[2];
+	const char *in[] = {name};
+	char **out[1];
 
 	if (!p)
 		return NULL;
-	out[0] = &p->pub.type;
-	out[1] = &p->pub.name;
-	p->type_idx = type_idx;
+	/* Its name alone in its block: its type is the registry's. */
+	out[0] = &p->pub.name;
+	p->pub.type = (char *)type;
+	p->type_idx = (uint32_t)type_idx;
 	p->pub.regs = calloc(1, sizeof(*p->pub.regs));
 	p->cap = 1;
-	if (!reg_strings_pack(in, out, 2) || !p->pub.regs) {
+	if (!reg_strings_pack(in, out, 1) || !p->pub.regs) {
 		plugin_node_free(p);
 		return NULL;
 	}
@@ -114,11 +116,13 @@ int plugin_reserve(struct plugin_node *p, size_t n)
 		return 0;
 	while (cap < n)
 		cap *= 2;
+	if (cap > UINT32_MAX)
+		return -ENOMEM;
 	v = realloc(p->pub.regs, cap * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	p->pub.regs = v;
-	p->cap = cap;
+	p->cap = (uint32_t)cap;
 	return 0;
 }
 
@@ -131,6 +135,8 @@ int alloc_set_reserve(struct alloc_set *s, size_t n)
 		return 0;
 	while (cap < n)
 		cap *= 2;
+	if (cap > UINT32_MAX)
+		return -ENOMEM;
 	if (s->v == &s->one_v) {
 		v = malloc(cap * sizeof(*v));
 		if (v)
@@ -141,7 +147,7 @@ int alloc_set_reserve(struct alloc_set *s, size_t n)
 	if (!v)
 		return -ENOMEM;
 	s->v = v;
-	s->cap = cap;
+	s->cap = (uint32_t)cap;
 	return 0;
 }
 
@@ -149,6 +155,7 @@ static void alloc_set_free(struct alloc_set *s)
 {
 	if (s->v != &s->one_v)
 		free(s->v);
+	rcstr_unref(s->strs);
 	free(s);
 }
 
@@ -159,29 +166,29 @@ struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc)
 	while ((e = htab_find(&ix->allocs, htab_hash_string(alloc), e))) {
 		struct alloc_set *s = htab_entry(e, struct alloc_set, hnode);
 
-		if (strcmp(s->alloc, alloc) == 0)
+		if (strcmp(alloc_set_key(s), alloc) == 0)
 			return s;
 	}
 	return NULL;
 }
 
-struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char *alloc)
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const struct registration *g)
 {
-	struct alloc_set *s = index_alloc_set(ix, alloc);
-	size_t len = strlen(alloc);
+	struct alloc_set *s = index_alloc_set(ix, g->alloc);
 
 	if (s)
 		return s;
-	s = calloc(1, sizeof(*s) + len + 1);
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	memcpy(s->alloc, alloc, len + 1);
 	s->v = &s->one_v;
 	s->cap = 1;
-	if (htab_insert(&ix->allocs, &s->hnode, htab_hash_string(alloc)) < 0) {
+	if (htab_insert(&ix->allocs, &s->hnode, htab_hash_string(g->alloc)) < 0) {
 		free(s);
 		return NULL;
 	}
+	/* g's socket is the start of its strings, its alloc inside them. */
+	s->strs = rcstr_ref(g->socket);
 	return s;
 }
 
@@ -213,8 +220,9 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 static int load_plugin(struct reg_index *ix, size_t type_idx, int64_t plugin_id, const char *type,
 		       const char *name, struct plugin_node **out, char *err, size_t errlen)
 {
-	struct plugin_node *p = plugin_node_new(type, name, type_idx);
+	struct plugin_node *p = plugin_node_new(ix->types[type_idx], name, type_idx);
 
+	(void)type; /* the same text as ix->types[type_idx], which outlives p */
 	if (!p)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	p->pub.id = plugin_id;
@@ -239,7 +247,7 @@ int index_load(struct reg_index *ix, size_t type_idx, int64_t plugin_id, struct 
 	if (plugin_find_alloc(p, g->alloc) >= 0)
 		return plugfs_errf(err, errlen, -EIO, "state file: %s/%s has alloc %s twice",
 				   g->type, g->name, g->alloc);
-	s = index_alloc_set_get_or_create(ix, g->alloc);
+	s = index_alloc_set_get_or_create(ix, g);
 	if (!s || plugin_reserve(p, p->pub.n_regs + 1) < 0 || alloc_set_reserve(s, s->n + 1) < 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	/* The list by seq, highest first (rows come in no order of seq:

@@ -21,21 +21,34 @@
  * n_empty), so that it keeps its persisted id; getters pass over it. */
 struct plugin_node {
 	struct reg_plugin pub;	/* regs ordered by seq, highest first */
-	size_t cap;		/* slots allocated in pub.regs */
-	size_t type_idx;	/* index of its type in the configured types */
+	uint32_t cap;		/* slots allocated in pub.regs */
+	uint32_t type_idx;	/* index of its type in the configured types */
 	struct htab_node hnode; /* in reg_index.plugins, by (type, name) */
 };
 
-/* The plugins holding a registration of one alloc.  One allocation with
- * its key; room for one plugin inside (an alloc mostly registers one). */
+/* The plugins holding a registration of one alloc: 56 bytes (a 64-byte
+ * malloc chunk), room for one plugin inside (an alloc mostly registers
+ * one).  Its key is not a copy: it is the alloc in the strings of the
+ * registration that made the set (registry.h, "Sharing"), which the set
+ * holds a reference to, so the key outlives that registration if need be
+ * (one block per set, as a copy would cost). */
 struct alloc_set {
 	struct htab_node hnode; /* in reg_index.allocs, by alloc */
 	struct plugin_node **v; /* one_v or an array of its own */
-	size_t n, cap;
-	size_t pending; /* inserts planned by the current mutation */
+	uint32_t n, cap;
+	uint32_t pending; /* inserts planned by the current mutation */
 	struct plugin_node *one_v;
-	char alloc[];
+	char *strs; /* a reference to a registration's strings: the key is
+		     * their alloc (alloc_set_key) */
 };
+_Static_assert(sizeof(void *) != 8 || sizeof(struct alloc_set) == 56,
+	       "struct alloc_set has a hole");
+
+/* The alloc of set s. */
+static inline const char *alloc_set_key(const struct alloc_set *s)
+{
+	return reg_strings_at(s->strs, REG_STR_ALLOC);
+}
 
 /* Intrusive tables of the project's hash (hash.h): a node or set is one
  * allocation with its key, no entry or key copied beside it. */
@@ -44,6 +57,9 @@ struct reg_index {
 	struct htab allocs;  /* struct alloc_set, by alloc */
 	size_t n_regs;	     /* registrations over all plugins */
 	size_t n_empty;	     /* plugins whose list emptied (kept for their id) */
+	/* The registry's configured type names (registry.c), which outlive
+	 * the index: a plugin node's type is one of them, not a copy. */
+	const char *const *types;
 };
 
 /* A zeroed index is empty.  index_free frees every node and set. */
@@ -69,8 +85,10 @@ size_t index_count_plugins(const struct reg_index *ix);
 
 /* The set of alloc, or NULL. */
 struct alloc_set *index_alloc_set(const struct reg_index *ix, const char *alloc);
-/* The set of alloc, created empty when missing; NULL when out of memory. */
-struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const char *alloc);
+/* The set of g's alloc, created empty when missing (keyed by g's own
+ * string, a reference to g's strings taken: g is an owned value); NULL
+ * when out of memory. */
+struct alloc_set *index_alloc_set_get_or_create(struct reg_index *ix, const struct registration *g);
 /* Frees the set of alloc when it holds no plugin. */
 void index_alloc_set_drop_if_empty(struct reg_index *ix, const char *alloc, struct alloc_set *s);
 /* Takes p out of the set of alloc (and drops the set when it empties). */
@@ -78,7 +96,9 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 /* Room for n plugins in s: 0 or -ENOMEM. */
 int alloc_set_reserve(struct alloc_set *s, size_t n);
 
-/* A new plugin node without registrations, or NULL when out of memory. */
+/* A new plugin node without registrations, or NULL when out of memory.
+ * name is copied (a block of its own, registry.h "Sharing"), type is not:
+ * it must outlive the node (one of reg_index.types). */
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx);
 void plugin_node_free(struct plugin_node *p);
 /* Room for n registrations in p: 0 or -ENOMEM. */

@@ -9,17 +9,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rcstr.h"
 #include "registry.h"
 
 /*
- * A value's strings live in one allocation: a registration's six (type,
- * name, alloc, socket, version, csi_name, in that order) and a plugin's two
- * (type, name), each NUL-terminated, the first at the start.  One malloc
- * instead of six costs less memory (a malloc chunk's overhead and rounding
- * per string: about 110 bytes a registration) and less time to copy.  Only
- * registration_copy and reg_plugin_copy (and plugin_node_new through
- * reg_strings_pack) make owned values, so freeing the first string frees
- * them all.
+ * A value's strings live in one allocation, a reference-counted text
+ * (rcstr.h): a registration's six (socket, alloc, type, name, version,
+ * csi_name, in that order) and a plugin's two (name, type), each
+ * NUL-terminated, the first at the start.  One malloc instead of six costs
+ * less memory (a malloc chunk's overhead and rounding per string: about 110
+ * bytes a registration) and less time to copy; the count lets the
+ * filesystem view share them instead of copying them (registry.h says
+ * which, and how long they live).  Only registration_copy and
+ * reg_plugin_copy (and plugin_node_new through reg_strings_pack) make owned
+ * values, so dropping the first string's reference drops them all.
  */
 char *reg_strings_pack(const char *const *in, char **out[], size_t n)
 {
@@ -32,7 +35,7 @@ char *reg_strings_pack(const char *const *in, char **out[], size_t n)
 		len[i] = strlen(in[i] ? in[i] : "") + 1;
 		total += len[i];
 	}
-	block = malloc(total);
+	block = rcstr_alloc(total);
 	if (!block)
 		return NULL;
 	at = block;
@@ -44,11 +47,21 @@ char *reg_strings_pack(const char *const *in, char **out[], size_t n)
 	return block;
 }
 
+const char *reg_strings_at(const char *first, enum reg_string i)
+{
+	for (unsigned k = 0; k < (unsigned)i; k++)
+		first += strlen(first) + 1;
+	return first;
+}
+
+_Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 136,
+	       "struct registration has a hole (registry.h)");
+
 void registration_free_contents(struct registration *g)
 {
 	if (!g)
 		return;
-	free(g->type); /* the block of all six strings */
+	rcstr_unref(g->socket); /* the block of all six strings */
 	reg_options_free(g->options, g->n_options);
 	memset(g, 0, sizeof(*g));
 }
@@ -60,7 +73,7 @@ void reg_plugin_free_contents(struct reg_plugin *p)
 	for (size_t i = 0; i < p->n_regs; i++)
 		registration_free_contents(&p->regs[i]);
 	free(p->regs);
-	free(p->type); /* the block of type and name */
+	rcstr_unref(p->name); /* the block of name and type */
 	memset(p, 0, sizeof(*p));
 }
 
@@ -114,10 +127,10 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 
 int registration_copy(const struct registration *src, struct registration *dst)
 {
-	const char *in[] = {src->type,	 src->name,    src->alloc,
-			    src->socket, src->version, src->csi_name};
-	char **out[] = {&dst->type,   &dst->name,    &dst->alloc,
-			&dst->socket, &dst->version, &dst->csi_name};
+	const char *in[] = {src->socket, src->alloc,   src->type,
+			    src->name,	 src->version, src->csi_name};
+	char **out[] = {&dst->socket, &dst->alloc,   &dst->type,
+			&dst->name,   &dst->version, &dst->csi_name};
 
 	*dst = *src;
 	dst->options = NULL;
@@ -135,8 +148,8 @@ int registration_copy(const struct registration *src, struct registration *dst)
 
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst)
 {
-	const char *in[] = {src->type, src->name};
-	char **out[] = {&dst->type, &dst->name};
+	const char *in[] = {src->name, src->type};
+	char **out[] = {&dst->name, &dst->type};
 
 	memset(dst, 0, sizeof(*dst));
 	dst->id = src->id;

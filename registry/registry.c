@@ -282,6 +282,14 @@ void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrati
 	unlock(r);
 }
 
+void registry_release_memory(struct registry *r)
+{
+	/* The connection is the writers': the commit lock, not the mutex. */
+	pthread_mutex_lock(&r->commit_mu);
+	sqlite3_db_release_memory(r->st.db);
+	pthread_mutex_unlock(&r->commit_mu);
+}
+
 void registry_commit_stats(struct registry *r, struct reg_commit_stats *out)
 {
 	lock(r);
@@ -432,6 +440,7 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	    (rc = store_query_int(&r->st, "SELECT count(*) FROM registrations", &n_regs,
 				  "counting registrations", err, errlen)) < 0)
 		goto fail;
+	r->ix.types = (const char *const *)r->types;
 	if (index_reserve(&r->ix, (size_t)n_plugins, (size_t)n_regs) < 0) {
 		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;

@@ -87,7 +87,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 		if (c->op != CH_INSERT)
 			continue;
 		if (!c->p) {
-			c->p = plugin_node_new(c->nr.type, c->nr.name, c->type_idx);
+			c->p = plugin_node_new(r->types[c->type_idx], c->nr.name, c->type_idx);
 			if (!c->p)
 				goto nomem;
 			c->new_plugin = true;
@@ -101,7 +101,7 @@ static int prepare(struct registry *r, struct batch *b, char *err, size_t errlen
 		}
 		if (plugin_reserve(c->p, c->p->pub.n_regs + 1) < 0)
 			goto nomem;
-		c->set = index_alloc_set_get_or_create(&r->ix, c->nr.alloc);
+		c->set = index_alloc_set_get_or_create(&r->ix, &c->nr);
 		if (!c->set)
 			goto nomem;
 		c->set->pending++;

@@ -110,9 +110,9 @@ const char *reg_error_intern(const char *text);
  * error text is shared, never owned. */
 struct reg_runtime {
 	enum reg_health health;
+	unsigned failures;  /* consecutive failed probes */
 	int64_t since;	    /* when health last changed: unix seconds, UTC; 0 never */
 	int64_t probed_at;  /* the last probe: unix seconds, UTC; 0 never */
-	unsigned failures;  /* consecutive failed probes */
 	const char *error;  /* the last failure ("connection refused"), NULL after
 			       a success: a text of reg_error_intern's (the
 			       registry stores no other) */
@@ -123,6 +123,8 @@ static inline const char *reg_runtime_error(const struct reg_runtime *rt)
 	return rt->error ? rt->error : "";
 }
 
+/* 136 bytes on LP64 (a 144-byte malloc chunk in a plugin's list of one):
+ * the fields are in an order without holes; keep it so. */
 struct registration {
 	int64_t id; /* persisted row id, never reused in a state file */
 	char *type;
@@ -131,9 +133,9 @@ struct registration {
 	char *socket;
 	char *version; /* "" when not given */
 	enum reg_kind kind;
+	enum reg_probe probe;	    /* its own probe mode, or its type's */
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
-	enum reg_probe probe;	    /* its own probe mode, or its type's */
 	char *csi_name;		    /* "" or, with probe csi, the name GetPluginInfo must give */
 	int64_t seq;		    /* place in the list: higher is more recent */
 	int64_t registered_at;	    /* unix seconds, UTC */
@@ -186,10 +188,34 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 int registration_copy(const struct registration *src, struct registration *dst);
 int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
 /* The one allocation that holds an owned value's strings (model.c): copies
- * the n (at most 8) strings in[i] (NULL as "") into one block, points
- * *out[i] at each copy and returns the block (that is, *out[0]); NULL on
- * ENOMEM, with nothing set. */
+ * the n (at most 8) strings in[i] (NULL as "") into one block, a
+ * reference-counted text (rcstr.h), points *out[i] at each copy and returns
+ * the block (that is, *out[0]); NULL on ENOMEM, with nothing set.
+ *
+ * Sharing: an owned registration's strings are one such block that starts
+ * at its socket (then alloc, type, name, version, csi_name), an owned
+ * plugin's one that starts at its name (then type; the registry's own
+ * plugins hold their name alone, their type is the configured type's
+ * name, which lives as long as the registry).  The block is never
+ * written after it is packed, and the value holds one reference to it.
+ * Another part may keep the strings beyond the value's life by taking a
+ * reference of its own (rcstr_ref(r->socket), rcstr_ref(p->name)) while the
+ * value is alive (under the registry mutex for the registry's own values:
+ * an event callback), and reads them afterwards without the registry's
+ * lock; it drops the reference with rcstr_unref.  The filesystem view
+ * keeps its names and link targets so (fs/sync.c). */
 char *reg_strings_pack(const char *const *in, char **out[], size_t n);
+/* The strings of an owned registration's block, in order (registry.h,
+ * "Sharing" above), and the i-th of the block that starts at first. */
+enum reg_string {
+	REG_STR_SOCKET,
+	REG_STR_ALLOC,
+	REG_STR_TYPE,
+	REG_STR_NAME,
+	REG_STR_VERSION,
+	REG_STR_CSI_NAME,
+};
+const char *reg_strings_at(const char *first, enum reg_string i);
 /* Whether registry_set_runtime sees a change from a to b worth an event:
  * health, since or error differ.  probed_at and failures alone are kept
  * without an event (a probe round that changed nothing wakes nobody). */
@@ -432,6 +458,11 @@ size_t registry_types(struct registry *r, const char *const **names, const int64
 
 /* Counts for status. */
 void registry_counts(struct registry *r, size_t *n_plugins, size_t *n_registrations);
+/* Gives back the memory SQLite's page cache holds for the state file's
+ * connection (sqlite3_db_release_memory): the load read every page once,
+ * and nothing reads them again but the next commit, which reads the few it
+ * needs.  The daemon calls it once the view is built. */
+void registry_release_memory(struct registry *r);
 
 /* The commits of mutations since the registry opened, for metrics: how
  * long each COMMIT took (its fsync included), per bucket of

@@ -5,6 +5,7 @@
  * and go (a listing in progress neither skips nor repeats an entry that
  * stays), at small and large sizes.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -44,7 +45,7 @@ static int teardown(void **state)
 
 	for (size_t i = 0; i < f->n_kids; i++) {
 		free(f->kids[i]->name);
-		free(f->kids[i]);
+		fs_node_delete(&f->v, f->kids[i]);
 	}
 	free(f->kids);
 	fs_dir_free(f->dir.dir);
@@ -61,7 +62,7 @@ static int teardown(void **state)
 /* A new child node called name, linked under dir. */
 static struct fs_node *add(struct fixture *f, struct fs_node *dir, const char *name)
 {
-	struct fs_node *c = fs_node_new(KID_INO(f->n_kids));
+	struct fs_node *c = fs_node_new(&f->v, KID_INO(f->n_kids));
 
 	assert_non_null(c);
 	c->name = strdup(name);
@@ -74,13 +75,13 @@ static struct fs_node *add(struct fixture *f, struct fs_node *dir, const char *n
 	}
 	f->kids[f->n_kids++] = c;
 	assert_int_equal(fs_dir_link(&f->v, dir, c), 0);
-	assert_int_equal(c->parent, fs_ino(dir));
+	assert_int_equal(fs_node_parent(c), fs_ino(dir));
 	return c;
 }
 
 static uint64_t off_of(const struct fs_node *dir, const struct fs_node *c)
 {
-	return dir->dir->slots[c->slot].off;
+	return dir->dir->slots[((const struct fs_named *)(const void *)c)->slot].off;
 }
 
 static void test_add_lookup_remove(void **state)
@@ -129,7 +130,7 @@ static void test_add_lookup_remove(void **state)
 	}
 	/* Subdirectories count for st_nlink. */
 	{
-		struct fs_node *sub = fs_node_new(FS_INO(12, FS_TAG_TYPE));
+		struct fs_node *sub = fs_node_new(&f->v, FS_INO(12, FS_TAG_TYPE));
 
 		assert_non_null(sub);
 		sub->name = strdup("sub");
@@ -139,7 +140,7 @@ static void test_add_lookup_remove(void **state)
 		fs_dir_unlink(&f->v, &f->dir, sub);
 		assert_int_equal(f->dir.n_subdirs, 0);
 		free(sub->name);
-		free(sub);
+		fs_node_delete(&f->v, sub);
 	}
 }
 
@@ -260,10 +261,79 @@ static void test_many_entries(void **state)
 	}
 }
 
+/* A plugin directory's three children: in their slots by tag, at offsets
+ * 3, 4 and 5 whatever the order they come in and after a removal, found by
+ * name, counted, sought, and no other node taken. */
+static void test_plugin_dir_slots(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_node pdir = {.hnode.key = FS_INO(9, FS_TAG_PLUGIN), .kind = FS_DIR};
+	struct fs_node *sock = fs_node_new(&f->v, FS_INO(9, FS_TAG_ACTIVE));
+	struct fs_node *allocs = fs_node_new(&f->v, FS_INO(9, FS_TAG_ALLOCS));
+	struct fs_node *info = fs_node_new(&f->v, FS_INO(9, FS_TAG_INFO));
+	struct fs_node *link = fs_node_new(&f->v, FS_INO(4, FS_TAG_ALLOC));
+	uint64_t off;
+	size_t i = 0;
+
+	assert_non_null(sock);
+	assert_non_null(allocs);
+	assert_non_null(info);
+	assert_non_null(link);
+	sock->name = (char *)"csi.sock";
+	sock->kind = FS_LINK;
+	allocs->name = (char *)"allocs";
+	allocs->kind = FS_DIR;
+	info->name = (char *)"info";
+	info->kind = FS_FILE;
+	link->kind = FS_LINK;
+	assert_int_equal(fs_dir_count(&pdir), 0);
+	assert_null(fs_dir_next(&pdir, &i, NULL));
+	assert_int_equal(fs_dir_link(&f->v, &pdir, info), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, sock), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, allocs), 0);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, link), -EINVAL);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, sock), -EINVAL); /* its slot is taken */
+	assert_int_equal(fs_dir_count(&pdir), 3);
+	assert_int_equal(pdir.n_subdirs, 1);
+	assert_ptr_equal(fs_view_child(&f->v, &pdir, "info"), info);
+	assert_ptr_equal(fs_view_child(&f->v, &pdir, "csi.sock"), sock);
+	assert_null(fs_view_child(&f->v, &pdir, "nope"));
+	i = 0;
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), sock);
+	assert_int_equal(off, 3);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), allocs);
+	assert_int_equal(off, 4);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(off, 5);
+	assert_null(fs_dir_next(&pdir, &i, &off));
+	/* A listing that stopped after allocs goes on with info. */
+	i = fs_dir_seek(&pdir, 4, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(fs_dir_seek(&pdir, 0, 0), 0);
+	assert_int_equal(fs_dir_seek(&pdir, 99, 0), 3);
+	/* allocs goes: info keeps its offset; allocs back, at its own. */
+	fs_dir_unlink(&f->v, &pdir, allocs);
+	assert_int_equal(fs_dir_count(&pdir), 2);
+	assert_int_equal(pdir.n_subdirs, 0);
+	i = fs_dir_seek(&pdir, 3, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), info);
+	assert_int_equal(off, 5);
+	assert_int_equal(fs_dir_link(&f->v, &pdir, allocs), 0);
+	i = fs_dir_seek(&pdir, 3, 0);
+	assert_ptr_equal(fs_dir_next(&pdir, &i, &off), allocs);
+	assert_int_equal(off, 4);
+	fs_dir_free(pdir.dir);
+	fs_node_delete(&f->v, sock);
+	fs_node_delete(&f->v, allocs);
+	fs_node_delete(&f->v, info);
+	fs_node_delete(&f->v, link);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_add_lookup_remove, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_plugin_dir_slots, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_offsets_stable_while_changing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_many_entries, setup, teardown),
 	};

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "fs_internal.h"
+#include "rcstr.h"
 #include "registry.h"
 
 #define TYPE_ID 3
@@ -74,6 +75,39 @@ static struct fs_node *node(struct fixture *f, uint64_t ino)
 	return fs_view_get(&f->v, ino);
 }
 
+/* fs_view_sync_plugin with p as the registry gives it: an owned value
+ * (its strings reference-counted blocks), named name, freed right after,
+ * so the view must hold what it keeps of it. */
+static int sync_owned(struct fs_view *v, const char *type, const char *name, int64_t id,
+		      const struct reg_plugin *p, const struct timespec *now,
+		      struct fs_inval_batch *b)
+{
+	struct reg_plugin in, own;
+	int rc;
+
+	if (!p)
+		return fs_view_sync_plugin(v, type, name, id, NULL, now, b);
+	in = *p;
+	in.name = (char *)name;
+	assert_int_equal(reg_plugin_copy(&in, &own), 0);
+	rc = fs_view_sync_plugin(v, type, name, id, &own, now, b);
+	reg_plugin_free_contents(&own);
+	return rc;
+}
+
+/* info's contents and size as a read and a getattr give them. */
+static void assert_info(struct fixture *f, const struct fs_node *info, const char *want)
+{
+	char *text = fs_node_contents(&f->v, info);
+	struct stat st;
+
+	assert_non_null(text);
+	assert_string_equal(text, want);
+	fs_node_attr(info, &st);
+	assert_int_equal(st.st_size, strlen(want));
+	free(text);
+}
+
 /* The batch as text, one item per line: "inode N" or "entry N name". */
 static char *batch_text(const struct fs_inval_batch *b)
 {
@@ -101,8 +135,7 @@ static void load_two(struct fixture *f)
 	set_reg(&f->regs[0], 11, "a1", "/run/a1/csi.sock", "1.1", 2000);
 	set_reg(&f->regs[1], 10, "a0", "/run/a0/csi.sock", "", 1500);
 	f->p.n_regs = 2;
-	assert_int_equal(
-	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
 }
 
 static void test_root_and_types(void **state)
@@ -141,6 +174,17 @@ static void test_load_builds_nodes_from_ids(void **state)
 	assert_non_null(a0);
 	assert_string_equal(a0->data, "/run/a0/csi.sock");
 	assert_ptr_equal(fs_view_child(&f->v, node(f, FS_INO(PLUGIN_ID, FS_TAG_ALLOCS)), "a0"), a0);
+	/* The registry's strings, shared, not copied: the value given to
+	 * the sync is gone, the view holds them.  A link's name is the alloc
+	 * in its registration's block, right after the socket; csi.sock
+	 * holds the same block as the active one's link. */
+	assert_string_equal(a0->name, "a0");
+	assert_ptr_equal(a0->name, a0->data + strlen(a0->data) + 1);
+	assert_int_equal(rcstr_refs(a0->data), 1);
+	assert_ptr_equal(active->data, node(f, FS_INO(11, FS_TAG_ALLOC))->data);
+	assert_int_equal(rcstr_refs(active->data), 2);
+	assert_int_equal(rcstr_refs(pdir->name), 1);
+	assert_string_equal(pdir->name, "ebs");
 
 	fs_node_attr(active, &st);
 	assert_int_equal(st.st_mode, S_IFLNK | 0777);
@@ -154,10 +198,11 @@ static void test_load_builds_nodes_from_ids(void **state)
 	assert_int_equal(st.st_mtim.tv_sec, 1500);
 	fs_node_attr(info, &st);
 	assert_int_equal(st.st_mode, S_IFREG | 0444);
-	assert_int_equal(st.st_size, strlen(info->data));
-	assert_string_equal(info->data,
-			    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
-			    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
+	/* No text of its own in the tree: rendered from the links. */
+	assert_null(info->data);
+	assert_info(f, info,
+		    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
+		    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
 }
 
 static void test_switch_queues_invalidations(void **state)
@@ -172,8 +217,7 @@ static void test_switch_queues_invalidations(void **state)
 	memmove(&f->regs[1], &f->regs[0], 2 * sizeof(f->regs[0]));
 	set_reg(&f->regs[0], 12, "a2", "/run/a2/csi.sock", "1.2", 9000);
 	f->p.n_regs = 3;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want),
 		 "inode %d\n"	 /* csi.sock retargeted */
 		 "entry %d a2\n" /* allocs/a2 added (clears a negative entry) */
@@ -188,11 +232,14 @@ static void test_switch_queues_invalidations(void **state)
 	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_sec, 9000);
 	assert_int_equal(fs_node_mtime(node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE))).tv_nsec, 5);
 	assert_non_null(node(f, FS_INO(12, FS_TAG_ALLOC)));
+	assert_info(f, node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)),
+		    "a2 /run/a2/csi.sock 1.2 node 1970-01-01T02:30:00Z unknown\n"
+		    "a1 /run/a1/csi.sock 1.1 node 1970-01-01T00:33:20Z unknown\n"
+		    "a0 /run/a0/csi.sock - node 1970-01-01T00:25:00Z unknown\n");
 	fs_inval_batch_free(&b);
 
 	/* The same list again: nothing changes, nothing is queued. */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	assert_int_equal(b.n, 0);
 }
 
@@ -208,8 +255,7 @@ static void test_removed_node_kept_until_forgotten(void **state)
 	a0 = node(f, FS_INO(10, FS_TAG_ALLOC));
 	a0->nlookup = 2; /* the kernel looked it up twice */
 	f->p.n_regs = 1; /* a0 deregistered */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want), "entry %d a0\n", PLUGIN_ID * 8 + FS_TAG_ALLOCS);
 	assert_non_null(strstr(batch_text(&b), want));
 	fs_inval_batch_free(&b);
@@ -254,8 +300,7 @@ static void test_forget_drops_the_kernels_count(void **state)
 
 	/* Out of the tree: freed only when the whole count is forgotten. */
 	f->p.n_regs = 1; /* a0 deregistered: only a1 (regs[0]) left */
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, FS_INO(10, FS_TAG_ALLOC)), a0);
 	assert_false(a0->in_tree);
@@ -266,6 +311,20 @@ static void test_forget_drops_the_kernels_count(void **state)
 	assert_null(node(f, FS_INO(10, FS_TAG_ALLOC)));
 	/* a1 still answers. */
 	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+
+	/* The 32-bit count saturates and then stays: a1 out of the tree is
+	 * kept however much is forgotten. */
+	a1->nlookup = UINT32_MAX - 1;
+	fs_node_ref(a1);
+	assert_int_equal(a1->nlookup, UINT32_MAX);
+	fs_node_ref(a1);
+	assert_int_equal(a1->nlookup, UINT32_MAX);
+	f->p.n_regs = 0;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
+	fs_inval_batch_free(&b);
+	fs_view_forget(&f->v, FS_INO(11, FS_TAG_ALLOC), UINT64_MAX);
+	assert_ptr_equal(node(f, FS_INO(11, FS_TAG_ALLOC)), a1);
+	assert_false(a1->in_tree);
 }
 
 static void test_plugin_removed_and_back(void **state)
@@ -279,8 +338,7 @@ static void test_plugin_removed_and_back(void **state)
 	load_two(f);
 	active = node(f, FS_INO(PLUGIN_ID, FS_TAG_ACTIVE));
 	active->nlookup = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
 	snprintf(want, sizeof(want), "entry %d ebs\ninode %d\n", TYPE_ID * 8, TYPE_ID * 8);
 	assert_string_equal(batch_text(&b), want);
 	fs_inval_batch_free(&b);
@@ -293,8 +351,7 @@ static void test_plugin_removed_and_back(void **state)
 	 * told to drop what it cached of it. */
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	snprintf(want, sizeof(want), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_ACTIVE);
 	assert_non_null(strstr(batch_text(&b), want));
 	snprintf(want, sizeof(want), "entry %d ebs\n", TYPE_ID * 8);
@@ -322,8 +379,7 @@ static void test_emptied_dir_held_comes_back(void **state)
 	load_two(f);
 	pdir = node(f, dino);
 	pdir->nlookup = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
 	snprintf(want, sizeof(want),
 		 "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\ninode %llu\n"
 		 "entry %d ebs\ninode %d\n",
@@ -338,12 +394,11 @@ static void test_emptied_dir_held_comes_back(void **state)
 	fs_node_attr(pdir, &st);
 	assert_true(S_ISDIR(st.st_mode));
 	assert_int_equal(st.st_nlink, 2);
-	assert_int_equal(pdir->parent, FS_INO(TYPE_ID, FS_TAG_TYPE));
+	assert_int_equal(fs_node_parent(pdir), FS_INO(TYPE_ID, FS_TAG_TYPE));
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(
-	    fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &later, &b), 0);
 	snprintf(want, sizeof(want), "entry %llu csi.sock\nentry %llu allocs\nentry %llu info\n",
 		 (unsigned long long)dino, (unsigned long long)dino, (unsigned long long)dino);
 	assert_non_null(strstr(batch_text(&b), want));
@@ -381,8 +436,7 @@ static void test_empty_plugin_at_load(void **state)
 
 	set_reg(&f->regs[0], 13, "a3", "/run/a3/csi.sock", "", 9500);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	fs_inval_batch_free(&b);
 	assert_ptr_equal(node(f, dino), pdir);
 	assert_true(pdir->in_tree);
@@ -402,8 +456,7 @@ static void test_unknown_type_ignored(void **state)
 
 	set_reg(&f->regs[0], 1, "x", "/run/x.sock", "", 1);
 	f->p.n_regs = 1;
-	assert_int_equal(fs_view_sync_plugin(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b),
-			 0);
+	assert_int_equal(sync_owned(&f->v, "csi-other", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
 	assert_int_equal(b.n, 0);
 	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_PLUGIN)));
 }
@@ -420,8 +473,8 @@ static void test_many_plugins_grow_the_table(void **state)
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
 		set_reg(&f->regs[0], 1000 + i, "a", sock, "", 1);
 		f->p.n_regs = 1;
-		assert_int_equal(
-		    fs_view_sync_plugin(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL), 0);
+		assert_int_equal(sync_owned(&f->v, "csi-node", name, 100 + i, &f->p, &now, NULL),
+				 0);
 	}
 	for (int i = 0; i < 500; i++) {
 		snprintf(sock, sizeof(sock), "/run/p%d.sock", i);
@@ -461,10 +514,77 @@ static void test_info_times(void **state)
 	free(text);
 }
 
+/* info is rendered from the view's links, as fs_render_info renders it
+ * from the registry, through changes of health and of the active one; a
+ * change of it alone is an invalidation of info; the kernel's info keeps
+ * its last text when the plugin goes. */
+static void test_info_rendered_from_links(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_inval_batch b = {0};
+	struct timespec now = {.tv_sec = 9000};
+	struct fs_node *info;
+	char *want, *got, line[128];
+
+	set_reg(&f->regs[0], 1, "a1", "/run/a1.sock", "1.0", 3000);
+	set_reg(&f->regs[1], 2, "a2", "/run/a2.sock", "", 2000);
+	set_reg(&f->regs[2], 3, "a3", "/run/a3.sock", NULL, 1000);
+	f->regs[0].seq = 30;
+	f->regs[1].seq = 20;
+	f->regs[2].seq = 10;
+	f->regs[2].kind = REG_KIND_CONTROLLER;
+	f->p.n_regs = 3;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, NULL), 0);
+	info = node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO));
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	assert_info(f, info, want);
+	free(want);
+	/* a1 and a2 dead: a3 active, first. */
+	f->regs[0].runtime.health = REG_HEALTH_DEAD;
+	f->regs[1].runtime.health = REG_HEALTH_DEAD;
+	f->regs[2].runtime.health = REG_HEALTH_ALIVE;
+	f->p.active = 2;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
+	snprintf(line, sizeof(line), "inode %d\n", PLUGIN_ID * 8 + FS_TAG_INFO);
+	assert_non_null(strstr(batch_text(&b), line));
+	fs_inval_batch_free(&b);
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	assert_string_equal(want, "a3 /run/a3.sock - controller 1970-01-01T00:16:40Z alive\n"
+				  "a1 /run/a1.sock 1.0 node 1970-01-01T00:50:00Z dead\n"
+				  "a2 /run/a2.sock - node 1970-01-01T00:33:20Z dead\n");
+	assert_info(f, info, want);
+	/* Health alone again, of a2 only: info changes, nothing else does. */
+	f->regs[1].runtime.health = REG_HEALTH_ALIVE;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, &f->p, &now, &b), 0);
+	snprintf(line, sizeof(line), "inode %d\ninode %d\n", PLUGIN_ID * 8 + FS_TAG_INFO,
+		 PLUGIN_ID * 8 + FS_TAG_PLUGIN);
+	assert_string_equal(batch_text(&b), line);
+	fs_inval_batch_free(&b);
+	free(want);
+	want = fs_render_info(&f->p);
+	assert_non_null(want);
+	/* The kernel holds info; the plugin goes: info keeps its text. */
+	info->nlookup = 1;
+	assert_int_equal(sync_owned(&f->v, "csi-node", "ebs", PLUGIN_ID, NULL, &now, &b), 0);
+	fs_inval_batch_free(&b);
+	assert_ptr_equal(node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)), info);
+	assert_false(info->in_tree);
+	got = fs_node_contents(&f->v, info);
+	assert_non_null(got);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	fs_view_forget(&f->v, FS_INO(PLUGIN_ID, FS_TAG_INFO), 1);
+	assert_null(node(f, FS_INO(PLUGIN_ID, FS_TAG_INFO)));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_root_and_types, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_info_rendered_from_links, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_load_builds_nodes_from_ids, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_switch_queues_invalidations, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_removed_node_kept_until_forgotten, setup,
