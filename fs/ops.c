@@ -72,16 +72,21 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Directory listings cached by the kernel, so that a warm listing
 	 * costs no request.  Every change to a listing is acknowledged only
 	 * once the kernel took its invalidations, in this order: the names
-	 * in that directory (which wait for the directory's lock, held by a
-	 * listing while it fills the cache, so that a READDIR answered before
-	 * the change lands before them), then the directory's inode (its
-	 * attributes and cached listing go).  A second guard, the reason for
-	 * auto_inval_data: the kernel then asks for a directory's mtime before
-	 * it lists it from its start and drops a cached listing whose mtime
-	 * differs, and every change moves the mtime forward (sync.c, touch).
-	 * With no_opendir (an ENOSYS to the first opendir) the kernel sends no
-	 * opendir or releasedir at all and caches every directory
-	 * (ops_open.c).  test_fs_dircache. */
+	 * in that directory, then the directory's inode (its attributes and
+	 * cached listing go).  What keeps a READDIR made before the change,
+	 * whose reply is still on its way, from filling the cache after the
+	 * inode's invalidation is the first: the kernel takes the directory's
+	 * lock to invalidate a name in it, and a listing holds that lock while
+	 * it fills the cache (test_fs_dircache checks that the invalidation
+	 * waits; on a kernel that did not, the cache would have to go).  The
+	 * mtime is a guard for later listings only: with auto_inval_data the
+	 * kernel compares a directory's mtime with the one its listing was
+	 * cached under before it lists from the start, and every change moves
+	 * the mtime forward (sync.c, touch); but an empty cache is stamped
+	 * with the mtime of the listing that starts it, so the mtime alone
+	 * would not stop that late reply.  With no_opendir (an ENOSYS to the
+	 * first opendir) the kernel sends no opendir or releasedir at all and
+	 * caches every directory (ops_open.c). */
 	if ((conn->capable & FUSE_CAP_AUTO_INVAL_DATA) && !fs->no_dir_cache) {
 		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
 		fs->dir_cache = true;

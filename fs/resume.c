@@ -16,8 +16,9 @@
  * FUSE_NOTIFY_INC_EPOCH makes the kernel look up again every name it cached
  * (the registry may have changed while no daemon ran), or, on a kernel that
  * lacks it, the notifier invalidates every name we know; either way the
- * notifier invalidates every inode we know (listings, symlink targets and
- * contents the kernel cached under the previous process).  Nothing touches
+ * notifier invalidates every inode we know, in the tree or kept out of it
+ * (listings, symlink targets and contents the kernel cached under the
+ * previous process).  Nothing touches
  * the mountpoint before the request loop runs: it would wait on itself.
  */
 #include <errno.h>
@@ -175,6 +176,22 @@ static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch 
 			collect(v, c, b, entries, depth + 1);
 }
 
+/* The nodes out of the tree (a plugin directory whose list is empty, kept
+ * for a kernel that holds it: a bind mount's root), which collect does not
+ * reach: an inode invalidation each. */
+static void collect_kept(struct fs_view *v, struct fs_inval_batch *b)
+{
+	const struct htab_node *e = NULL;
+	size_t pos = 0;
+
+	while ((e = htab_next(&v->nodes, &pos, e)) != NULL) {
+		const struct fs_node *n = htab_entry(e, struct fs_node, hnode);
+
+		if (!n->in_tree)
+			fs_inval_push(b, FS_INVAL_INODE, fs_ino(n), NULL);
+	}
+}
+
 static int notify(int fd, int code)
 {
 	struct notify_hdr h = {.len = sizeof(h), .error = code, .unique = 0};
@@ -228,6 +245,7 @@ int fs_resume_session(struct plugfs_fs *fs)
 		pthread_rwlock_rdlock(&fs->lock);
 		if ((root = fs_view_get(&fs->view, FS_INO_ROOT)) != NULL)
 			collect(&fs->view, root, &b, rc != 0, 0);
+		collect_kept(&fs->view, &b);
 		pthread_rwlock_unlock(&fs->lock);
 		/* The notifier sends them once the loop answers what they wait on. */
 		fs_notifier_post(&fs->notifier, &b);

@@ -54,16 +54,29 @@ static void touch(struct fs_node *n, const struct timespec *now, struct fs_inval
  * inode number when the plugin registers again (its id is kept): the kernel
  * is told to drop the entries it cached in it and its attributes.
  */
+/* A directory the kernel holds, about to lose its children: the names it
+ * may have cached in it go, and its attributes and cached listing, and the
+ * same in each directory below it the kernel holds (an allocs/ that is
+ * someone's working directory keeps its cached listing otherwise). */
+static void held_dir_empties(struct fs_node *dir, const struct timespec *now,
+			     struct fs_inval_batch *b)
+{
+	struct fs_node *c;
+
+	if (__atomic_load_n(&dir->nlookup, __ATOMIC_RELAXED) == 0)
+		return;
+	for (size_t i = 0; (c = fs_dir_next(dir, &i, NULL));) {
+		fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(dir), c->name);
+		if (c->kind == FS_DIR)
+			held_dir_empties(c, now, b);
+	}
+	touch(dir, now, b);
+}
+
 static void plugin_dir_remove(struct fs_view *v, struct fs_node *tdir, struct fs_node *pdir,
 			      const struct timespec *now, struct fs_inval_batch *b)
 {
-	if (__atomic_load_n(&pdir->nlookup, __ATOMIC_RELAXED) > 0) {
-		struct fs_node *c;
-
-		for (size_t i = 0; (c = fs_dir_next(pdir, &i, NULL));)
-			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(pdir), c->name);
-		touch(pdir, now, b);
-	}
+	held_dir_empties(pdir, now, b);
 	fs_node_remove(v, tdir, pdir);
 }
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 static int copy_file(const char *src, const char *dst)
 {
 	char buf[65536];
-	int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), out = -1, rc = 0;
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
 	ssize_t n;
 
 	if (in < 0)
@@ -65,14 +66,47 @@ out:
 	return rc;
 }
 
+/* What tells a file changed: its identity, size and modification time. */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* Both files, before or after the copy; -errno. */
+static int stat_both(const char *db, const char *journal, struct stat st[2])
+{
+	if (stat(db, &st[0]) != 0 || stat(journal, &st[1]) != 0)
+		return -errno;
+	return 0;
+}
+
 int store_hot_copy_open(struct store *s, const char *path, char **dir_out, char *err,
 			size_t errlen)
 {
 	const char *tmp = getenv("TMPDIR");
-	char dir[PATH_MAX], copy[PATH_MAX + 16], src[PATH_MAX + 16], dst[PATH_MAX + 32];
+	char dir[PATH_MAX], copy[PATH_MAX + 16], src[PATH_MAX + 16], dst[PATH_MAX + 32],
+	    wal[PATH_MAX + 16], real[PATH_MAX];
+	struct stat before[2], after[2], w;
 	int rc;
 
 	*dir_out = NULL;
+	/* SQLite names the journal after the file a symlink leads to. */
+	if (!realpath(path, real))
+		return plugfs_errf(err, errlen, -errno, "state file `%s': %s", path,
+				   strerror(errno));
+	if (snprintf(src, sizeof(src), "%s-journal", real) >= (int)sizeof(src) ||
+	    snprintf(wal, sizeof(wal), "%s-wal", real) >= (int)sizeof(wal))
+		return plugfs_errf(err, errlen, -ENAMETOOLONG, "state file `%s': %s", path,
+				   strerror(ENAMETOOLONG));
+	/* A hot journal and a -wal together is no state plugfs leaves: the
+	 * copy would lack the -wal's commits. */
+	if (stat(wal, &w) == 0 && w.st_size > 0)
+		return plugfs_errf(err, errlen, -EIO,
+				   "state file `%s': it has both a hot journal `%s' (a transaction "
+				   "that did not end) and a non-empty `%s': not a state plugfs "
+				   "leaves; keep all three for a person",
+				   path, src, wal);
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
 	if (snprintf(dir, sizeof(dir), "%s/plugfs-rollback.XXXXXX", tmp) >= (int)sizeof(dir))
@@ -87,12 +121,22 @@ int store_hot_copy_open(struct store *s, const char *path, char **dir_out, char 
 				   path, path, tmp, strerror(errno));
 	snprintf(copy, sizeof(copy), "%s/state.db", dir);
 	snprintf(dst, sizeof(dst), "%s-journal", copy);
-	snprintf(src, sizeof(src), "%s-journal", path);
-	if ((rc = copy_file(path, copy)) < 0 || (rc = copy_file(src, dst)) < 0) {
+	if ((rc = stat_both(real, src, before)) < 0 || (rc = copy_file(real, copy)) < 0 ||
+	    (rc = copy_file(src, dst)) < 0 || (rc = stat_both(real, src, after)) < 0) {
 		plugfs_errf(err, errlen, rc,
 			    "state file `%s': it has a hot journal `%s' (a transaction that did "
 			    "not end); copying both into %s to roll the copy back: %s",
 			    path, src, dir, strerror(-rc));
+		goto fail;
+	}
+	/* Nothing is locked while they are copied: a `plugfs mount' starting
+	 * meanwhile rolls the file back itself. */
+	if (!same_file(&before[0], &after[0]) || !same_file(&before[1], &after[1])) {
+		rc = plugfs_errf(err, errlen, -EAGAIN,
+				 "state file `%s': it or its hot journal `%s' changed while being "
+				 "copied to roll the copy back (a `plugfs mount' starting?); try "
+				 "again",
+				 path, src);
 		goto fail;
 	}
 	/* The first read of a writable connection rolls the copy back. */

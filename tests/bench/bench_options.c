@@ -44,7 +44,7 @@ void bench_options(const struct bench *base)
 	printf("\nwhat each mount option costs: %ld readlink and %ld stat of csi.sock per "
 	       "variant, against tmpfs\n",
 	       n, n);
-	printf("%-30s %10s %10s %16s %14s\n", "variant", "readlink", "stat", "requests/1000 ops",
+	printf("%-30s %10s %10s %18s %14s\n", "variant", "readlink", "stat", "requests/1000 ops",
 	       "per listing");
 	for (size_t i = 0; i < sizeof(variants) / sizeof(variants[0]); i++) {
 		const struct variant *v = &variants[i];
@@ -64,7 +64,7 @@ void bench_options(const struct bench *base)
 		r1 = fs_requests_served(b.fs);
 		listing = bench_requests_per_listing(&b, 200);
 		/* Per operation through the mount (its short warm-up included). */
-		printf("%-30s %9.2fx %9.2fx %16.1f %14.2f\n", v->what, fuse[0] / shm[0],
+		printf("%-30s %9.2fx %9.2fx %18.1f %14.2f\n", v->what, fuse[0] / shm[0],
 		       fuse[1] / shm[1], (double)(r1 - r0) * 1000.0 / (2.0 * (double)n), listing);
 		fflush(stdout);
 		bench_teardown(&b);
