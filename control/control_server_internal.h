@@ -145,19 +145,6 @@ struct ev_item {
 	json_t *plugin; /* the plugin after the change, when it has registrations */
 };
 
-/* A group of mutations for one registry_mutate call (commit.c). */
-struct ctl_pending;
-struct ctl_group {
-	struct ctl_pending *p;	/* the mutations, in the order served */
-	struct reg_mutation *m; /* their registry_mutate array */
-	size_t n, cap;
-};
-enum ctl_cm_state {
-	CTL_CM_IDLE,	/* no group out */
-	CTL_CM_RUNNING, /* the committer commits inflight */
-	CTL_CM_DONE,	/* committed: the server thread answers inflight */
-};
-
 struct control_server {
 	struct registry *reg;
 	char *socket_path, *mountpoint, *state_path, *group;
@@ -192,20 +179,10 @@ struct control_server {
 	bool drain; /* stop after answering what was read (drain.c) */
 	bool lost_events;
 
-	/* The group commit (commit.c): the mutations served since the last
-	 * group went out (collect, owned by the server thread), and the group
-	 * the committer thread commits (inflight: the committer's while
-	 * cm_state is CTL_CM_RUNNING, the server thread's otherwise). */
-	struct ctl_group collect, inflight;
-	pthread_t committer;
-	bool committer_started;
-	pthread_mutex_t cm_mu; /* guards cm_state and cm_stop */
-	pthread_cond_t cm_cond; /* to the committer: a group, or stop */
-	pthread_cond_t cm_done; /* from the committer: its group is done */
-	enum ctl_cm_state cm_state;
-	bool cm_stop;
-
 	/* Owned by the server thread. */
+	struct ctl_pending *pending;	/* mutations of this poll round (commit.c) */
+	struct reg_mutation *pending_m; /* their registry_mutate array */
+	size_t n_pending, cap_pending;
 	struct client *clients;
 	size_t n_clients;
 	struct ctl_counters counters;
@@ -338,22 +315,10 @@ void ctl_stream_release(struct client *c);
  * 0 or -ENOMEM (req untouched). */
 int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
 		   const struct reg_spec *spec);
-/* Once per poll round: answers the group the committer finished (each
- * client with its own result, in the order served), then sends the
- * mutations queued since to the committer thread as the next group, or
- * commits a lone mutation here when the committer is idle (no hand-off
- * for one client's latency). */
+/* Commits every queued mutation with one registry_mutate call and answers
+ * each client with its own result, in the order they were queued. */
 void ctl_commit_run(struct control_server *srv);
-/* Commits and answers everything now: waits for the committer's group,
- * answers it, commits and answers what is queued (the drain's deadline,
- * the server's stop). */
-void ctl_commit_flush(struct control_server *srv);
-/* Starts and stops the committer thread (at the server thread's start and
- * end; stop waits for the group out and answers it).  Start: 0 or -errno,
- * and then mutations are committed on the server thread. */
-int ctl_committer_start(struct control_server *srv);
-void ctl_committer_stop(struct control_server *srv);
-/* Frees what is still queued (at stop, after ctl_committer_stop). */
+/* Frees what is still queued (at stop). */
 void ctl_commit_drop(struct control_server *srv);
 
 /* --- events, watchers and waits (events.c) --- */

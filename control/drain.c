@@ -85,7 +85,7 @@ bool ctl_drain_step(struct control_server *srv)
 	/* The mutations served this round are committed and answered, not
 	 * dropped: a client whose answer then does not go out has its
 	 * registration all the same (as one that hung up). */
-	ctl_commit_flush(srv);
+	ctl_commit_run(srv);
 	for (struct client *c = srv->clients; c; c = c->next) {
 		if (!c->dead && ctl_out_pending(c) > 0)
 			ctl_conn_flush(c);

@@ -90,9 +90,7 @@ static void reap_clients(struct control_server *srv)
 
 		if (c->closing && ctl_out_pending(c) == 0)
 			c->dead = true;
-		/* Not while its mutation is in the committer's group: the
-		 * group's answer looks at it (and finds it dead). */
-		if (c->dead && !c->committing) {
+		if (c->dead) {
 			*pp = c->next;
 			srv->n_clients--;
 			ctl_conn_free(c);
@@ -109,10 +107,6 @@ static void *server_thread(void *arg)
 	struct client **who = NULL;
 	size_t cap = 0;
 
-	/* Without a committer thread the groups are committed here. */
-	if (ctl_committer_start(srv) != 0)
-		log_warn("control: cannot start the committer thread; committing on the server "
-			 "thread");
 	for (;;) {
 		size_t n = 2, i;
 		int timeout, rc;
@@ -216,9 +210,6 @@ static void *server_thread(void *arg)
 		if (srv->draining && ctl_drain_step(srv))
 			break;
 	}
-	/* Every mutation read is committed and answered before the clients
-	 * go: a group out is waited for. */
-	ctl_committer_stop(srv);
 	free(pfds);
 	free(who);
 	return NULL;
