@@ -399,6 +399,26 @@ static void test_probe_targets(void **state)
 	assert_int_equal(registry_probe_targets(r, "csi-other", &t), 0);
 	assert_int_equal(t.n, 0);
 	reg_probe_targets_free(&t);
+	/* Names alike beyond their first 16 bytes, and one a prefix of
+	 * another: strcmp's order. */
+	{
+		static const char *const names[] = {"a-very-long-common-name-b", "a-very-long-common-name",
+						    "a-very-long-common-name-a", "a-very-long-c", "b"};
+		static const char *const want[] = {"a-very-long-c", "a-very-long-common-name",
+						   "a-very-long-common-name-a",
+						   "a-very-long-common-name-b", "b", "p", "p"};
+
+		for (size_t i = 0; i < 5; i++) {
+			struct reg_spec sp = {.name = names[i], .alloc = "x", .socket = "/run/x.sock"};
+
+			assert_int_equal(registry_register(r, &types[0], 1, &sp, err, sizeof(err)), 0);
+		}
+		assert_int_equal(registry_probe_targets(r, "csi-node", &t), 0);
+		assert_int_equal(t.n, 7);
+		for (size_t i = 0; i < 7; i++)
+			assert_string_equal(t.t[i].name, want[i]);
+		reg_probe_targets_free(&t);
+	}
 	registry_close(r);
 }
 
