@@ -44,7 +44,7 @@ struct connector_batch {
 /* A batch's caller is woken when this many jobs returned, or when none of
  * its jobs is left in the queue: one wake-up for many connects (it also
  * wakes every CONNECTOR_STUCK_MS on its own, which bounds the delay). */
-#define CONNECTOR_WAKE_AT 16
+#define CONNECTOR_WAKE_AT 64
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work; /* on CLOCK_MONOTONIC: init_once */

@@ -48,7 +48,7 @@ int connector_batch_fd(const struct connector_batch *b);
  * in the queue while every thread is taken: the caller's deadline bounds
  * it.
  */
-#define CONNECTOR_BATCH_SLOTS 64
+#define CONNECTOR_BATCH_SLOTS 256
 int connector_start(struct connector_batch *b, unsigned slot, const char *path);
 /* connector_start of n jobs under one lock (one wake-up of a connector
  * for all of them): job i is path[i] in slot[i]; its outcome in rc[i]. */
