@@ -23,7 +23,7 @@
 struct job {
 	struct connector_batch *batch; /* NULL once abandoned */
 	unsigned slot;
-	enum { QUEUED, RUNNING, RETURNED } state;
+	enum { QUEUED, RUNNING, RETURNED, TAKEN } state;
 	int fd, err;
 	int64_t started;   /* monotonic ms, while RUNNING */
 	struct job *next;  /* in the queue or a batch's returned list */
@@ -35,7 +35,16 @@ struct connector_batch {
 	int efd;
 	struct job *slots[CONNECTOR_BATCH_SLOTS]; /* out, by slot */
 	struct job *returned;			  /* returned, not taken yet */
+	struct job *taken; /* taken from returned, not given out yet (the caller's) */
+	unsigned queued;   /* its jobs in the queue */
+	unsigned n_returned; /* in returned */
+	bool signalled;	   /* the eventfd written since returned was last taken */
 };
+
+/* A batch's caller is woken when this many jobs returned, or when none of
+ * its jobs is left in the queue: one wake-up for many connects (it also
+ * wakes every CONNECTOR_STUCK_MS on its own, which bounds the delay). */
+#define CONNECTOR_WAKE_AT 64
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work; /* on CLOCK_MONOTONIC: init_once */
@@ -44,15 +53,19 @@ static struct job *queue_head, *queue_tail;
 /* Jobs in socket()/connect(), abandoned ones (batch NULL) included. */
 static struct job *running;
 static unsigned n_threads, n_idle, n_busy, n_queued;
+static unsigned n_cpus = 1; /* online, at the first batch: init_once */
 
 static void init_once(void)
 {
 	pthread_condattr_t ca;
+	long n;
 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&work, &ca);
 	pthread_condattr_destroy(&ca);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	n_cpus = n > 1 ? (unsigned)(n < CONNECTOR_MAX_THREADS ? n : CONNECTOR_MAX_THREADS) : 1;
 }
 
 static int64_t now_ms(void)
@@ -85,19 +98,32 @@ static void unlink_running(struct job *j)
 	}
 }
 
-static void run(struct job *j)
+/*
+ * One connect.  A connect() to a Unix socket that fails because nothing
+ * listens there (ENOENT: no such file; ECONNREFUSED: no listener) leaves
+ * the socket as socket() made it, unconnected and unbound, so the thread
+ * keeps it in *spare for its next connect: a round of dead sockets costs
+ * one connect() each, not a socket(), a connect() and a close().  Any
+ * other outcome hands the socket on (made, in progress) or closes it.
+ */
+static void run(struct job *j, int *spare)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
+	int fd = *spare;
 
+	*spare = -1;
 	memcpy(sa.sun_path, j->path, sizeof(j->path));
 	j->err = 0;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		j->err = errno;
 	} else if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
 		j->err = errno;
-		if (j->err != EINPROGRESS) {
+		if (j->err == ENOENT || j->err == ECONNREFUSED) {
+			*spare = fd;
+			fd = -1;
+		} else if (j->err != EINPROGRESS) {
 			close(fd);
 			fd = -1;
 		}
@@ -131,10 +157,13 @@ static bool wait_for_job(void)
 
 static void *connector_main(void *arg)
 {
+	int spare = -1; /* an unconnected socket, from a connect that failed */
+
 	(void)arg;
 	pthread_mutex_lock(&mu);
 	while (wait_for_job()) {
 		struct job *j = queue_head;
+		struct connector_batch *b;
 
 		queue_head = j->next;
 		if (!queue_head)
@@ -145,13 +174,14 @@ static void *connector_main(void *arg)
 			free(j);
 			continue;
 		}
+		j->batch->queued--;
 		j->state = RUNNING;
 		j->started = now_ms();
 		j->rnext = running;
 		running = j;
 		n_busy++;
 		pthread_mutex_unlock(&mu);
-		run(j);
+		run(j, &spare);
 		pthread_mutex_lock(&mu);
 		n_busy--;
 		j->state = RETURNED;
@@ -162,20 +192,24 @@ static void *connector_main(void *arg)
 			free(j);
 			continue;
 		}
-		j->next = j->batch->returned;
-		j->batch->returned = j;
-		if (!j->next) {
-			/* The list was empty: the caller may be asleep.  Otherwise
-			 * the eventfd is still signalled (it is cleared only when
-			 * the list is found empty). */
+		b = j->batch;
+		j->next = b->returned;
+		b->returned = j;
+		b->n_returned++;
+		if (!b->signalled && (b->queued == 0 || b->n_returned >= CONNECTOR_WAKE_AT)) {
+			/* The caller may be asleep.  Once written, the eventfd
+			 * stays readable until the caller finds the list empty. */
 			uint64_t one = 1;
-			ssize_t w = write(j->batch->efd, &one, sizeof(one));
+			ssize_t w = write(b->efd, &one, sizeof(one));
 
 			(void)w; /* an eventfd at its maximum is readable anyway */
+			b->signalled = true;
 		}
 	}
 	n_threads--;
 	pthread_mutex_unlock(&mu);
+	if (spare >= 0)
+		close(spare);
 	return NULL;
 }
 
@@ -200,11 +234,14 @@ static int ensure_runner(void)
 		pthread_cond_signal(&work);
 		return 0;
 	}
-	for (struct job *j = running; j; j = j->rnext)
-		if (j->batch && t - j->started < CONNECTOR_STUCK_MS)
-			return 0; /* it takes the next job when done */
 	if (n_threads - n_busy > 0 || n_threads >= CONNECTOR_MAX_THREADS)
 		return 0; /* one is between jobs, or none may start */
+	/* A long queue is shared by as many threads as there are CPUs. */
+	if (n_queued < CONNECTOR_WAKE_AT || n_threads >= n_cpus) {
+		for (struct job *j = running; j; j = j->rnext)
+			if (j->batch && t - j->started < CONNECTOR_STUCK_MS)
+				return 0; /* it takes the next job when done */
+	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, CONNECTOR_STACK);
@@ -240,29 +277,22 @@ int connector_batch_fd(const struct connector_batch *b)
 	return b->efd;
 }
 
-int connector_start(struct connector_batch *b, unsigned slot, const char *path)
+/* With mu held: queues job `slot' of b, or -errno (connector_start). */
+static int queue_locked(struct connector_batch *b, unsigned slot, const char *path)
 {
 	size_t len = strlen(path);
 	struct job *j;
-	int rc;
 
 	if (slot >= CONNECTOR_BATCH_SLOTS || b->slots[slot])
 		return -EINVAL;
 	if (len >= sizeof(j->path))
 		return -ENAMETOOLONG;
-	pthread_once(&once, init_once);
-	pthread_mutex_lock(&mu);
-	for (struct job *s = running; s; s = s->rnext) {
-		if (!s->batch && strcmp(s->path, path) == 0) {
-			pthread_mutex_unlock(&mu);
+	for (struct job *s = running; s; s = s->rnext)
+		if (!s->batch && strcmp(s->path, path) == 0)
 			return -ETIMEDOUT;
-		}
-	}
 	j = calloc(1, sizeof(*j));
-	if (!j) {
-		pthread_mutex_unlock(&mu);
+	if (!j)
 		return -ENOMEM;
-	}
 	j->batch = b;
 	j->slot = slot;
 	j->fd = -1;
@@ -273,21 +303,61 @@ int connector_start(struct connector_batch *b, unsigned slot, const char *path)
 		queue_head = j;
 	queue_tail = j;
 	n_queued++;
-	rc = ensure_runner();
-	if (rc < 0) {
-		/* No thread at all: take it back. */
-		unlink_job(&queue_head, j);
-		queue_tail = NULL;
-		for (struct job *q = queue_head; q; q = q->next)
-			queue_tail = q;
-		n_queued--;
-		free(j);
-		pthread_mutex_unlock(&mu);
-		return rc;
-	}
+	b->queued++;
 	b->slots[slot] = j;
-	pthread_mutex_unlock(&mu);
 	return 0;
+}
+
+/* With mu held: takes back the queued jobs of b (no thread could start). */
+static void unqueue_locked(struct connector_batch *b)
+{
+	struct job **p = &queue_head;
+
+	queue_tail = NULL;
+	while (*p) {
+		struct job *j = *p;
+
+		if (j->batch == b) {
+			*p = j->next;
+			b->slots[j->slot] = NULL;
+			n_queued--;
+			b->queued--;
+			free(j);
+			continue;
+		}
+		queue_tail = j;
+		p = &j->next;
+	}
+}
+
+int connector_start(struct connector_batch *b, unsigned slot, const char *path)
+{
+	int rc;
+
+	connector_start_many(b, &slot, &path, 1, &rc);
+	return rc;
+}
+
+void connector_start_many(struct connector_batch *b, const unsigned *slot,
+			  const char *const *path, size_t n, int *rc)
+{
+	bool queued = false;
+	int e;
+
+	pthread_once(&once, init_once);
+	pthread_mutex_lock(&mu);
+	for (size_t i = 0; i < n; i++) {
+		rc[i] = queue_locked(b, slot[i], path[i]);
+		queued |= rc[i] == 0;
+	}
+	if (queued && (e = ensure_runner()) < 0) {
+		/* No thread at all: take them back. */
+		unqueue_locked(b);
+		for (size_t i = 0; i < n; i++)
+			if (rc[i] == 0)
+				rc[i] = e;
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 void connector_kick(void)
@@ -299,21 +369,29 @@ void connector_kick(void)
 
 bool connector_next(struct connector_batch *b, unsigned *slot, int *fd, int *err)
 {
-	struct job *j;
+	struct job *j = b->taken;
 
-	pthread_mutex_lock(&mu);
-	j = b->returned;
 	if (!j) {
-		uint64_t v;
-		ssize_t r = read(b->efd, &v, sizeof(v));
+		/* The whole returned list at once: one lock for all of them. */
+		pthread_mutex_lock(&mu);
+		j = b->returned;
+		b->returned = NULL;
+		b->n_returned = 0;
+		b->signalled = false;
+		if (!j) {
+			uint64_t v;
+			ssize_t r = read(b->efd, &v, sizeof(v));
 
-		(void)r; /* EAGAIN: nothing was signalled */
+			(void)r; /* EAGAIN: nothing was signalled */
+			pthread_mutex_unlock(&mu);
+			return false;
+		}
+		for (struct job *t = j; t; t = t->next)
+			t->state = TAKEN;
 		pthread_mutex_unlock(&mu);
-		return false;
 	}
-	b->returned = j->next;
+	b->taken = j->next;
 	b->slots[j->slot] = NULL;
-	pthread_mutex_unlock(&mu);
 	*slot = j->slot;
 	*fd = j->fd;
 	*err = j->err;
@@ -337,15 +415,19 @@ void connector_abandon(struct connector_batch *b, unsigned slot)
 	if (j->state == RUNNING) {
 		/* Still in connect(): its thread frees it when it returns. */
 		j->batch = NULL;
-	} else if (j->state == RETURNED) {
-		/* Returned, not taken. */
-		unlink_job(&b->returned, j);
+	} else if (j->state == RETURNED || j->state == TAKEN) {
+		/* Returned, not given out: in returned, or in taken (which only
+		 * the caller, this thread, touches). */
+		unlink_job(j->state == RETURNED ? &b->returned : &b->taken, j);
+		if (j->state == RETURNED)
+			b->n_returned--;
 		if (j->fd >= 0)
 			close(j->fd);
 		free(j);
 	} else {
 		/* Still queued: the thread that takes it frees it. */
 		j->batch = NULL;
+		b->queued--;
 	}
 	pthread_mutex_unlock(&mu);
 }

@@ -22,6 +22,7 @@
 #define PLUGFS_PROBE_CONNECTOR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define CONNECTOR_MAX_THREADS 256
 #define CONNECTOR_IDLE_MS 5000
@@ -47,8 +48,12 @@ int connector_batch_fd(const struct connector_batch *b);
  * in the queue while every thread is taken: the caller's deadline bounds
  * it.
  */
-#define CONNECTOR_BATCH_SLOTS 64
+#define CONNECTOR_BATCH_SLOTS 256
 int connector_start(struct connector_batch *b, unsigned slot, const char *path);
+/* connector_start of n jobs under one lock (one wake-up of a connector
+ * for all of them): job i is path[i] in slot[i]; its outcome in rc[i]. */
+void connector_start_many(struct connector_batch *b, const unsigned *slot,
+			  const char *const *path, size_t n, int *rc);
 
 /*
  * After the batch's fd was readable (or at any time): the next job that

@@ -135,8 +135,11 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 	struct pollfd pfd[PROBE_MAX_INFLIGHT + 1];
 	unsigned pslot[PROBE_MAX_INFLIGHT + 1];
 	struct slot slot[PROBE_MAX_INFLIGHT] = {0};
+	unsigned qslot[PROBE_MAX_INFLIGHT];
+	const char *qpath[PROBE_MAX_INFLIGHT];
+	int qrc[PROBE_MAX_INFLIGHT];
 	struct connector_batch *b;
-	size_t next = 0, live = 0;
+	size_t next = 0, live = 0, nq;
 	int rc = 0;
 
 	_Static_assert(PROBE_MAX_INFLIGHT <= CONNECTOR_BATCH_SLOTS, "a slot per probe");
@@ -155,24 +158,26 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 		int64_t t = probe_now_ms(), wait = -1;
 		nfds_t np = 1;
 
-		/* Fill the window: each connect() runs on a connector thread. */
-		for (unsigned s = 0; next < n && live < PROBE_MAX_INFLIGHT; s++) {
-			int e;
-
+		/* Fill the window: each connect() runs on a connector thread,
+		 * the window's new jobs queued under one lock. */
+		nq = 0;
+		for (unsigned s = 0; next + nq < n && live + nq < PROBE_MAX_INFLIGHT; s++) {
 			if (slot[s].used)
 				continue;
+			qslot[nq] = s;
+			qpath[nq] = paths[next + nq];
+			nq++;
+		}
+		connector_start_many(b, qslot, qpath, nq, qrc);
+		for (size_t i = 0; i < nq; i++, next++) {
 			out[next].took_ms = 0;
-			e = connector_start(b, s, paths[next]);
-			if (e < 0) {
-				set_outcome(&out[next], -e);
-			} else {
-				slot[s] = (struct slot){.used = true,
-							.idx = next,
-							.deadline = t + timeout_ms,
-							.fd = -1};
-				live++;
+			if (qrc[i] < 0) {
+				set_outcome(&out[next], -qrc[i]);
+				continue;
 			}
-			next++;
+			slot[qslot[i]] = (struct slot){
+			    .used = true, .idx = next, .deadline = t + timeout_ms, .fd = -1};
+			live++;
 		}
 		if (live == 0)
 			continue;

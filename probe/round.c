@@ -226,46 +226,36 @@ static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum prob
 
 static int round_of(struct registry *r, const struct probe_options *o, const char *type)
 {
-	struct reg_snapshot snap = {0};
-	const struct registration **regs = NULL;
+	struct reg_probe_targets snap = {0};
 	struct probe_settings *set = NULL;
 	struct batch batches[BATCH_MAX];
-	size_t n = 0, k = 0, nb = 0, probed = 0;
+	size_t n, nb = 0, probed = 0;
 	int64_t now, t0;
 	int rc;
 
-	if ((rc = registry_snapshot(r, type, &snap)) < 0)
+	if ((rc = registry_probe_targets(r, type, &snap)) < 0)
 		return rc;
-	for (size_t i = 0; i < snap.n_plugins; i++)
-		n += snap.plugins[i].n_regs;
-	regs = calloc(n ? n : 1, sizeof(*regs));
+	n = snap.n;
 	set = calloc(n ? n : 1, sizeof(*set));
 	rc = -ENOMEM;
-	if (!regs || !set)
+	if (!set)
 		goto out;
-	for (size_t i = 0; i < snap.n_plugins; i++) {
-		for (size_t j = 0; j < snap.plugins[i].n_regs; j++) {
-			const struct registration *g = &snap.plugins[i].regs[j];
-			struct batch *b;
+	for (size_t k = 0; k < n; k++) {
+		const struct reg_probe_target *g = &snap.t[k];
+		struct batch *b;
 
-			regs[k] = g;
-			probe_settings_for(o, g->type, &set[k]);
-			set[k].mode = probe_mode_for(o, g->type, g->probe);
-			if (set[k].mode != PROBE_MODE_NONE) {
-				b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms,
-					     o->stop);
-				if (!b)
-					goto out;
-				b->paths[b->n] = g->socket;
-				b->names[b->n] =
-				    set[k].mode == PROBE_MODE_CSI && g->csi_name && *g->csi_name
-					? g->csi_name
-					: NULL;
-				b->idx[b->n] = k;
-				b->n++;
-			}
-			k++;
-		}
+		probe_settings_for(o, g->type, &set[k]);
+		set[k].mode = probe_mode_for(o, g->type, g->probe);
+		if (set[k].mode == PROBE_MODE_NONE)
+			continue;
+		b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms, o->stop);
+		if (!b)
+			goto out;
+		b->paths[b->n] = g->socket;
+		b->names[b->n] =
+		    set[k].mode == PROBE_MODE_CSI && *g->csi_name ? g->csi_name : NULL;
+		b->idx[b->n] = k;
+		b->n++;
 	}
 	/* No lock held while probing. */
 	t0 = probe_now_ms();
@@ -278,7 +268,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 	now = probe_now(o);
 	for (size_t i = 0; i < nb; i++) {
 		for (size_t j = 0; j < batches[i].n; j++) {
-			const struct registration *g = regs[batches[i].idx[j]];
+			const struct reg_probe_target *g = &snap.t[batches[i].idx[j]];
 			struct reg_runtime rt;
 			char err[REG_ERR_MAX];
 
@@ -293,18 +283,18 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 	/* Not probed (any more): back to unknown, which counts as alive. */
 	for (size_t i = 0; i < n; i++) {
 		const struct reg_runtime unknown = {0};
+		const struct reg_probe_target *g = &snap.t[i];
 		char err[REG_ERR_MAX];
 
-		if (set[i].mode == PROBE_MODE_NONE && regs[i]->runtime.health != REG_HEALTH_UNKNOWN)
-			(void)registry_set_runtime(r, regs[i]->type, regs[i]->name, regs[i]->alloc,
-						   &unknown, NULL, err, sizeof(err));
+		if (set[i].mode == PROBE_MODE_NONE && g->runtime.health != REG_HEALTH_UNKNOWN)
+			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &unknown, NULL,
+						   err, sizeof(err));
 	}
 	rc = (int)probed;
 out:
 	free_batches(batches, nb);
-	free(regs);
 	free(set);
-	reg_snapshot_free(&snap);
+	reg_probe_targets_free(&snap);
 	return rc;
 }
 

@@ -75,17 +75,36 @@ out:
 	return rc;
 }
 
+/* The (quoted) type and name of plugin id, for an error; "" when unread. */
+static void plugin_names(struct store *s, sqlite3_int64 id, char *type, char *name, size_t len)
+{
+	sqlite3_stmt *st = NULL;
+
+	type[0] = name[0] = '\0';
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT t.name, p.name FROM plugins p JOIN types t ON t.id = p.type_id"
+			       " WHERE p.id = ?",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			reg_quote(type, len, col(st, 0));
+			reg_quote(name, len, col(st, 1));
+		}
+	}
+	sqlite3_finalize(st);
+}
+
 static int check_registrations(struct store *s, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	char msg[REG_ERR_MAX] = "", who[3 * 128 + 8], q[3][128];
-	int rc =
-	    sqlite3_prepare_v2(s->db,
-			       "SELECT t.name, p.name, r.id, r.alloc, r.socket, r.version, r.kind,"
-			       " r.probe, r.csi_name"
-			       " FROM registrations r JOIN plugins p ON p.id = r.plugin_id"
-			       " JOIN types t ON t.id = p.type_id ORDER BY r.id",
-			       -1, &st, NULL);
+	/* The rows alone: their plugin's type and name are read only to
+	 * name a bad row (every plugin_id has its row: the foreign key check
+	 * ran first), not joined for each of them. */
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT r.plugin_id, NULL, r.id, r.alloc, r.socket, r.version,"
+				    " r.kind, r.probe, r.csi_name FROM registrations r ORDER BY r.id",
+				    -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading registrations", err, errlen);
@@ -106,9 +125,8 @@ static int check_registrations(struct store *s, char *err, size_t errlen)
 				snprintf(msg, sizeof(msg),
 					 "kind `%s': must be one of controller, node, monolith",
 					 reg_quote(q[0], sizeof(q[0]), col(st, 6)));
-			snprintf(who, sizeof(who), "(%s/%s %s)",
-				 reg_quote(q[0], sizeof(q[0]), col(st, 0)),
-				 reg_quote(q[1], sizeof(q[1]), col(st, 1)),
+			plugin_names(s, sqlite3_column_int64(st, 0), q[0], q[1], sizeof(q[0]));
+			snprintf(who, sizeof(who), "(%s/%s %s)", q[0], q[1],
 				 reg_quote(q[2], sizeof(q[2]), col(st, 3)));
 			rc = row_error(s, "registrations", sqlite3_column_int64(st, 2), who, msg,
 				       err, errlen);

@@ -463,6 +463,8 @@ int registry_open(const char *db_path, const struct registry_options *opts, stru
 	*out = r;
 	return 0;
 fail:
+	/* A damaged file: refused in the integrity check's words. */
+	rc = store_check_settle(&r->st, rc, err, errlen);
 	store_abandon(&r->st); /* a refusal writes nothing */
 	registry_close(r);
 	return rc;

@@ -58,6 +58,7 @@ struct store {
 	struct reg_commit_stats commits; /* store_commit's timings */
 	bool created;	/* store_open created the file (until it succeeds) */
 	bool had_wal;	/* a -wal was beside the file when store_open opened it */
+	struct store_check *check; /* the integrity check under way (store_check.c) */
 };
 
 /* The page size of a file store_open creates (a string, for the pragma). */
@@ -190,6 +191,23 @@ int store_quick_check(struct store *s, char *err, size_t errlen);
  * with its table (quick_check does not): what `state check' runs, as the
  * start's load would fail on such an index. */
 int store_integrity_check(struct store *s, char *err, size_t errlen);
+/* pragma (quick_check or integrity_check) on db, the file at path. */
+int store_run_check(sqlite3 *db, const char *path, const char *pragma, char *err,
+		    size_t errlen);
+/*
+ * The start's integrity_check of s's file, on a connection and a thread
+ * of its own (store_check.c), while this thread goes on reading;
+ * when no thread can start, it runs here and returns its verdict.
+ * store_check_join waits for it: 0, or its refusal (-EIO and SQLite's
+ * answer); 0 when none is under way.  Every write of the file comes after
+ * a join (store_open_finish, a migration); store_abandon and store_close
+ * join too.  store_check_settle joins after a failure rc of the opening
+ * thread: the check's refusal when it failed (the file is damaged: that
+ * is the cause), else rc and err as they were.
+ */
+int store_check_start(struct store *s, char *err, size_t errlen);
+int store_check_join(struct store *s, char *err, size_t errlen);
+int store_check_settle(struct store *s, int rc, char *err, size_t errlen);
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
 /* Runs a one-value query; *out receives column 0 (0 when there is no row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,

@@ -17,44 +17,14 @@
 #include "schema.h"
 #include "store.h"
 
-/* PRAGMA quick_check or integrity_check: 0 when the answer is "ok". */
-static int run_check(struct store *s, const char *pragma, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	const char *msg;
-	int rc = sqlite3_prepare_v2(s->db, pragma, -1, &st, NULL);
-
-	if (rc != SQLITE_OK) {
-		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-				 s->path, sqlite3_errmsg(s->db));
-		goto out;
-	}
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW) {
-		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-				 s->path, sqlite3_errmsg(s->db));
-		goto out;
-	}
-	msg = (const char *)sqlite3_column_text(st, 0);
-	if (!msg || strcmp(msg, "ok") != 0) {
-		rc = plugfs_errf(err, errlen, -EIO, "state file `%s': integrity check failed: %s",
-				 s->path, msg ? msg : "no answer");
-		goto out;
-	}
-	rc = 0;
-out:
-	sqlite3_finalize(st);
-	return rc;
-}
-
 int store_quick_check(struct store *s, char *err, size_t errlen)
 {
-	return run_check(s, "PRAGMA quick_check", err, errlen);
+	return store_run_check(s->db, s->path, "PRAGMA quick_check", err, errlen);
 }
 
 int store_integrity_check(struct store *s, char *err, size_t errlen)
 {
-	return run_check(s, "PRAGMA integrity_check", err, errlen);
+	return store_run_check(s->db, s->path, "PRAGMA integrity_check", err, errlen);
 }
 
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
@@ -157,7 +127,9 @@ static int check_schema(struct store *s, const struct store_open_options *o, cha
 	int64_t version;
 	int rc;
 
+	/* A migration writes: the integrity check's verdict first. */
 	if ((rc = schema_version(s, -EINVAL, &version, err, errlen)) < 0 ||
+	    (version != SCHEMA_VERSION && (rc = store_check_join(s, err, errlen)) < 0) ||
 	    (rc = schema_upgrade(s, version, o->now, err, errlen)) < 0)
 		return rc;
 	return schema_check_tables(s, -EINVAL, err, errlen);
@@ -466,13 +438,26 @@ static int open_file(struct store *s, const char *path, char *err, size_t errlen
 	 * index it touches), each a whole frame in the WAL, so small pages
 	 * write a quarter of the bytes.  An existing file keeps its size. */
 	/* integrity_check, not quick_check: an index that does not match
-	 * its table is refused here as `state check' refuses it, before the
-	 * daemon writes through it. */
+	 * its table is refused as `state check' refuses it, before the
+	 * daemon writes through it.  On a file with pages it runs beside the
+	 * rows' check and load (store_check.c), and store_check_join takes its
+	 * verdict before the first write; the page count is read first, so
+	 * this connection has opened the file (and a WAL's -shm) before the
+	 * check's connection does. */
+	if ((rc = store_query_int(s, "PRAGMA page_count", &pages, "reading the page count", err,
+				  errlen)) < 0) {
+		/* A file SQLite cannot read: in the integrity check's words. */
+		char msg[512];
+
+		return store_integrity_check(s, msg, sizeof(msg)) < 0
+			   ? plugfs_errf(err, errlen, -EIO, "%s", msg)
+			   : rc;
+	}
+	if (pages > 0)
+		return store_check_start(s, err, errlen);
 	if ((rc = store_integrity_check(s, err, errlen)) < 0 ||
-	    (rc = store_query_int(s, "PRAGMA page_count", &pages, "reading the page count", err,
-				  errlen)) < 0 ||
-	    (pages == 0 && (rc = store_exec(s, "PRAGMA page_size = " STORE_NEW_PAGE_SIZE,
-					    "setting the page size", err, errlen)) < 0))
+	    (rc = store_exec(s, "PRAGMA page_size = " STORE_NEW_PAGE_SIZE,
+			     "setting the page size", err, errlen)) < 0)
 		return rc;
 	return 0;
 }
@@ -498,6 +483,7 @@ int store_open(struct store *s, const char *path, const struct store_open_option
 		goto fail;
 	return 0;
 fail:
+	rc = store_check_settle(s, rc, err, errlen);
 	store_abandon(s);
 	return rc;
 }
@@ -507,7 +493,9 @@ int store_open_finish(struct store *s, const struct store_open_options *o, int64
 {
 	int rc;
 
-	if ((rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
+	/* The first write: after the integrity check's verdict. */
+	if ((rc = store_check_join(s, err, errlen)) < 0 ||
+	    (rc = set_pragmas(s, o->synchronous, err, errlen)) < 0 ||
 	    (rc = open_types(s, o, type_ids, err, errlen)) < 0)
 		return rc;
 	s->created = false;
@@ -518,7 +506,9 @@ void store_abandon(struct store *s)
 {
 	bool created = s->created && !s->copy;
 	char *path = s->path ? strdup(s->path) : NULL;
+	char msg[512];
 
+	(void)store_check_join(s, msg, sizeof(msg)); /* its connection closed first */
 	/* Closing the last connection of a WAL database checkpoints the -wal
 	 * into the file and deletes it: for a file we refuse, a -wal that was
 	 * there before may be another database's (or the only copy of commits
@@ -539,6 +529,9 @@ void store_abandon(struct store *s)
 
 void store_close(struct store *s)
 {
+	char msg[512];
+
+	(void)store_check_join(s, msg, sizeof(msg));
 	for (size_t i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(s->stmts[i]);
 	if (s->db)

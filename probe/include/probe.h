@@ -18,7 +18,7 @@
 #include "registry.h"
 
 /* Sockets in flight at once in one poll set. */
-#define PROBE_MAX_INFLIGHT 64
+#define PROBE_MAX_INFLIGHT 256
 
 /* How a registration is probed ([probe] mode). */
 enum probe_mode {

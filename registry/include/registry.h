@@ -414,6 +414,28 @@ int registry_set_runtime(struct registry *r, const char *type, const char *name,
 /* Deep copy of all plugins, or only those of type when type != NULL. */
 int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot *out);
 
+/*
+ * What a probe round needs of each registration of type (NULL: of every
+ * type), copied under the registry mutex (registry/targets.c): the keys,
+ * the socket, the probe settings and the health, in (type, name) order,
+ * each plugin's registrations by seq, highest first.  Far cheaper than a
+ * snapshot: one array and one block of strings.  0 or -ENOMEM; free with
+ * reg_probe_targets_free (a zeroed value may be freed).
+ */
+struct reg_probe_target {
+	const char *type, *name, *alloc, *socket;
+	const char *csi_name; /* "" when not given */
+	enum reg_probe probe;
+	struct reg_runtime runtime;
+};
+struct reg_probe_targets {
+	struct reg_probe_target *t;
+	size_t n;
+	char *strings; /* where the strings of t are */
+};
+int registry_probe_targets(struct registry *r, const char *type, struct reg_probe_targets *out);
+void reg_probe_targets_free(struct reg_probe_targets *t);
+
 /* Deep copy of one plugin.  -ENOENT when it has no registration. */
 int registry_get_plugin(struct registry *r, const char *type, const char *name,
 			struct reg_plugin *out);

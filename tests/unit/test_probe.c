@@ -118,6 +118,54 @@ static void test_connect_many(void **state)
 	assert_int_equal(probe_connect_many(NULL, 0, 500, NULL), 0);
 }
 
+/* A connector keeps the socket of a connect that failed (missing,
+ * refused) for its next connect: after failures, a live socket is still
+ * connected for real (its listener accepts the connection) and a refused
+ * or missing one still fails, in every order, over several rounds. */
+static void test_connect_after_failures(void **state)
+{
+	enum { N = 2 * PROBE_MAX_INFLIGHT + 3 };
+	static char path[N][108];
+	const char *paths[N];
+	struct probe_result res[N];
+	int fd[N];
+
+	(void)state;
+	for (size_t i = 0; i < N; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "after%zu.sock", i);
+		paths[i] = path[i];
+		fd[i] = -1;
+		if (i % 3 == 0) /* missing */
+			snprintf(path[i], sizeof(path[i]), "%s/%s", dir, name);
+		else /* live (i % 3 == 1) or refused (bound, not listening) */
+			fd[i] = bound(name, i % 3 == 1, 4, path[i], sizeof(path[i]));
+	}
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(probe_connect_many(paths, N, 1000, res), 0);
+		for (size_t i = 0; i < N; i++) {
+			assert_int_equal(res[i].ok, i % 3 == 1);
+			assert_string_equal(res[i].error, i % 3 == 0   ? "no such file"
+							  : i % 3 == 2 ? "connection refused"
+								       : "");
+			if (i % 3 == 1) {
+				/* The probe's connection reached the listener. */
+				struct pollfd p = {.fd = fd[i], .events = POLLIN};
+				int c;
+
+				assert_int_equal(poll(&p, 1, 5000), 1);
+				c = accept(fd[i], NULL, NULL);
+				assert_true(c >= 0);
+				close(c);
+			}
+		}
+	}
+	for (size_t i = 0; i < N; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+}
+
 /* The connects of a round that keeps up run on few connector threads (one,
  * unless one of them was slow), not one thread per connect; a job given up
  * while queued or running is freed by its thread (ASan checks). */
@@ -166,6 +214,28 @@ static void test_connector_threads(void **state)
 		}
 	}
 	assert_false(connector_next(b, &slot, &fd, &e));
+	/* Many under one lock: each job's own outcome. */
+	{
+		const unsigned sl[] = {3, 3, CONNECTOR_BATCH_SLOTS, 4};
+		const char *p[] = {path[3], path[4], path[5], path[6]};
+		int rc[4];
+
+		connector_start_many(b, sl, p, 4, rc);
+		assert_int_equal(rc[0], 0);
+		assert_int_equal(rc[1], -EINVAL); /* slot 3 taken by the first */
+		assert_int_equal(rc[2], -EINVAL);
+		assert_int_equal(rc[3], 0);
+		for (unsigned got = 0; got < 2;) {
+			struct pollfd pl = {.fd = connector_batch_fd(b), .events = POLLIN};
+
+			assert_true(poll(&pl, 1, 5000) == 1);
+			while (connector_next(b, &slot, &fd, &e)) {
+				assert_true(slot == 3 || slot == 4);
+				assert_int_equal(e, ENOENT);
+				got++;
+			}
+		}
+	}
 	assert_int_equal(connector_start(b, 2, path[2]), 0);
 	connector_batch_free(b); /* abandons slot 2 */
 }
@@ -537,6 +607,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_connect_outcomes),
 	    cmocka_unit_test(test_connect_many),
+	    cmocka_unit_test(test_connect_after_failures),
 	    cmocka_unit_test(test_connector_threads),
 	    cmocka_unit_test(test_out_of_fds_skipped),
 	    cmocka_unit_test(test_hysteresis),

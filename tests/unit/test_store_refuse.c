@@ -384,6 +384,67 @@ static void test_v1_socket_not_utf8_refused(void **state)
 	reopen(f);
 }
 
+/* An index that does not match its table, damage only integrity_check
+ * sees: the rows pass their check and load (the check runs beside them,
+ * on its own connection and thread), and the open is still refused, in
+ * the integrity check's words, before anything is written; `state check'
+ * refuses it too.  With and without a -wal beside the file. */
+static void test_damaged_index_refused_after_load(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX], check_err[REG_ERR_MAX], name[16];
+
+	for (int with_wal = 0; with_wal < 2; with_wal++) {
+		struct snap before;
+
+		close_registry(f);
+		store_remove(f);
+		reopen(f);
+		for (int i = 0; i < 2000; i++) {
+			snprintf(name, sizeof(name), "a%d", i);
+			assert_int_equal(reg(f, "csi-node", i % 2 ? "p" : "q", name), 0);
+		}
+		close_registry(f);
+		/* The index made partial (WHERE 0) so that an update of the
+		 * table skips it, then given its definition back. */
+		exec_sql(f->path, "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = "
+				  "'CREATE INDEX registrations_alloc ON registrations(alloc) WHERE 0'"
+				  " WHERE name = 'registrations_alloc'");
+		exec_sql(f->path, "UPDATE registrations SET alloc = 'b' || alloc WHERE id % 7 = 0");
+		exec_sql(f->path, "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = "
+				  "'CREATE INDEX registrations_alloc ON registrations(alloc)'"
+				  " WHERE name = 'registrations_alloc'");
+		if (with_wal) {
+			/* A commit left in the -wal: the connection keeps it
+			 * (no checkpoint on close). */
+			sqlite3 *db = NULL;
+			int persist = 1;
+
+			assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+			assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode = WAL; UPDATE meta SET "
+							  "value = value WHERE key = 'seq'",
+						      NULL, NULL, NULL),
+					 SQLITE_OK);
+			sqlite3_file_control(db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+			sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+			assert_int_equal(sqlite3_close(db), SQLITE_OK);
+		}
+		snap_take(f, &before);
+		assert_int_equal(before.wal != NULL, with_wal);
+		assert_int_equal(try_open(f, err, sizeof(err)), -EIO);
+		if (!strstr(err, "integrity check failed") || !strstr(err, "registrations_alloc"))
+			fail_msg("got `%s', want the integrity check's refusal", err);
+		assert_non_null(strstr(err, f->path));
+		snap_assert_same(f, &before);
+		assert_int_equal(registry_check_file(f->path, check_err, sizeof(check_err)), -EIO);
+		assert_non_null(strstr(check_err, "registrations_alloc"));
+		snap_assert_same(f, &before);
+		snap_free(&before);
+	}
+	store_remove(f);
+	reopen(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +455,7 @@ int main(void)
 	    T(test_open_refuses_what_check_refuses),
 	    T(test_open_accepts_empty_plugin),
 	    T(test_v1_socket_not_utf8_refused),
+	    T(test_damaged_index_refused_after_load),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
