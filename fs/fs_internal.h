@@ -19,6 +19,7 @@
 
 #include <fuse_lowlevel.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -250,6 +251,12 @@ struct plugfs_fs {
 	bool debug;
 	pthread_t loop_thread;
 	bool loop_running;
+	/* The stopper (signal.c): fs_exit posts stop_sem (async-signal-safe),
+	 * the stopper then wakes the loop thread until its loop returned. */
+	sem_t stop_sem;
+	pthread_t stopper;
+	bool stopper_started; /* atomic */
+	bool stopper_quit;    /* atomic */
 	unsigned conn_minor;		    /* /sys/fs/fuse/connections/<minor>, 0 = unknown */
 	unsigned long long progress_served; /* fs_loop_progress's last count */
 	void (*on_ready)(void *arg);
@@ -432,6 +439,10 @@ int fs_load_and_subscribe(struct plugfs_fs *fs, struct registry *reg, char *err,
 /* signal.c: SIGTERM and SIGINT stop fs's loop, FS_WAKE_SIGNAL wakes it,
  * SIGPIPE is ignored; restore puts back what was there before. */
 void fs_install_signals(struct plugfs_fs *fs);
+/* The stopper thread of fs_run (signal.c): started before the loop,
+ * stopped (joined) once the loop returned.  Start: 0 or -errno. */
+int fs_stopper_start(struct plugfs_fs *fs);
+void fs_stopper_stop(struct plugfs_fs *fs);
 void fs_restore_signals(void);
 /* The mount whose loop the signals stop, NULL when none. */
 struct plugfs_fs *fs_signal_owner(void);

@@ -77,6 +77,7 @@ int fs_mount(struct registry *reg, const struct fs_options *opts, struct plugfs_
 	fs->guard.wfd = -1;
 	fs->init_fd = -1;
 	pthread_rwlock_init(&fs->lock, NULL);
+	sem_init(&fs->stop_sem, 0, 0);
 	pthread_mutex_init(&fs->open_mu, NULL);
 	fs->open_list.next = fs->open_list.prev = &fs->open_list;
 	/* Handle ids never match those of the process before a handover. */
@@ -243,6 +244,10 @@ int fs_run(struct plugfs_fs *fs)
 
 	fs->loop_thread = pthread_self();
 	__atomic_store_n(&fs->loop_running, true, __ATOMIC_SEQ_CST);
+	if ((rc = fs_stopper_start(fs)) != 0)
+		log_warn("fs: cannot start the stopper thread (%s): a stop signal may have to be "
+			 "sent twice",
+			 strerror(-rc));
 	/* Both set can_handover before the init callback runs. */
 	rc = fs->resumed ? fs_resume_session(fs) : first_request(fs);
 	if (rc != 0)
@@ -261,6 +266,7 @@ int fs_run(struct plugfs_fs *fs)
 	if (rc == 0 && __atomic_load_n(&fs->handover_asked, __ATOMIC_SEQ_CST))
 		rc = FS_RUN_HANDOVER;
 out:
+	fs_stopper_stop(fs);
 	__atomic_store_n(&fs->loop_running, false, __ATOMIC_SEQ_CST);
 	/* Nobody answers requests any more: a registry event waiting for its
 	 * invalidations (the notifier may block on an outstanding lookup) must
@@ -325,6 +331,7 @@ void fs_destroy(struct plugfs_fs *fs)
 	fs_view_free(&fs->view);
 	fs_notifier_destroy(&fs->notifier);
 	pthread_rwlock_destroy(&fs->lock);
+	sem_destroy(&fs->stop_sem);
 	free(fs->mountpoint);
 	free(fs);
 }
