@@ -205,6 +205,30 @@ int store_check_rows(struct store *s, char *err, size_t errlen)
 	return check_options(s, err, errlen);
 }
 
+/* The load's callbacks for a check: never called (no configured type). */
+static int load_reg_none(void *arg, size_t type_idx, int64_t plugin_id, struct registration *r,
+			 char *err, size_t errlen)
+{
+	(void)arg, (void)type_idx, (void)plugin_id, (void)r, (void)err, (void)errlen;
+	return 0;
+}
+
+static int load_empty_none(void *arg, size_t type_idx, int64_t plugin_id, const char *type,
+			   const char *name, char *err, size_t errlen)
+{
+	(void)arg, (void)type_idx, (void)plugin_id, (void)type, (void)name, (void)err,
+	    (void)errlen;
+	return 0;
+}
+
+static int load_opt_none(void *arg, const char *type, const char *name, const char *alloc,
+			 const char *key, const char *value, char *err, size_t errlen)
+{
+	(void)arg, (void)type, (void)name, (void)alloc, (void)key, (void)value, (void)err,
+	    (void)errlen;
+	return 0;
+}
+
 int registry_check_file(const char *db_path, char *err, size_t errlen)
 {
 	struct store s = {0};
@@ -233,6 +257,16 @@ int registry_check_file(const char *db_path, char *err, size_t errlen)
 		goto out;
 	if ((rc = store_check_rows(&s, err, errlen)) < 0)
 		goto out;
+	/* The load's own queries, as the mount runs them (with no configured
+	 * type every row is read and none kept): a schema whose columns they
+	 * do not find (damage in sqlite_master) is refused in the mount's
+	 * words, not passed. */
+	if ((rc = store_load(&s, NULL, 0, load_reg_none, load_empty_none, load_opt_none, NULL, err,
+			     errlen)) < 0) {
+		if (rc != -ENOMEM)
+			rc = -EIO;
+		goto out;
+	}
 	/* An index that does not match its table passes quick_check and
 	 * store_check_rows, and fails the daemon's load. */
 	if ((rc = store_integrity_check(&s, err, errlen)) == 0 && s.rolled_back)

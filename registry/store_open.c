@@ -236,6 +236,19 @@ static int check_length(const char *path, char *err, size_t errlen)
 	    pread(fd, h, sizeof(h), 0) != (ssize_t)sizeof(h) || memcmp(h, magic, 16) != 0 ||
 	    memcmp(h + 24, h + 92, 4) != 0)
 		goto out;
+	/* The file format's write and read versions: 1 (rollback journal) or
+	 * 2 (WAL).  With a larger write version SQLite opens the file
+	 * read-only (a copy checks as good, the mount cannot write it), with a
+	 * larger read version not at all: refused alike, before SQLite opens
+	 * it (and leaves a -wal of its own). */
+	if (h[18] < 1 || h[18] > 2 || h[19] < 1 || h[19] > 2) {
+		rc = plugfs_errf(err, errlen, -EIO,
+				 "state file `%s': damaged header: file format versions %u (write, "
+				 "byte 18) and %u (read, byte 19), where SQLite writes 1 or 2; "
+				 "restore it from a backup",
+				 path, h[18], h[19]);
+		goto out;
+	}
 	page = (uint64_t)h[16] << 8 | h[17];
 	if (page == 1)
 		page = 65536;
