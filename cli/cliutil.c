@@ -264,17 +264,6 @@ int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg
 	return EXIT_OK;
 }
 
-void cli_registry_options(const struct plugfs_config *cfg, struct registry_options *opts)
-{
-	memset(opts, 0, sizeof(*opts));
-	opts->types = (const char *const *)cfg->types;
-	opts->n_types = cfg->n_types;
-	opts->socket_roots = (const char *const *)cfg->socket_roots;
-	opts->n_socket_roots = cfg->n_socket_roots;
-	opts->tombstone_ttl = cfg->tombstone_ttl;
-	opts->synchronous = cfg->synchronous;
-}
-
 int cli_finish_output(const char *cmd, int rc)
 {
 	if (fflush(stdout) != 0 || ferror(stdout)) {
@@ -286,52 +275,16 @@ int cli_finish_output(const char *cmd, int rc)
 
 void cli_state_not_regular(const char *cmd, const char *path, mode_t mode)
 {
-	cli_error(cmd, "state.path `%s': is %s, not a regular file", path,
-		  S_ISDIR(mode)	   ? "a directory"
-		  : S_ISFIFO(mode) ? "a FIFO"
-		  : S_ISSOCK(mode) ? "a socket"
-		  : S_ISLNK(mode)  ? "a symlink"
-				   : "a device");
+	cli_error(cmd, "state.path `%s': is %s, not a regular file", path, plugfs_mode_noun(mode));
 }
 
 int cli_make_parents(const char *cmd, const char *path)
 {
-	char *dir = strdup(path), *slash;
-	char why[PATH_MAX + 64];
-	struct stat st;
-	int rc = EXIT_FAILED;
+	char err[PATH_MAX + 128];
 
-	if (!dir) {
-		cli_error(cmd, "out of memory");
+	if (plugfs_prepare_file("state.path", path, err, sizeof(err)) != 0) {
+		cli_error(cmd, "%s", err);
 		return EXIT_FAILED;
 	}
-	if (plugfs_path_trust("state.path", path, 0, why, sizeof(why)) < 0) {
-		cli_error(cmd, "%s", why);
-		goto out;
-	}
-	/* SQLite would open a FIFO (and block, or fail with "disk I/O
-	 * error") or a device: say what it is instead. */
-	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		cli_state_not_regular(cmd, path, st.st_mode);
-		goto out;
-	}
-	slash = strrchr(dir, '/');
-	if (slash && slash != dir) {
-		*slash = '\0';
-		if (plugfs_mkdir_p(dir, 0755, why, sizeof(why)) != 0) {
-			cli_error(cmd, "cannot create the directory for the state file: %s", why);
-			goto out;
-		}
-	}
-	rc = EXIT_OK;
-out:
-	free(dir);
-	return rc;
-}
-
-bool cli_state_file_empty(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+	return EXIT_OK;
 }

@@ -107,10 +107,6 @@ const char *cli_closest(const char *word, const char *const *words, size_t n);
  * (cfg is then empty).  Free cfg with config_free. */
 int cli_load_config(const char *cmd, const char *path, struct plugfs_config *cfg);
 
-/* The registry options of cfg.  They borrow cfg's strings: cfg must outlive
- * registry_open (the registry copies what it keeps). */
-void cli_registry_options(const struct plugfs_config *cfg, struct registry_options *opts);
-
 /* Flushes stdout; on a write error (a full disk, a closed pipe) prints it and
  * returns EXIT_FAILED, else rc. */
 int cli_finish_output(const char *cmd, int rc);
@@ -128,8 +124,5 @@ int cli_make_parents(const char *cmd, const char *path);
  * state check and dump refuse it in the same words. */
 void cli_state_not_regular(const char *cmd, const char *path, mode_t mode);
 
-/* Whether path is a regular file of 0 bytes: SQLite takes it for a new,
- * empty database; mount and state check say so (plugfs(8)). */
-bool cli_state_file_empty(const char *path);
 
 #endif

@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "config.h"
 #include "control.h"
+#include "fsutil.h"
 #include "registry.h"
 #include "timefmt.h"
 
@@ -142,7 +143,7 @@ static int open_registry(const char *cmd, const struct plugfs_config *cfg, bool 
 	struct registry_options opts;
 	char err[REG_ERR_MAX] = "";
 
-	cli_registry_options(cfg, &opts);
+	config_registry_options(cfg, &opts);
 	opts.read_only = read_only;
 	if (registry_open(cfg->state_path, &opts, reg, err, sizeof(err)) < 0) {
 		cli_error(cmd, "%s", err); /* the registry names the file */
@@ -310,7 +311,7 @@ static int run_check(const struct plugfs_config *cfg, char *operands[], bool jso
 		       "end; `plugfs mount' rolls it back (checked on a rolled-back copy; the "
 		       "file is unchanged)\n",
 		       cfg->state_path, cfg->state_path);
-	else if (cli_state_file_empty(cfg->state_path))
+	else if (plugfs_file_empty(cfg->state_path))
 		printf("%s: ok, but empty (0 bytes): no registry yet; `plugfs mount' starts a new, "
 		       "empty one in it\n",
 		       cfg->state_path);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "registry.h"
+
 int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, size_t errlen)
 {
 	const char *env = getenv("PLUGFS_CONFIG");
@@ -80,4 +82,15 @@ void config_free(struct plugfs_config *cfg)
 	config_probe_types_free(cfg);
 	free(cfg->source);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+void config_registry_options(const struct plugfs_config *cfg, struct registry_options *opts)
+{
+	memset(opts, 0, sizeof(*opts));
+	opts->types = (const char *const *)cfg->types;
+	opts->n_types = cfg->n_types;
+	opts->socket_roots = (const char *const *)cfg->socket_roots;
+	opts->n_socket_roots = cfg->n_socket_roots;
+	opts->tombstone_ttl = cfg->tombstone_ttl;
+	opts->synchronous = cfg->synchronous;
 }

@@ -4,7 +4,7 @@
  * (docs/protocol.md, "metrics"; every family is listed in plugfs(8)).  The
  * registry's and the control server's are built here; the filesystem's and
  * the probes' come from control_options.metrics (the daemon's, in
- * cli/daemon_control.c), which this library does not link.  Runs on the server
+ * daemon/callbacks.c), which this library does not link.  Runs on the server
  * thread; the per-type counts are taken under the registry mutex, without
  * a copy of it.
  */

@@ -3,6 +3,7 @@
 #ifndef PLUGFS_FSUTIL_H
 #define PLUGFS_FSUTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,5 +20,24 @@
  * not an error: the directory exists.
  */
 int plugfs_mkdir_p(const char *path, mode_t mode, char *err, size_t errlen);
+
+/* "a directory", "a FIFO", "a socket", "a symlink" or "a device": what a
+ * file of this mode is, for "`PATH': is a FIFO, not a regular file". */
+const char *plugfs_mode_noun(mode_t mode);
+
+/*
+ * Readies the place of a file the program keeps (the state file, named by
+ * field, e.g. "state.path"): checks that it can be trusted
+ * (plugfs_path_trust: no directory above it writable by anyone but root or
+ * us, no symlink at it), that what is there is a regular file (SQLite would
+ * open a FIFO and block, or a device), then creates the missing directories
+ * above it (0755 whatever the umask, plugfs_mkdir_p).  0, or -errno with
+ * err naming the directory or the file and why.
+ */
+int plugfs_prepare_file(const char *field, const char *path, char *err, size_t errlen);
+
+/* Whether path is a regular file of 0 bytes (SQLite takes it for a new,
+ * empty database). */
+bool plugfs_file_empty(const char *path);
 
 #endif

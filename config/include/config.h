@@ -94,6 +94,11 @@ int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, s
 
 void config_free(struct plugfs_config *cfg);
 
+struct registry_options;
+/* The registry options of cfg (registry.h).  They borrow cfg's strings:
+ * cfg must outlive registry_open (the registry copies what it keeps). */
+void config_registry_options(const struct plugfs_config *cfg, struct registry_options *opts);
+
 /* The probe settings of registrations of type: its [probe.TYPE] section
  * when there is one, else [probe]. */
 void config_probe_settings(const struct plugfs_config *cfg, const char *type,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's audit log (cli/audit.c). */
-#ifndef PLUGFS_CLI_AUDIT_H
-#define PLUGFS_CLI_AUDIT_H
+/* The daemon's audit log (daemon/audit.c). */
+#ifndef PLUGFS_DAEMON_AUDIT_H
+#define PLUGFS_DAEMON_AUDIT_H
 
 #include "registry.h"
 

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "daemon_internal.h"
 #include "log.h"
 
 /* Both: the control server stops, keeping its listening socket for the next
@@ -28,7 +28,7 @@ static void handover_now(struct daemon *d)
  * SIGUSR2, the first half: no registry mutation may queue kernel
  * invalidations once the FUSE loop is gone (nobody would answer what they
  * wait on), so the control server stops first, keeping its listening
- * socket, and then the loop is asked to stop for the handover.  mount_main
+ * socket, and then the loop is asked to stop for the handover.  daemon_run
  * does the rest when fs_run returns.
  */
 void daemon_request_handover(struct daemon *d)

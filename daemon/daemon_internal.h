@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * plugfs mount's daemon, private to cli/: its state (struct daemon) and what
- * its parts give one another: mount.c starts, runs and stops it;
- * daemon_control.c holds the callbacks it gives the control server (a
- * registration's first probe, `reload', `metrics'); daemon_signal.c the
- * handover and stop requests of its signals; daemon_house.c the housekeeping
- * thread (signals, systemd's watchdog, tombstone expiry).
+ * The daemon's state (struct daemon), private to daemon/, and what its files
+ * give one another: daemon.c starts, runs and stops it; callbacks.c holds the
+ * callbacks it gives the control server (a registration's first probe,
+ * `reload', `metrics'); signal.c the handover and stop requests of its
+ * signals; house.c the housekeeping thread (signals, systemd's watchdog,
+ * tombstone expiry).
  */
-#ifndef PLUGFS_DAEMON_H
-#define PLUGFS_DAEMON_H
+#ifndef PLUGFS_DAEMON_INTERNAL_H
+#define PLUGFS_DAEMON_INTERNAL_H
 
 #include <jansson.h>
 #include <pthread.h>
@@ -54,6 +54,16 @@ struct daemon {
 	/* One reload at a time: SIGHUP on the housekeeping thread, `reload'
 	 * on the control server's; guards the reloadable fields of cfg. */
 	pthread_mutex_t reload_lock;
+	/* The start: the connection handed over to this process (resuming),
+	 * the first round's count (or -errno), libcurl's global state. */
+	struct fs_handover resume;
+	bool resuming;
+	int n_probed;
+	bool curl_ready;
+	/* The stop: the handover to a re-executed program (out_h, its fds),
+	 * or a stop that left the mount in systemd's store (kept). */
+	struct fs_handover out_h;
+	bool handover, kept;
 };
 
 /* d->probe from the config: [probe] the default, and every type of

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "daemon_internal.h"
 #include "log.h"
 #include "sdnotify.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "daemon_internal.h"
 #include "log.h"
 #include "metrics.h"
 #include "sdnotify.h"

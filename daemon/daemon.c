@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon's start, run and stop (include/daemon.h).  Wires config,
+ * registry, filesystem and the control server together, announces readiness
+ * to systemd once the FUSE handshake is answered (from the init callback:
+ * never by touching the mount), reloads on SIGHUP, expires tombstones
+ * hourly, and on SIGTERM or SIGINT unmounts.  On SIGUSR2 it re-executes
+ * itself keeping the mount: the FUSE connection, its saved FUSE_INIT and the
+ * listening control socket are inherited by the new program
+ * ($PLUGFS_RESUME_FDS, fs/resume.c), which resumes serving them under the
+ * same PID.
+ *
+ * Threads: the main thread runs the FUSE loop (fs_run) and takes SIGTERM and
+ * SIGINT; SIGHUP is blocked everywhere and taken by the housekeeping thread
+ * with sigtimedwait, which also runs the tombstone expiry.  SIGTERM and SIGINT
+ * (and SIGUSR2) are blocked while the daemon starts (one that arrives then
+ * takes effect as soon as the loop runs) and again once the loop has
+ * returned (more of them while it unmounts change nothing, and one during a
+ * re-exec is taken by the new program): a stop signal always ends in a clean
+ * exit 0.
+ *
+ * The daemon's state and its other files are in daemon_internal.h: the
+ * control server's callbacks (callbacks.c), the handover and stop requests
+ * (signal.c), the housekeeping thread (house.c), systemd's protocols
+ * (sdnotify.c, handover.c), the audit log (audit.c).
+ */
+#include "daemon.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "daemon_internal.h"
+#include "err.h"
+#include "fsutil.h"
+#include "handover.h"
+#include "log.h"
+#include "sdnotify.h"
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void on_ready(void *arg)
+{
+	const struct daemon *d = arg;
+	char msg[256];
+	int rc;
+
+	snprintf(msg, sizeof(msg), "READY=1\nSTATUS=serving %s\nMAINPID=%ld", d->cfg.mountpoint,
+		 (long)getpid());
+	rc = sd_notify_send(msg);
+	if (rc < 0)
+		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
+	{
+		size_t n_plugins = 0, n_regs = 0;
+		uint64_t t = mono_ns(), t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
+
+		registry_counts(d->reg, &n_plugins, &n_regs);
+		log_info("ready: serving %s (%zu registration(s); %.1f ms from start: state %.1f, "
+			 "probe %.1f, tree and mount %.1f, until the kernel's handshake %.1f)",
+			 d->cfg.mountpoint, n_regs, (double)(t - d->t_start) / 1e6,
+			 (double)(d->t_loaded - d->t_start) / 1e6,
+			 (double)(d->t_probed - d->t_loaded) / 1e6,
+			 (double)((t_mounted ? t_mounted : t) - d->t_probed) / 1e6,
+			 (double)(t - (t_mounted ? t_mounted : t)) / 1e6);
+	}
+	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
+		__atomic_store_n(&((struct daemon *)arg)->stored, true, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&((struct daemon *)arg)->ready, true, __ATOMIC_SEQ_CST);
+}
+
+/* Raises the soft RLIMIT_NOFILE to the hard limit, as systemd recommends
+ * for a program that uses poll(), never select(): every client, mount and
+ * database costs a file descriptor, and the default soft 1024 is reached by
+ * a busy host long before the hard limit. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		log_warn("cannot raise RLIMIT_NOFILE to %llu: %s", (unsigned long long)rl.rlim_max,
+			 strerror(errno));
+	else
+		log_debug("RLIMIT_NOFILE raised to %llu", (unsigned long long)rl.rlim_max);
+}
+
+static void stop_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGINT);
+}
+
+/* The config at a->config_path (or the search), with --mountpoint over
+ * [mount] mountpoint and --debug over [log] level. */
+static int load_config(struct daemon *d, const struct daemon_args *a, char *err, size_t errlen)
+{
+	int rc = config_resolve(a->config_path, &d->cfg, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	plog_set_level(d->cfg.log_level);
+	if (a->mountpoint) {
+		char *mp = strdup(a->mountpoint);
+
+		if (!mp)
+			return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+		free(d->cfg.mountpoint);
+		d->cfg.mountpoint = mp;
+	}
+	if (a->debug)
+		plog_set_level(PLOG_DEBUG);
+	return 0;
+}
+
+/* The state: opened and loaded, its upkeep started, every registration
+ * probed once. */
+static int start_registry(struct daemon *d, char *err, size_t errlen)
+{
+	struct registry_options ropts;
+	int rc;
+
+	config_registry_options(&d->cfg, &ropts);
+	rc = plugfs_prepare_file("state.path", d->cfg.state_path, err, errlen);
+	if (rc != 0)
+		return rc;
+	d->t_start = mono_ns();
+	if (plugfs_file_empty(d->cfg.state_path))
+		log_warn("state file %s is empty (0 bytes): starting a new, empty registry in it",
+			 d->cfg.state_path);
+	rc = registry_open(d->cfg.state_path, &ropts, &d->reg, err, errlen);
+	if (rc != 0)
+		return rc; /* the registry names the file */
+	/* Checkpoints off the commit path, and the reserve that keeps
+	 * deregistrations possible on a full disk. */
+	rc = registry_start_upkeep(d->reg, NULL, err, errlen);
+	if (rc != 0)
+		return rc;
+	d->t_loaded = mono_ns();
+	/* Every registration probed once before the tree is built (so no
+	 * invalidation can wait on a loop that does not run yet) and before
+	 * the audit log subscribes (a start that fails says one line): none
+	 * that is dead is served after readiness. */
+	if (daemon_probe_options(d) != 0)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	d->n_probed = probe_enabled(&d->probe) ? probe_round(d->reg, &d->probe) : 0;
+	d->t_probed = mono_ns();
+	d->audit_sub = registry_subscribe(d->reg, audit_log_change, NULL);
+	if (d->audit_sub < 0) {
+		rc = d->audit_sub;
+		d->audit_sub = 0;
+		return plugfs_errf(err, errlen, rc, "cannot subscribe to the registry: %s",
+				   strerror(-rc));
+	}
+	return 0;
+}
+
+static int start_fs(struct daemon *d, char *err, size_t errlen)
+{
+	struct fs_options fo = {
+	    .resume = d->resuming ? &d->resume : NULL,
+	    .mountpoint = d->cfg.mountpoint,
+	    .socket_name = d->cfg.socket_name,
+	    .allow_other = d->cfg.allow_other,
+	    .cache_timeout = d->cfg.cache_timeout,
+	    .debug = d->debug,
+	    .on_ready = on_ready,
+	    .on_ready_arg = d,
+	};
+	int rc = fs_mount(d->reg, &fo, &d->fs, err, errlen);
+
+	if (rc != 0)
+		return rc;
+	__atomic_store_n(&d->t_mounted, mono_ns(), __ATOMIC_SEQ_CST);
+	/* What the start used and no longer needs goes back: SQLite's cache
+	 * of the pages the load read, and the heap's free memory (the load's
+	 * statements and temporary texts, the probe round's). */
+	registry_release_memory(d->reg);
+#ifdef __GLIBC__
+	malloc_trim(0);
+#endif
+	return 0;
+}
+
+/* The control server after the mount: an `ok' is only ever given with the
+ * tree in place. */
+static int start_control(struct daemon *d, char *err, size_t errlen)
+{
+	struct control_options co = {
+	    .socket_path = d->cfg.control_socket,
+	    .group = d->cfg.control_group,
+	    .max_clients = d->cfg.max_clients,
+	    .idle_timeout = d->cfg.idle_timeout,
+	    .mountpoint = d->cfg.mountpoint,
+	    .state_path = d->cfg.state_path,
+	    .inherit_listen_fd = d->resuming && d->resume.control_fd >= 0,
+	    .listen_fd = d->resuming ? d->resume.control_fd : -1,
+	    .probe = probe_enabled(&d->probe) ? daemon_register_probe : NULL,
+	    .probe_arg = &d->probe,
+	    .reload = daemon_reload_by_request,
+	    .reload_arg = d,
+	    .metrics = daemon_metrics,
+	    .metrics_arg = d,
+	};
+
+	return control_server_start(d->reg, &co, &d->ctl, err, errlen);
+}
+
+int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, size_t errlen)
+{
+	struct daemon *d = calloc(1, sizeof(*d));
+	sigset_t hup, stop;
+	int rc;
+
+	*out = NULL;
+	if (!d)
+		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	d->kept_listen_fd = -1;
+	d->out_h = (struct fs_handover){-1, -1, -1};
+	d->config_path = a->config_path;
+	d->mountpoint_arg = a->mountpoint;
+	d->keep_mount = a->keep_mount;
+	d->debug = a->debug;
+	pthread_mutex_init(&d->reload_lock, NULL);
+
+	/* SIGHUP is taken by the housekeeping thread only; every thread
+	 * started from here on inherits the block.  SIGTERM and SIGINT wait
+	 * until the loop runs (see the top of this file). */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigaddset(&hup, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &hup, NULL);
+	stop_signals(&stop);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+
+	/* A re-exec of ours (SIGUSR2) hands the mount over in the environment. */
+	rc = fs_handover_from_env(&d->resume);
+	if (rc < 0) {
+		rc = plugfs_errf(err, errlen, rc, "$%s does not name open file descriptors",
+				 FS_RESUME_ENV);
+		goto fail;
+	}
+	/* Or systemd's file descriptor store, after a crash. */
+	if (rc == 0 && (rc = handover_from_systemd(&d->resume)) < 0) {
+		rc = plugfs_errf(err, errlen, rc, "$LISTEN_FDS: %s", strerror(-rc));
+		goto fail;
+	}
+	d->resuming = rc == 1;
+	/* A resumed connection was stored by the process that mounted it. */
+	d->stored = d->resuming && getenv("NOTIFY_SOCKET");
+
+	rc = load_config(d, a, err, errlen);
+	if (rc < 0)
+		goto fail;
+	raise_nofile();
+	/* libcurl's global state (the csi probe), before any thread runs. */
+	if (probe_global_init() != 0) {
+		rc = plugfs_errf(err, errlen, -EIO, "cannot initialise libcurl");
+		goto fail;
+	}
+	d->curl_ready = true;
+	rc = start_registry(d, err, errlen);
+	if (rc == 0)
+		rc = start_fs(d, err, errlen);
+	if (rc == 0)
+		rc = start_control(d, err, errlen);
+	if (rc != 0)
+		goto fail;
+	if (d->n_probed < 0)
+		log_warn("probe: the first round failed: %s", strerror(-d->n_probed));
+	else if (probe_enabled(&d->probe))
+		audit_probed_at_start(d->reg, d->n_probed);
+	rc = prober_start(d->reg, &d->probe, &d->prober, err, errlen);
+	if (rc != 0)
+		goto fail;
+	rc = daemon_house_start(d);
+	if (rc != 0) {
+		plugfs_seterr(err, errlen, "cannot start the housekeeping thread");
+		goto fail;
+	}
+	*out = d;
+	return 0;
+fail:
+	daemon_stop(d, rc < 0 ? rc : -EIO);
+	return rc < 0 ? rc : -EIO;
+}
+
+int daemon_run(struct daemon *d)
+{
+	sigset_t stop;
+	int rc;
+
+	stop_signals(&stop);
+	/* A stop signal that came while starting is taken now: fs_run
+	 * returns at once. */
+	if (!d->keep_mount) /* else the housekeeping thread takes them */
+		pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
+	rc = fs_run(d->fs);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	/* The housekeeping thread made its last change to d->ctl and
+	 * d->kept_listen_fd before it asked the loop to stop. */
+	daemon_house_stop(d);
+	if (rc == FS_RUN_HANDOVER) {
+		/* The loop finished what it had read; the rest waits in the
+		 * kernel (and clients in the socket's backlog) for the next
+		 * program. */
+		d->handover = fs_handover(d->fs, &d->out_h) == 0;
+		d->out_h.control_fd = d->kept_listen_fd;
+		rc = 0;
+		if (d->handover && __atomic_load_n(&d->stop_keeping, __ATOMIC_SEQ_CST)) {
+			/* systemd's store holds copies: ours just go. */
+			int fds[] = {d->out_h.fuse_fd, d->out_h.init_fd, d->out_h.control_fd};
+
+			for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+				if (fds[i] >= 0)
+					close(fds[i]);
+			d->kept_listen_fd = -1;
+			d->handover = false;
+			d->kept = true;
+		}
+	}
+	if (!d->handover && d->kept_listen_fd >= 0) {
+		close(d->kept_listen_fd); /* a stop signal came first */
+		d->kept_listen_fd = -1;
+	}
+	if (rc != 0) {
+		log_error("the FUSE request loop failed");
+		return -EIO;
+	}
+	log_info(d->handover ? "handing the mount over"
+		 : d->kept   ? "stopped; the mount waits for the next start"
+			     : "stopping");
+	if (!d->handover && !d->kept)
+		handover_unstore();
+	return d->handover ? DAEMON_HANDOVER : DAEMON_STOPPED;
+}
+
+int daemon_stop(struct daemon *d, int run)
+{
+	int rc = run >= 0 ? 0 : 1;
+
+	if (!d)
+		return rc;
+	if (!d->handover)
+		sd_notify_send("STOPPING=1");
+	daemon_house_stop(d);
+	/* No more probes and mutations, then the filesystem goes. */
+	prober_stop(d->prober);
+	d->prober = NULL;
+	if (d->ctl)
+		control_server_stop(d->ctl);
+	fs_destroy(d->fs);
+	if (d->audit_sub > 0)
+		registry_unsubscribe(d->reg, d->audit_sub);
+	if (d->reg)
+		registry_close(d->reg);
+	if (d->handover) {
+		handover_reexec(d->cfg.mountpoint, &d->out_h);
+		rc = 1;
+	}
+	if (d->curl_ready)
+		probe_global_cleanup();
+	free(d->probe_types);
+	config_free(&d->cfg);
+	pthread_mutex_destroy(&d->reload_lock);
+	free(d);
+	return rc;
+}
