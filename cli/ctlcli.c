@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cliutil.h"
+#include "clock.h"
 #include "commands.h"
 #include "control.h"
 #include "ctlcli.h"
@@ -37,14 +38,6 @@ int ctlcli_print_error(const char *cmd, json_t *resp)
 	return EXIT_FAILED;
 }
 
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Connects to cfg->control_socket; while it is missing or refuses (a daemon
  * that is not up yet), again every CONNECT_RETRY_MS until wait_ms passed.
  * EXIT_OK with *fd_out and *waited_ms, else EXIT_UNREACHABLE after saying
@@ -54,13 +47,13 @@ static int ctlcli_connect(const char *cmd, const struct plugfs_config *cfg, int 
 			  const char *waiting, int *fd_out, long *waited_ms)
 {
 	char err[512] = "";
-	long start = now_ms(), left;
+	long start = plugfs_mono_ms(), left;
 	int rc;
 
 	*waited_ms = 0;
 	for (;;) {
 		rc = control_connect(cfg->control_socket, fd_out, err, sizeof(err));
-		*waited_ms = now_ms() - start;
+		*waited_ms = plugfs_mono_ms() - start;
 		left = wait_ms - *waited_ms;
 		if (rc == 0)
 			return EXIT_OK;
@@ -151,7 +144,7 @@ out:
  * (for the reconnect). */
 static bool closed_retry_left(long start_ms, long *left_ms)
 {
-	*left_ms = start_ms + CLOSED_RETRY_WINDOW_MS - now_ms();
+	*left_ms = start_ms + CLOSED_RETRY_WINDOW_MS - plugfs_mono_ms();
 	return *left_ms > 0;
 }
 
@@ -167,7 +160,7 @@ static void closed_retry_pause(void)
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms, int *fd_out)
 {
-	long waited, start = now_ms(), left = 0;
+	long waited, start = plugfs_mono_ms(), left = 0;
 	int fd = -1, rc;
 
 	*resp = NULL;
@@ -211,7 +204,7 @@ int ctlcli_run(const struct ctlcli_verb *v, void *st, int argc, char *argv[])
 		goto out;
 	if (v->connected)
 		v->connected(st, req, waited, &timeout_ms);
-	start = now_ms();
+	start = plugfs_mono_ms();
 	for (;;) {
 		rc = ctlcli_exchange(cmd, &cfg, fd, req, &resp, timeout_ms, &fd,
 				     closed_retry_left(start, &left));

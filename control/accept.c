@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 
 /* Sends one `unavailable' line to fd; best effort, never blocks. */
@@ -56,7 +57,7 @@ static void log_refusal(struct control_server *srv, const char *msg)
 {
 	unsigned more = 0;
 
-	if (ctl_ratelimit_ok(&srv->refuse_log, ctl_now_ms(), &more)) {
+	if (ctl_ratelimit_ok(&srv->refuse_log, plugfs_mono_ms(), &more)) {
 		if (more)
 			log_warn("control: %s (%u more refused since the last message)", msg, more);
 		else
@@ -120,11 +121,11 @@ static bool out_of_fds(struct control_server *srv, int e)
 	srv->accept_backoff_ms = srv->accept_backoff_ms ? srv->accept_backoff_ms * 2 : 10;
 	if (srv->accept_backoff_ms > 1000)
 		srv->accept_backoff_ms = 1000;
-	srv->accept_resume = ctl_now_ms() + srv->accept_backoff_ms;
+	srv->accept_resume = plugfs_mono_ms() + srv->accept_backoff_ms;
 	{
 		unsigned more = 0;
 
-		if (ctl_ratelimit_ok(&srv->refuse_log, ctl_now_ms(), &more))
+		if (ctl_ratelimit_ok(&srv->refuse_log, plugfs_mono_ms(), &more))
 			log_warn("control: accept: %s; not accepting for %d ms (%u more refused "
 				 "since the last message)",
 				 strerror(e), srv->accept_backoff_ms, more);
@@ -152,7 +153,7 @@ static bool make_room(struct control_server *srv, const struct ctl_peer *peer, c
 	unsigned reserve = srv->max_clients / 8, cap;
 	size_t all = 0, others = 0;
 	struct client *victim = NULL;
-	int64_t now = ctl_now_ms();
+	int64_t now = plugfs_mono_ms();
 	bool root = peer->uid == 0;
 
 	if (srv->max_clients == 0)
@@ -222,7 +223,7 @@ void ctl_conn_accept(struct control_server *srv)
 				continue;
 			if (e != EMFILE && e != ENFILE && e != ENOBUFS && e != ENOMEM) {
 				log_warn("control: accept: %s", strerror(e));
-				srv->accept_resume = ctl_now_ms() + 100;
+				srv->accept_resume = plugfs_mono_ms() + 100;
 			}
 			return;
 		}
@@ -246,7 +247,7 @@ void ctl_conn_accept(struct control_server *srv)
 		srv->counters.accepted++;
 		c->serial = ++srv->next_serial;
 		ctl_linebuf_init(&c->in, CONTROL_LINE_MAX);
-		c->last_active = ctl_now_ms();
+		c->last_active = plugfs_mono_ms();
 		c->peer = peer;
 		log_debug("control: client %llu connected (pid %d, uid %u%s)", c->serial,
 			  (int)c->peer.pid, (unsigned)c->peer.uid,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control_internal.h"
+#include "clock.h"
 #include "pathtrust.h"
 
 /* Largest response line the client accepts (a full `list` can be big). */
@@ -87,7 +88,7 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
  */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : ctl_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : plugfs_mono_ms() + timeout_ms;
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	json_error_t jerr;
@@ -101,7 +102,7 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 		ssize_t n;
 
 		if (deadline >= 0) {
-			int64_t left = deadline - ctl_now_ms();
+			int64_t left = deadline - plugfs_mono_ms();
 
 			wait = left < 0 ? 0 : (int)left;
 		}
@@ -209,7 +210,7 @@ void control_reader_free(struct control_reader *rd)
 int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms, char *err,
 			size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : ctl_now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : plugfs_mono_ms() + timeout_ms;
 	size_t scanned = 0;
 	json_error_t jerr;
 
@@ -264,7 +265,7 @@ int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms,
 			rd->cap = ncap;
 		}
 		if (deadline >= 0) {
-			int64_t left = deadline - ctl_now_ms();
+			int64_t left = deadline - plugfs_mono_ms();
 
 			wait = left < 0 ? 0 : (int)left;
 		}

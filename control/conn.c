@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 
 #define READ_CHUNK (64 * 1024)
@@ -60,7 +61,7 @@ void ctl_conn_flush(struct client *c)
 			return;
 		}
 		c->out_off += (size_t)n;
-		c->last_active = ctl_now_ms();
+		c->last_active = plugfs_mono_ms();
 	}
 	if (ctl_out_pending(c) == 0)
 		c->out_off = c->out_len = 0;
@@ -216,7 +217,7 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 				c->closing = true;
 			return;
 		}
-		c->last_active = ctl_now_ms();
+		c->last_active = plugfs_mono_ms();
 		if (r == CTL_LINE_OVERLONG) {
 			ctl_conn_send_error(c, NULL, CTL_E_INVALID_ARGUMENT,
 					    "request line longer than %d bytes (CONTROL_LINE_MAX); "
@@ -227,7 +228,7 @@ void ctl_conn_serve(struct control_server *srv, struct client *c)
 		if (srv->draining)
 			srv->drain_st.served++;
 		ctl_ops_handle_line(srv, c, line, len);
-		c->last_active = ctl_now_ms();
+		c->last_active = plugfs_mono_ms();
 	}
 }
 

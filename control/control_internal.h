@@ -15,11 +15,6 @@
 #include "control.h"
 #include "err.h"
 
-/* --- helpers (util.c) --- */
-
-/* CLOCK_MONOTONIC in milliseconds: deadlines and idle times. */
-int64_t ctl_now_ms(void);
-
 /*
  * A JSON string of s (json.c), for text the daemon did not make: names,
  * values and messages quoting them.  JSON strings are UTF-8 and

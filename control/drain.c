@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 
 /* Closes c without an answer: its request (a wait) is sent again to the
@@ -33,7 +34,7 @@ static void end_long_request(struct control_server *srv, struct client *c)
 
 void ctl_drain_begin(struct control_server *srv)
 {
-	int64_t now = ctl_now_ms();
+	int64_t now = plugfs_mono_ms();
 
 	srv->draining = true;
 	srv->drain_st = (struct ctl_drain){.started = now, .deadline = now + CTL_DRAIN_MAX_MS};
@@ -71,7 +72,7 @@ static bool pending(const struct client *c)
 
 bool ctl_drain_step(struct control_server *srv)
 {
-	int64_t now = ctl_now_ms();
+	int64_t now = plugfs_mono_ms();
 	struct ctl_drain *d = &srv->drain_st;
 	bool left = false;
 
@@ -114,7 +115,7 @@ int ctl_drain_timeout(const struct control_server *srv, int timeout)
 
 	if (!srv->draining)
 		return timeout;
-	left = srv->drain_st.deadline - ctl_now_ms();
+	left = srv->drain_st.deadline - plugfs_mono_ms();
 	if (left < 0)
 		left = 0;
 	return timeout < 0 || left < timeout ? (int)left + 1 : timeout;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "timefmt.h"
 
@@ -183,7 +184,7 @@ int ctl_wait_begin(struct client *c, const char *type, const char *name, const c
 		return -ENOMEM;
 	}
 	c->wait_id = id ? json_incref(id) : NULL;
-	c->wait_deadline = timeout < 0 ? -1 : ctl_now_ms() + (int64_t)(timeout * 1000);
+	c->wait_deadline = timeout < 0 ? -1 : plugfs_mono_ms() + (int64_t)(timeout * 1000);
 	c->waiting = true;
 	__atomic_add_fetch(&c->srv->listeners, 1, __ATOMIC_SEQ_CST);
 	return 0;
@@ -216,7 +217,7 @@ void ctl_wait_done(struct client *c, json_t *plugin)
 	}
 	wait_clear(c);
 	c->waiting = false;
-	c->last_active = ctl_now_ms();
+	c->last_active = plugfs_mono_ms();
 	/* Requests sent after the wait were held back; the loop serves them
 	 * (not from here: this may run inside ctl_events_deliver). */
 	c->resume = true;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "strutil.h"
 #include "timefmt.h"
@@ -368,7 +369,7 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
 		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
 		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",
-		      (json_int_t)((ctl_now_ms() - srv->started_mono) / 1000), "plugins",
+		      (json_int_t)((plugfs_mono_ms() - srv->started_mono) / 1000), "plugins",
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
 		      (json_int_t)getpid());

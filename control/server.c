@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "pathtrust.h"
 
@@ -28,7 +29,7 @@
 /* Expires waits and idle clients; returns the poll timeout in ms. */
 static int check_timers(struct control_server *srv)
 {
-	int64_t now = ctl_now_ms(), next = -1;
+	int64_t now = plugfs_mono_ms(), next = -1;
 
 	for (struct client *c = srv->clients; c; c = c->next) {
 		int64_t deadline = -1;
@@ -314,7 +315,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
 	}
-	srv->started_mono = ctl_now_ms();
+	srv->started_mono = plugfs_mono_ms();
 	srv->started_wall = time(NULL);
 	if (srv->group[0]) {
 		rc = ctl_resolve_group(srv->group, &srv->gid, err, errlen);

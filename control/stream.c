@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "control_server_internal.h"
+#include "clock.h"
 #include "log.h"
 
 struct ctl_stream {
@@ -90,7 +91,7 @@ static void stream_end(struct client *c)
 int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	struct ctl_stream *s = calloc(1, sizeof(*s));
-	int64_t t0 = ctl_now_ms();
+	int64_t t0 = plugfs_mono_ms();
 	int rc;
 
 	if (!s)
@@ -176,7 +177,7 @@ void ctl_stream_step(struct control_server *srv, struct client *c)
 			log_debug("control: list for client %llu: %zu names taken and sorted in "
 				  "%lld ms",
 				  c->serial, control_cursor_total(s->cur),
-				  (long long)(ctl_now_ms() - s->t0));
+				  (long long)(plugfs_mono_ms() - s->t0));
 			rc = 0;
 		}
 	}

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "daemon_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "metrics.h"
 #include "sdnotify.h"
@@ -146,17 +147,14 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 	struct plugfs_config nc = {0};
 	json_t *restart = NULL, *applied = json_array();
 	const char *mp;
-	struct timespec mono;
 	char msg[64];
 	int rc;
 
 	*info = NULL;
 	pthread_mutex_lock(&d->reload_lock);
 	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
-	clock_gettime(CLOCK_MONOTONIC, &mono);
 	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
-		 (unsigned long long)mono.tv_sec * 1000000ull +
-		     (unsigned long long)mono.tv_nsec / 1000ull);
+		 (unsigned long long)(plugfs_mono_ns() / 1000));
 	sd_notify_send(msg);
 	rc = config_resolve(d->config_path, &nc, err, errlen);
 	if (rc != 0) {

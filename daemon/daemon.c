@@ -39,20 +39,13 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "clock.h"
 #include "daemon_internal.h"
 #include "err.h"
 #include "fsutil.h"
 #include "handover.h"
 #include "log.h"
 #include "sdnotify.h"
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void on_ready(void *arg)
 {
@@ -67,7 +60,8 @@ static void on_ready(void *arg)
 		log_warn("cannot notify readiness to $NOTIFY_SOCKET: %s", strerror(-rc));
 	{
 		size_t n_plugins = 0, n_regs = 0;
-		uint64_t t = mono_ns(), t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
+		uint64_t t = plugfs_mono_ns(),
+			 t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
 
 		registry_counts(d->reg, &n_plugins, &n_regs);
 		log_info("ready: serving %s (%zu registration(s); %.1f ms from start: state %.1f, "
@@ -141,7 +135,7 @@ static int start_registry(struct daemon *d, char *err, size_t errlen)
 	rc = plugfs_prepare_file("state.path", d->cfg.state_path, err, errlen);
 	if (rc != 0)
 		return rc;
-	d->t_start = mono_ns();
+	d->t_start = plugfs_mono_ns();
 	if (plugfs_file_empty(d->cfg.state_path))
 		log_warn("state file %s is empty (0 bytes): starting a new, empty registry in it",
 			 d->cfg.state_path);
@@ -153,7 +147,7 @@ static int start_registry(struct daemon *d, char *err, size_t errlen)
 	rc = registry_start_upkeep(d->reg, NULL, err, errlen);
 	if (rc != 0)
 		return rc;
-	d->t_loaded = mono_ns();
+	d->t_loaded = plugfs_mono_ns();
 	/* Every registration probed once before the tree is built (so no
 	 * invalidation can wait on a loop that does not run yet) and before
 	 * the audit log subscribes (a start that fails says one line): none
@@ -161,7 +155,7 @@ static int start_registry(struct daemon *d, char *err, size_t errlen)
 	if (daemon_probe_options(d) != 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	d->n_probed = probe_enabled(&d->probe) ? probe_round(d->reg, &d->probe) : 0;
-	d->t_probed = mono_ns();
+	d->t_probed = plugfs_mono_ns();
 	d->audit_sub = registry_subscribe(d->reg, audit_log_change, NULL);
 	if (d->audit_sub < 0) {
 		rc = d->audit_sub;
@@ -188,7 +182,7 @@ static int start_fs(struct daemon *d, char *err, size_t errlen)
 
 	if (rc != 0)
 		return rc;
-	__atomic_store_n(&d->t_mounted, mono_ns(), __ATOMIC_SEQ_CST);
+	__atomic_store_n(&d->t_mounted, plugfs_mono_ns(), __ATOMIC_SEQ_CST);
 	/* What the start used and no longer needs goes back: SQLite's cache
 	 * of the pages the load read, and the heap's free memory (the load's
 	 * statements and temporary texts, the probe round's). */

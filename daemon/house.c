@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon_internal.h"
+#include "clock.h"
 #include "log.h"
 #include "sdnotify.h"
 
@@ -27,11 +28,6 @@ static void expire_tombstones(struct daemon *d)
 		log_error("tombstone expiry failed: %s", err);
 	else if (n > 0)
 		log_info("expired %d tombstone(s)", n);
-}
-
-static long long ms_of(const struct timespec *t)
-{
-	return (long long)t->tv_sec * 1000 + t->tv_nsec / 1000000;
 }
 
 /* systemd's watchdog interval for this process ($WATCHDOG_USEC, when
@@ -68,8 +64,8 @@ static void watchdog_ping(struct daemon *d)
 static void *house_main(void *arg)
 {
 	struct daemon *d = arg;
-	struct timespec next, now, wait, ping;
 	long long wd_ms = watchdog_ms();
+	int64_t expire_at, ping_at;
 	sigset_t hup;
 	int sig;
 
@@ -81,31 +77,26 @@ static void *house_main(void *arg)
 		sigaddset(&hup, SIGTERM);
 		sigaddset(&hup, SIGINT);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	ping = next;
+	expire_at = ping_at = plugfs_mono_ms();
 	while (!__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST)) {
-		long long now_ms, next_ms, ping_ms;
+		int64_t now = plugfs_mono_ms(), wake;
+		struct timespec wait;
 
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec >= next.tv_sec) {
+		if (now >= expire_at) {
 			expire_tombstones(d);
-			next.tv_sec = now.tv_sec + EXPIRY_INTERVAL_S;
+			expire_at = now + EXPIRY_INTERVAL_S * 1000;
 		}
-		now_ms = ms_of(&now);
-		next_ms = ms_of(&next);
+		wake = expire_at;
 		if (wd_ms > 0) {
-			ping_ms = ms_of(&ping);
-			if (now_ms >= ping_ms) {
+			if (now >= ping_at) {
 				watchdog_ping(d);
-				ping_ms = now_ms + wd_ms / 3;
-				ping.tv_sec = ping_ms / 1000;
-				ping.tv_nsec = (ping_ms % 1000) * 1000000L;
+				ping_at = now + wd_ms / 3;
 			}
-			if (ping_ms < next_ms)
-				next_ms = ping_ms;
+			if (ping_at < wake)
+				wake = ping_at;
 		}
-		wait.tv_sec = (next_ms - now_ms) / 1000;
-		wait.tv_nsec = ((next_ms - now_ms) % 1000) * 1000000L;
+		wait.tv_sec = (time_t)((wake - now) / 1000);
+		wait.tv_nsec = (long)((wake - now) % 1000) * 1000000L;
 		sig = sigtimedwait(&hup, NULL, &wait);
 		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
 			break;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "connector.h"
+#include "clock.h"
 
 #define CONNECTOR_STACK (256 * 1024)
 
@@ -66,14 +67,6 @@ static void init_once(void)
 	pthread_condattr_destroy(&ca);
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	n_cpus = n > 1 ? (unsigned)(n < CONNECTOR_MAX_THREADS ? n : CONNECTOR_MAX_THREADS) : 1;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static void unlink_job(struct job **list, struct job *j)
@@ -176,7 +169,7 @@ static void *connector_main(void *arg)
 		}
 		j->batch->queued--;
 		j->state = RUNNING;
-		j->started = now_ms();
+		j->started = plugfs_mono_ms();
 		j->rnext = running;
 		running = j;
 		n_busy++;
@@ -223,7 +216,7 @@ static void *connector_main(void *arg)
  */
 static int ensure_runner(void)
 {
-	int64_t t = now_ms();
+	int64_t t = plugfs_mono_ms();
 	pthread_attr_t attr;
 	pthread_t th;
 	int rc;

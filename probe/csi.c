@@ -22,6 +22,7 @@
 #include <sys/un.h>
 
 #include "csi_pb.h"
+#include "clock.h"
 #include "probe_internal.h"
 
 /* An answer larger than this is refused (GetPluginInfo's manifest is the
@@ -163,7 +164,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
  * -1 when the budget is spent or curl refuses (res set). */
 static int call_prepare(struct call *c, const char *path, struct probe_result *res)
 {
-	int64_t left = c->deadline - probe_now_ms();
+	int64_t left = c->deadline - plugfs_mono_ms();
 	const char *url = c->stage == STAGE_PROBE
 			      ? "http://localhost/csi.v1.Identity/Probe"
 			      : "http://localhost/csi.v1.Identity/GetPluginInfo";
@@ -321,7 +322,7 @@ static int call_start(CURLM *m, struct call *c, size_t idx, const char *path, co
 	c->idx = idx;
 	c->want = want;
 	c->stage = STAGE_PROBE;
-	c->start = probe_now_ms();
+	c->start = plugfs_mono_ms();
 	c->deadline = c->start + timeout_ms;
 	c->easy = curl_easy_init();
 	h = curl_slist_append(NULL, "content-type: application/grpc");
@@ -412,7 +413,7 @@ int probe_csi_until(const char *const *paths, const char *const *names, size_t n
 							"curl: cannot add a transfer");
 				}
 			}
-			out[c->idx].took_ms = (unsigned)(probe_now_ms() - c->start);
+			out[c->idx].took_ms = (unsigned)(plugfs_mono_ms() - c->start);
 			call_free(c);
 			busy[c - slots] = false;
 			live--;

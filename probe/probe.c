@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "connector.h"
+#include "clock.h"
 #include "probe_internal.h"
 
 void probe_set_errno(struct probe_result *res, int e)
@@ -52,14 +53,6 @@ void probe_set_ok(struct probe_result *res)
 	res->ok = true;
 	res->skipped = false;
 	res->error[0] = '\0';
-}
-
-int64_t probe_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* A connect's outcome: made, or a full backlog (EAGAIN: a listener is
@@ -155,7 +148,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 		return 0;
 	}
 	while (next < n || live > 0) {
-		int64_t t = probe_now_ms(), wait = -1;
+		int64_t t = plugfs_mono_ms(), wait = -1;
 		nfds_t np = 1;
 
 		/* Fill the window: each connect() runs on a connector thread,
@@ -204,7 +197,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 			rc = probe_stopped(stop) ? -ECANCELED : -errno;
 			break;
 		}
-		t = probe_now_ms();
+		t = plugfs_mono_ms();
 		for (nfds_t i = 1; i < np; i++) {
 			struct slot *sl = &slot[pslot[i]];
 

@@ -15,8 +15,6 @@ void probe_set_errno(struct probe_result *res, int e);
 __attribute__((format(printf, 2, 3))) void probe_set_error(struct probe_result *res,
 							   const char *fmt, ...);
 void probe_set_ok(struct probe_result *res);
-/* CLOCK_MONOTONIC in ms. */
-int64_t probe_now_ms(void);
 
 /* How often a probe loop looks at its stop flag while probes are in flight. */
 #define PROBE_STOP_CHECK_MS 50

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "probe_internal.h"
+#include "clock.h"
 
 /* A round has at most one batch per (mode, timeout): with one setting per
  * type, at most as many as there are types plus the default. */
@@ -258,12 +259,13 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		b->n++;
 	}
 	/* No lock held while probing. */
-	t0 = probe_now_ms();
+	t0 = plugfs_mono_ms();
 	if ((rc = run_batches(batches, nb)) < 0)
 		goto out;
 	if (nb > 0) {
 		__atomic_fetch_add(&n_rounds, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&last_round_ms, (uint64_t)(probe_now_ms() - t0), __ATOMIC_RELAXED);
+		__atomic_store_n(&last_round_ms, (uint64_t)(plugfs_mono_ms() - t0),
+				 __ATOMIC_RELAXED);
 	}
 	now = probe_now(o);
 	for (size_t i = 0; i < nb; i++) {

@@ -87,8 +87,6 @@ struct store_space {
 bool space_commits_trylock(struct registry *r);
 void space_commits_unlock(struct registry *r);
 
-/* CLOCK_MONOTONIC in ms. */
-uint64_t space_mono_ms(void);
 /* Opens (creating it) the reserve file: a regular file of ours, never
  * through a symlink.  0 or an errno; a file of the wrong kind is EEXIST.
  * Registry mutex held. */

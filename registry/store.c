@@ -8,6 +8,7 @@
 
 #include "internal.h"
 #include "array.h"
+#include "clock.h"
 #include "store.h"
 
 static const char *const stmt_sql[ST_COUNT] = {
@@ -129,22 +130,14 @@ int store_begin(struct store *s, char *err, size_t errlen)
 const double reg_commit_bounds[REG_COMMIT_BUCKETS] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
 						      0.01,   0.025,   0.05,   0.1,   0.5,    1};
 
-static double seconds_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 int store_commit(struct store *s, char *err, size_t errlen)
 {
-	double t0 = seconds_now(), took;
+	double t0 = (double)plugfs_mono_ns() / 1e9, took;
 	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	size_t b = 0;
 
 	if (rc == SQLITE_OK) {
-		took = seconds_now() - t0;
+		took = (double)plugfs_mono_ns() / 1e9 - t0;
 		while (b < REG_COMMIT_BUCKETS && took > reg_commit_bounds[b])
 			b++;
 		s->commits.counts[b]++;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "clock.h"
 #include "log.h"
 #include "space.h"
 
@@ -38,14 +39,6 @@
 #define CKPT_BUSY_MS 200
 /* How long a commit that finds the WAL at its limit waits for a checkpoint. */
 #define HOOK_WAIT_MS 1000
-
-uint64_t space_mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
 
 static const char *state_path(const struct store_space *sp)
 {
@@ -85,7 +78,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 	sp->pending = wal_wants_checkpoint(sp);
 	sp->dirty = true;
 	sp->commits++;
-	sp->last_commit_ms = space_mono_ms();
+	sp->last_commit_ms = (uint64_t)plugfs_mono_ms();
 	/* Woken only when it has something new to do: a checkpoint, or the
 	 * idle timer to arm (a thread that sleeps with the timer armed sees
 	 * the later commits when it wakes).  A wake-up after every commit cost
@@ -99,7 +92,7 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 		 * commit has run to its end; the next commit then starts the
 		 * WAL from its beginning.  (Not while checkpoints fail for a
 		 * full disk or an I/O error: waiting would not help.) */
-		uint64_t want = sp->begun + 1, end = space_mono_ms() + HOOK_WAIT_MS;
+		uint64_t want = sp->begun + 1, end = (uint64_t)plugfs_mono_ms() + HOOK_WAIT_MS;
 		struct timespec ts = {.tv_sec = (time_t)(end / 1000),
 				      .tv_nsec = (long)(end % 1000) * 1000000L};
 
@@ -184,7 +177,7 @@ static void *space_main(void *arg)
 
 	pthread_mutex_lock(&sp->mu);
 	while (!sp->stop) {
-		uint64_t now = space_mono_ms(), wake = UINT64_MAX, seen = sp->commits;
+		uint64_t now = (uint64_t)plugfs_mono_ms(), wake = UINT64_MAX, seen = sp->commits;
 
 		if (sp->pending && now >= retry_at) {
 			int frames = sp->frames;
@@ -198,8 +191,8 @@ static void *space_main(void *arg)
 			}
 			sp->pending = wal_wants_checkpoint(sp);
 			if (sp->pending && sp->commits == seen) /* blocked or failed: not at once */
-				retry_at =
-				    space_mono_ms() + (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
+				retry_at = (uint64_t)plugfs_mono_ms() +
+					   (sp->last_fail ? sp->idle_ms : BUSY_RETRY_MS);
 			continue;
 		}
 		if (sp->pending)
@@ -214,7 +207,7 @@ static void *space_main(void *arg)
 					if (sp->commits == seen)
 						sp->dirty = sp->pending = false;
 				} else {
-					retry_at = space_mono_ms() + sp->idle_ms;
+					retry_at = (uint64_t)plugfs_mono_ms() + sp->idle_ms;
 				}
 				continue;
 			}
@@ -230,7 +223,7 @@ static void *space_main(void *arg)
 				held = false;
 				if (!space_commits_trylock(sp->r)) {
 					pthread_mutex_lock(&sp->mu);
-					reserve_at = space_mono_ms() + BUSY_RETRY_MS;
+					reserve_at = (uint64_t)plugfs_mono_ms() + BUSY_RETRY_MS;
 					continue;
 				}
 				reserve_fill(sp);
@@ -238,7 +231,7 @@ static void *space_main(void *arg)
 				    sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT;
 				space_commits_unlock(sp->r);
 				pthread_mutex_lock(&sp->mu);
-				reserve_at = space_mono_ms() + RESERVE_RETRY_MS;
+				reserve_at = (uint64_t)plugfs_mono_ms() + RESERVE_RETRY_MS;
 				if (held)
 					sp->reserve_wanted = false;
 				continue;
@@ -319,7 +312,7 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 							 : DEFAULT_RESERVE_BYTES;
 	/* A WAL left by an earlier run is checkpointed soon. */
 	sp->pending = sp->dirty = true;
-	sp->last_commit_ms = space_mono_ms();
+	sp->last_commit_ms = (uint64_t)plugfs_mono_ms();
 	pthread_mutex_init(&sp->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

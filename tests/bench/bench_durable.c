@@ -42,6 +42,7 @@
 
 #include "bench_scale.h"
 #include "bench_util.h"
+#include "clock.h"
 #include "registry.h"
 
 #define ONE_TARGET_RATIO 0.9
@@ -50,10 +51,7 @@
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)plugfs_mono_ns() / 1e9;
 }
 
 /* fdatasyncs per second of a loop writing 4 KiB each time: appended, or

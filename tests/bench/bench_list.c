@@ -29,6 +29,7 @@
 
 #include "bench_list.h"
 #include "bench_util.h"
+#include "clock.h"
 
 #define LIST_RUNS 3
 #define LIST_TARGET_RATIO 2.0
@@ -162,13 +163,13 @@ static int status_latency(const char *socket, struct lister *l, double *p50, dou
 	size_t n = 0, cap = STATUS_N;
 	double *t = calloc(cap, sizeof(*t));
 	long lists0 = l ? l->lists : 0;
-	uint64_t start = bench_mono_ns();
+	uint64_t start = plugfs_mono_ns();
 
 	if (!t)
 		return -1;
-	while (n < STATUS_N ||
-	       (l && l->lists - lists0 < LISTS_MEANWHILE && bench_mono_ns() - start < BUSY_MAX_S * 1000000000ull)) {
-		uint64_t t0 = bench_mono_ns();
+	while (n < STATUS_N || (l && l->lists - lists0 < LISTS_MEANWHILE &&
+				plugfs_mono_ns() - start < BUSY_MAX_S * 1000000000ull)) {
+		uint64_t t0 = plugfs_mono_ns();
 
 		if (n == cap) {
 			double *nt = realloc(t, 2 * cap * sizeof(*t));
@@ -184,7 +185,7 @@ static int status_latency(const char *socket, struct lister *l, double *p50, dou
 			free(t);
 			return -1;
 		}
-		t[n++] = (double)(bench_mono_ns() - t0) / 1e6;
+		t[n++] = (double)(plugfs_mono_ns() - t0) / 1e6;
 	}
 	qsort(t, n, sizeof(*t), cmp_double);
 	*p50 = t[n / 2];
@@ -210,10 +211,10 @@ int bench_list(const char *plugfs, const char *cfg, const char *socket, pid_t da
 	if (pthread_create(&th, NULL, sample, &smp) != 0)
 		return -1;
 	for (int k = 0; k < LIST_RUNS; k++) {
-		uint64_t t0 = bench_mono_ns();
+		uint64_t t0 = plugfs_mono_ns();
 		char *const argv[] = {(char *)plugfs, "-c", (char *)cfg, "list", "--json", NULL};
 		int rc = bench_run_quiet(argv);
-		double ms = (double)(bench_mono_ns() - t0) / 1e6;
+		double ms = (double)(plugfs_mono_ns() - t0) / 1e6;
 
 		if (rc != 0) {
 			fprintf(stderr, "plugfs-bench: plugfs list --json failed\n");

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "fs.h"
+#include "clock.h"
 #include "log.h"
 #include "probe.h"
 #include "registry.h"
@@ -61,14 +62,6 @@ struct opts {
 };
 
 static char tmp[256];
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -202,7 +195,7 @@ static void do_register(struct registry *r, const char *name, const char *alloc,
 /* One blocking connect+close per socket; *cpu_ns gets its CPU time. */
 static double baseline_round_ns(char (*paths)[108], long n, double *cpu_ns)
 {
-	uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
+	uint64_t c0 = thread_cpu_ns(), t0 = plugfs_mono_ns();
 
 	for (long i = 0; i < n; i++) {
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -214,7 +207,7 @@ static double baseline_round_ns(char (*paths)[108], long n, double *cpu_ns)
 		close(fd);
 	}
 	*cpu_ns = (double)(thread_cpu_ns() - c0);
-	return (double)(now_ns() - t0);
+	return (double)(plugfs_mono_ns() - t0);
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -271,10 +264,10 @@ static void bench_cost(const struct opts *o)
 		exit(1);
 	}
 	for (long k = 0; k < o->rounds; k++) {
-		uint64_t c0 = thread_cpu_ns(), t0 = now_ns();
+		uint64_t c0 = thread_cpu_ns(), t0 = plugfs_mono_ns();
 		int n = probe_round(r, &po);
 
-		wall[k] = (double)(now_ns() - t0);
+		wall[k] = (double)(plugfs_mono_ns() - t0);
 		cpu[k] = (double)(thread_cpu_ns() - c0);
 		if (n != o->registrations) {
 			fprintf(stderr, "plugfs-bench-liveness: a round probed %d of %ld\n", n,
@@ -332,7 +325,7 @@ static double wait_link(const char *link, const char *want, uint64_t t0)
 
 	for (;;) {
 		ssize_t n = readlink(link, got, sizeof(got) - 1);
-		uint64_t t = now_ns();
+		uint64_t t = plugfs_mono_ns();
 
 		if (n > 0) {
 			got[n] = '\0';
@@ -405,7 +398,7 @@ static int bench_reaction(const struct opts *o)
 		fprintf(stderr, "plugfs-bench-liveness: %s\n", err);
 		exit(1);
 	}
-	if (wait_link(link, new_sock, now_ns()) < 0) {
+	if (wait_link(link, new_sock, plugfs_mono_ns()) < 0) {
 		fprintf(stderr, "plugfs-bench-liveness: csi.sock never led to the newest\n");
 		exit(1);
 	}
@@ -415,11 +408,11 @@ static int bench_reaction(const struct opts *o)
 		/* Dies at a random phase of the interval. */
 		usleep((useconds_t)(rand() % (int)o->interval_ms) * 1000);
 		epoll_ctl(acc.ep, EPOLL_CTL_DEL, new_fd, NULL);
-		t0 = now_ns();
+		t0 = plugfs_mono_ns();
 		close(new_fd); /* the file stays: connections are refused */
 		det[k] = wait_link(link, old_sock, t0);
 		usleep((useconds_t)(rand() % (int)o->interval_ms) * 1000);
-		t0 = now_ns();
+		t0 = plugfs_mono_ns();
 		new_fd = listen_at(new_sock);
 		acceptor_add(&acc, new_fd);
 		rec[k] = wait_link(link, new_sock, t0);
@@ -521,7 +514,7 @@ int main(int argc, char **argv)
 	snprintf(tmp, sizeof(tmp), "%s/plugfs-bench-liveness.XXXXXX", shm);
 	if (!mkdtemp(tmp))
 		die("mkdtemp");
-	srand((unsigned)now_ns());
+	srand((unsigned)plugfs_mono_ns());
 	bench_cost(&o);
 	if (fuse_usable())
 		rc = bench_reaction(&o);

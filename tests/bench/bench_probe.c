@@ -32,13 +32,11 @@
 #include <unistd.h>
 
 #include "probe.h"
+#include "clock.h"
 
 static double now_s(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+	return (double)plugfs_mono_ns() / 1e9;
 }
 
 static double cpu_s(void)

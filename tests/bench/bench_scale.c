@@ -47,6 +47,7 @@
 #include "bench_list.h"
 #include "bench_scale.h"
 #include "bench_util.h"
+#include "clock.h"
 
 #define SCALE_MAX_SIZES 8
 #define STARTS 3
@@ -133,7 +134,7 @@ int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon 
 
 	if (pipe(p) != 0)
 		return -1;
-	t0 = bench_mono_ns();
+	t0 = plugfs_mono_ns();
 	d->pid = fork();
 	if (d->pid < 0)
 		return -1;
@@ -152,7 +153,7 @@ int bench_daemon_start(const char *plugfs, const char *cfg, struct bench_daemon 
 		char *r = strstr(line, "ready: serving");
 
 		if (r) {
-			*ms = (double)(bench_mono_ns() - t0) / 1e6;
+			*ms = (double)(plugfs_mono_ns() - t0) / 1e6;
 			line[strcspn(line, "\n")] = '\0';
 			snprintf(ready, readylen, "%s", r);
 			/* From now on its log (a line per change) is read
@@ -241,14 +242,14 @@ static double uncached_lookup_us(const char *dir, long n)
 		long idx = (long)((double)i * (double)n / (double)k);
 
 		snprintf(path, sizeof(path), "%s/mnt/plugins/csi-node/plugin-%06ld", dir, idx);
-		uint64_t t0 = bench_mono_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		if (stat(path, &st) != 0) {
 			fprintf(stderr, "plugfs-bench: stat %s: %s\n", path, strerror(errno));
 			free(t);
 			return -1;
 		}
-		t[i] = bench_mono_ns() - t0;
+		t[i] = plugfs_mono_ns() - t0;
 	}
 	qsort(t, (size_t)k, sizeof(*t), cmp_u64);
 	med = (double)t[k / 2] / 1000.0;
@@ -273,7 +274,7 @@ static int register_latency(const char *sock, const char *dir, double *reg_us, d
 	if (!tr || !td || fd < 0)
 		goto out;
 	for (int i = 0; i < RR_PAIRS; i++) {
-		uint64_t t0 = bench_mono_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		snprintf(line, sizeof(line),
 			 "{\"op\":\"register\",\"types\":[\"csi-node\"],\"name\":\"bench-rr-%d\","
@@ -281,10 +282,10 @@ static int register_latency(const char *sock, const char *dir, double *reg_us, d
 			 i, i, dir, i);
 		if (bench_call(fd, line, ans, sizeof(ans)) != 0 || !strstr(ans, "\"ok\":true"))
 			goto out;
-		tr[i] = bench_mono_ns() - t0;
+		tr[i] = plugfs_mono_ns() - t0;
 	}
 	for (int i = 0; i < RR_PAIRS; i++) {
-		uint64_t t0 = bench_mono_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		snprintf(line, sizeof(line),
 			 "{\"op\":\"deregister\",\"type\":\"csi-node\",\"name\":\"bench-rr-%d\","
@@ -292,7 +293,7 @@ static int register_latency(const char *sock, const char *dir, double *reg_us, d
 			 i, i);
 		if (bench_call(fd, line, ans, sizeof(ans)) != 0 || !strstr(ans, "\"ok\":true"))
 			goto out;
-		td[i] = bench_mono_ns() - t0;
+		td[i] = plugfs_mono_ns() - t0;
 	}
 	qsort(tr, RR_PAIRS, sizeof(*tr), cmp_u64);
 	qsort(td, RR_PAIRS, sizeof(*td), cmp_u64);

@@ -11,14 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t bench_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 int bench_ctl_connect(const char *path)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};

@@ -7,8 +7,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* CLOCK_MONOTONIC in ns. */
-uint64_t bench_mono_ns(void);
 /* A connection to the control socket at path, or -1. */
 int bench_ctl_connect(const char *path);
 /* Sends line (with its newline) on fd and reads one answer line into ans

@@ -37,6 +37,7 @@
 #include <sqlite3.h>
 
 #include "registry.h"
+#include "clock.h"
 
 static const char *const types[] = {"csi-node"};
 
@@ -56,10 +57,7 @@ static void die(const char *fmt, ...)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)plugfs_mono_ns() / 1e9;
 }
 
 static long long size_of(const char *path, const char *suffix)

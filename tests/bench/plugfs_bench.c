@@ -55,6 +55,7 @@
 
 #include "bench_cached.h"
 #include "bench_scale.h"
+#include "clock.h"
 #include "fs.h"
 #include "log.h"
 #include "registry.h"
@@ -64,14 +65,6 @@
 
 
 static double register_baseline(struct bench *b, long n);
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die(const char *what)
 {
@@ -290,13 +283,13 @@ void bench_measure(struct bench *b, enum op op, long n, double *shm_ns, double *
 	run_op(op, b->shm_link, per / 10 + 1); /* warm-up */
 	run_op(op, b->fuse_link, per / 10 + 1);
 	for (int r = 0; r < ROUNDS; r++) {
-		uint64_t t0 = now_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		run_op(op, b->shm_link, per);
-		uint64_t t1 = now_ns();
+		uint64_t t1 = plugfs_mono_ns();
 
 		run_op(op, b->fuse_link, per);
-		uint64_t t2 = now_ns();
+		uint64_t t2 = plugfs_mono_ns();
 
 		if (t1 - t0 < shm)
 			shm = t1 - t0;
@@ -319,11 +312,11 @@ static double register_baseline(struct bench *b, long n)
 		die("calloc");
 	for (long i = 0; i < n; i++) {
 		snprintf(alloc, sizeof(alloc), "base%ld", i);
-		uint64_t t0 = now_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		if (do_register(b, alloc, b->sock) != 0)
 			exit(1);
-		t[i] = now_ns() - t0;
+		t[i] = plugfs_mono_ns() - t0;
 		if (registry_deregister(b->reg, TYPE, NAME, prev, NULL, err, sizeof(err)) != 0) {
 			fprintf(stderr, "plugfs-bench: deregister %s: %s\n", prev, err);
 			exit(1);
@@ -360,7 +353,7 @@ static void *switch_reader(void *arg)
 		if (k < g)
 			stale++;
 		if (k > __atomic_load_n(&b->seen, __ATOMIC_SEQ_CST)) {
-			__atomic_store_n(&b->seen_ns, now_ns(), __ATOMIC_SEQ_CST);
+			__atomic_store_n(&b->seen_ns, plugfs_mono_ns(), __ATOMIC_SEQ_CST);
 			__atomic_store_n(&b->seen, k, __ATOMIC_SEQ_CST);
 		}
 	}
@@ -386,19 +379,19 @@ static int run_switches(struct bench *b, double *median_us, double *p99_us, doub
 	for (long i = 1; i <= b->switches; i++) {
 		snprintf(sock, sizeof(sock), SW_FMT, i);
 		snprintf(alloc, sizeof(alloc), "s%ld", i);
-		uint64_t t0 = now_ns();
+		uint64_t t0 = plugfs_mono_ns();
 
 		if (do_register(b, alloc, sock) != 0) {
 			rc = -1;
 			break;
 		}
-		uint64_t t1 = now_ns();
+		uint64_t t1 = plugfs_mono_ns();
 
 		__atomic_store_n(&b->acked, i, __ATOMIC_SEQ_CST);
 		ack[i - 1] = t1 - t0;
 		/* The next readlink after the acknowledgement. */
 		ssize_t n = readlink(b->fuse_link, buf, sizeof(buf) - 1);
-		uint64_t t2 = now_ns();
+		uint64_t t2 = plugfs_mono_ns();
 
 		buf[n < 0 ? 0 : n] = '\0';
 		if (strcmp(buf, sock) != 0)
