@@ -208,6 +208,14 @@ struct control_server {
 		unsigned ended;		   /* waits and watches closed */
 		unsigned cut;		   /* clients closed at the deadline */
 	} drain_st;
+	/* Test-only (tests/unit/test_control_drain.c), NULL in the daemon:
+	 * stop_asked(stop_asked_arg) is called by the stopping thread once it
+	 * asked the server thread to stop or drain, before it joins it;
+	 * drain_report gets drain_st when the drain ends (server thread).  Set
+	 * before the stop, which orders them (q_lock) for the server thread. */
+	void (*stop_asked)(void *arg);
+	void *stop_asked_arg;
+	struct ctl_drain *drain_report;
 };
 
 /* --- connections (accept.c: ctl_conn_accept; conn.c: the rest) --- */

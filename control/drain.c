@@ -106,6 +106,8 @@ bool ctl_drain_step(struct control_server *srv)
 	log_info("control: handover: answered %u request(s) of %u client(s) (%u wait(s) and "
 		 "watch(es) ended, %u unfinished line(s) dropped) in %lld ms",
 		 d->served, d->clients, d->ended, d->partial, (long long)(now - d->started));
+	if (srv->drain_report)
+		*srv->drain_report = *d;
 	return true;
 }
 

@@ -399,6 +399,8 @@ static void stop_thread(struct control_server *srv, bool drain)
 		pthread_mutex_unlock(&srv->q_lock);
 		if (write(srv->wake_fd, &one, sizeof(one)) < 0)
 			log_warn("control: cannot wake the server thread: %s", strerror(errno));
+		if (srv->stop_asked)
+			srv->stop_asked(srv->stop_asked_arg);
 		pthread_join(srv->thread, NULL);
 		srv->thread_started = false;
 	}

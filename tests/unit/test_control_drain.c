@@ -4,7 +4,9 @@
  * (control_server_stop_keep_listener): a request read before it is
  * answered, a request sent after it fails at the client without being
  * taken, no connection is reset, and the kept listening socket serves the
- * next server, which answers what waited in its backlog.
+ * next server, which answers what waited in its backlog.  The drain's own
+ * counts (control_server_internal.h's test-only drain_report) show that the
+ * request read during it was answered by it, not before it began.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +25,7 @@
 #include <cmocka.h>
 
 #include "control.h"
+#include "control_server_internal.h"
 
 static const char *const types[] = {"csi-controller", "csi-node"};
 
@@ -129,7 +132,21 @@ static const char *answer(int fd)
 struct handover {
 	struct control_server *srv;
 	int fd; /* the kept listening socket */
+	/* Set by the stopping thread once it asked for the drain. */
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool asked;
 };
+
+static void stop_asked(void *arg)
+{
+	struct handover *h = arg;
+
+	pthread_mutex_lock(&h->mu);
+	h->asked = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->mu);
+}
 
 static void *stop_keep(void *arg)
 {
@@ -169,7 +186,8 @@ static void test_drain_answers_what_was_read(void **state)
 	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "off"};
 	struct gate g = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false, false};
 	struct registry *reg = NULL;
-	struct handover sk = {NULL, -1};
+	struct handover sk = {NULL, -1, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, false};
+	struct ctl_drain report = {0};
 	pthread_t t;
 	char err[512];
 	int slow, b1, idle, half, later;
@@ -202,15 +220,29 @@ static void test_drain_answers_what_was_read(void **state)
 	assert_int_equal(send_bytes(b1, reg_line("b1"), strlen(reg_line("b1"))), 0);
 	half_line = reg_line("h1");
 	assert_int_equal(send_bytes(half, half_line, 20), 0);
-	/* ... and the handover begins: the server stops at once when it may. */
+	/* ... and the handover begins: the server stops at once when it may.
+	 * The probe is released once the drain was asked for. */
+	sk.srv->stop_asked = stop_asked;
+	sk.srv->stop_asked_arg = &sk;
+	sk.srv->drain_report = &report;
 	assert_int_equal(pthread_create(&t, NULL, stop_keep, &sk), 0);
-	nanosleep(&(struct timespec){.tv_nsec = 200 * 1000000L}, NULL);
+	pthread_mutex_lock(&sk.mu);
+	while (!sk.asked)
+		pthread_cond_wait(&sk.cond, &sk.mu);
+	pthread_mutex_unlock(&sk.mu);
 	pthread_mutex_lock(&g.mu);
 	g.released = true;
 	pthread_cond_broadcast(&g.cond);
 	pthread_mutex_unlock(&g.mu);
 	pthread_join(t, NULL);
 	assert_true(sk.fd >= 0);
+	/* The drain found the four clients, answered b1's line (slow's was
+	 * being served when it began) and dropped half's unfinished one. */
+	assert_int_equal(report.clients, 4);
+	assert_int_equal(report.served, 1);
+	assert_int_equal(report.partial, 1);
+	assert_int_equal(report.ended, 0);
+	assert_int_equal(report.cut, 0);
 
 	assert_string_equal(answer(slow), "ok");
 	assert_string_equal(answer(b1), "ok");

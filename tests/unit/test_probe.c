@@ -564,33 +564,51 @@ static void test_round_override(void **state)
 }
 
 /* prober_stop does not wait for a round of hung probes: a csi probe of a
- * socket that takes connections into its backlog and never answers has a
- * 10 s timeout; the stop comes back long before it (bound: 2 s). */
+ * socket that takes its connection and request and never answers has a
+ * 30 s timeout; the stop comes back long before it (the margin: a third of
+ * it, a functional bound, not a timing). */
 static void test_stop_cancels_hung_round(void **state)
 {
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
 	struct probe_options po = {
-	    .mode = PROBE_MODE_CSI, .interval_ms = 50, .timeout_ms = 10000, .failures = 1};
+	    .mode = PROBE_MODE_CSI, .interval_ms = 50, .timeout_ms = 30000, .failures = 1};
 	char h0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;
 	int l0 = bound("hung.sock", true, 16, h0, sizeof(h0));
 	struct reg_spec s0 = {.name = "p", .alloc = "a0", .socket = h0};
+	struct pollfd pfd = {.events = POLLIN};
+	char preface[24];
 	int64_t t0;
+	int c0;
 
 	(void)state;
 	assert_int_equal(probe_global_init(), 0);
 	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
 	assert_int_equal(registry_register(r, types, 1, &s0, err, sizeof(err)), 0);
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
-	usleep(300000); /* a round is under way, its probe hung */
+	/* A round is under way: its probe connected (the connect probe's
+	 * connection first, closed at once, then libcurl's) and sent its
+	 * request, HTTP/2's client preface first, which nobody answers. */
+	pfd.fd = l0;
+	for (int i = 0;; i++) {
+		assert_true(i < 16);
+		assert_int_equal(poll(&pfd, 1, 20000), 1);
+		c0 = accept(l0, NULL, NULL);
+		assert_true(c0 >= 0);
+		if (recv(c0, preface, sizeof(preface), MSG_WAITALL) == (ssize_t)sizeof(preface))
+			break;
+		close(c0); /* the connect probe's */
+	}
+	assert_memory_equal(preface, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", sizeof(preface));
 	t0 = plugfs_mono_ms();
 	prober_stop(p);
-	assert_true(plugfs_mono_ms() - t0 < 2000);
+	assert_true(plugfs_mono_ms() - t0 < 10000);
 	assert_int_equal(health_of(r, "csi-node", "a0"), REG_HEALTH_UNKNOWN); /* nothing applied */
 	registry_close(r);
+	close(c0);
 	close(l0);
 	probe_global_cleanup();
 }
