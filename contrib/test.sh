@@ -27,7 +27,8 @@ TSAN_OPTIONS=${TSAN_OPTIONS:-second_deadlock_stack=1} \
 fuzz_secs=${PLUGFS_FUZZ_SECONDS:-60}
 CC=clang cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON \
 	-DPLUGFS_SANITIZE=ON -DPLUGFS_FUZZ=ON -DPLUGFS_TESTS=OFF -DPLUGFS_FUZZ_SECONDS="$fuzz_secs"
-cmake --build "$build-fuzz" -j"$(nproc)" --target fuzz_request fuzz_config fuzz_legacy
+cmake --build "$build-fuzz" -j"$(nproc)" --target fuzz_request fuzz_config fuzz_legacy \
+	fuzz_csi_pb
 # The whole log in $build-fuzz/fuzz.log; the figures and verdicts here.
 ctest --test-dir "$build-fuzz" -L fuzz -V 2>&1 | tee "$build-fuzz/fuzz.log" |
 	grep -E '^[0-9]+: (#|ok|not ok)|tests passed|tests failed'
