@@ -19,11 +19,13 @@
  *  - On error the struct is zeroed (config_free on it is harmless) and the
  *    message is "FILE:LINE: what is wrong; what is accepted".
  *
- * Here: the reader, the handler, section lines, syntax errors and the two
- * entry points.  The keys of each section and how their values are read are
- * in keys.c, the checks that need the whole file in validate.c, the
- * [probe.TYPE] sections in probe_types.c, the built-in defaults in
- * defaults.c.
+ * Here: the reader, the handler, section lines, syntax errors and the entry
+ * points (config_parse_string, config_load, config_resolve).  Below it, each
+ * file calling only those above it in this list: the built-in defaults
+ * (defaults.c) and the checks that need the whole file (validate.c); the
+ * [probe.TYPE] sections (probe_types.c); the keys of each section and how
+ * their values are read (keys.c); the first error and the quoting of the
+ * file's text in messages (message.c).
  */
 #include "config.h"
 #include "config_internal.h"
@@ -33,49 +35,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "err.h"
 #include "registry.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
  * newline and the NUL, and treats a full buffer as an overlong line. */
 #define CONFIG_LINE_MAX (INI_MAX_LINE - 3)
 #define CONFIG_FILE_MAX (1024 * 1024)
-
-void config_fail(struct parse_ctx *c, unsigned line, int code, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (c->err_code)
-		return;
-	c->err_code = code;
-	c->err_line = line ? line : 1;
-	if (!c->err || !c->errlen)
-		return;
-	n = line ? snprintf(c->err, c->errlen, "%s:%u: ", c->name, line)
-		 : snprintf(c->err, c->errlen, "%s: ", c->name);
-	if (n < 0 || (size_t)n >= c->errlen)
-		return;
-	va_start(ap, fmt);
-	plugfs_vseterr(c->err + n, c->errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-}
-
-const char *config_quote(const char *v, char *buf, size_t len)
-{
-	char cut[VALUE_QUOTE_MAX + 4];
-
-	snprintf(cut, sizeof(cut), "%.*s%s", VALUE_QUOTE_MAX, v,
-		 strlen(v) > VALUE_QUOTE_MAX ? "..." : "");
-	return reg_quote(buf, len, cut);
-}
 
 static int handler(void *user, const char *section, const char *name, const char *value)
 {
@@ -384,4 +355,21 @@ out:
 		close(fd);
 	free(buf);
 	return rc;
+}
+
+/* Which file applies: -c, $PLUGFS_CONFIG, then CONFIG_DEFAULT_PATH, else the
+ * defaults alone. */
+int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, size_t errlen)
+{
+	const char *env = getenv("PLUGFS_CONFIG");
+
+	if (cli_path)
+		return config_load(cli_path, cfg, err, errlen);
+	if (env && *env)
+		return config_load(env, cfg, err, errlen);
+	if (access(CONFIG_DEFAULT_PATH, F_OK) == 0)
+		return config_load(CONFIG_DEFAULT_PATH, cfg, err, errlen);
+	if (errlen)
+		err[0] = '\0';
+	return config_defaults(cfg);
 }

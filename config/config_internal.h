@@ -3,7 +3,7 @@
  * Private to config/: what the parser (config.c), the keys of each section
  * and their values (keys.c), the whole-file checks (validate.c) and the
  * [probe.TYPE] sections (probe_types.c) share: the key table and one parse's
- * context, with its first-error recorder.
+ * context, with its first-error recorder (message.c).
  */
 #ifndef PLUGFS_CONFIG_INTERNAL_H
 #define PLUGFS_CONFIG_INTERNAL_H
@@ -75,12 +75,12 @@ struct parse_ctx {
 	size_t errlen;
 };
 
-/* config.c: records the first error only, as "NAME:LINE: message" (line 0:
+/* message.c: records the first error only, as "NAME:LINE: message" (line 0:
  * "NAME: message"); later calls do nothing. */
 __attribute__((format(printf, 4, 5))) void config_fail(struct parse_ctx *c, unsigned line, int code,
 						       const char *fmt, ...);
 
-/* config.c: text of the file as messages show it, into buf (QUOTE_BUF
+/* message.c: text of the file as messages show it, into buf (QUOTE_BUF
  * bytes): cut after VALUE_QUOTE_MAX bytes, and through reg_quote, so that
  * control characters, stray bytes and `\' come out as \xNN and a message
  * cannot drive the terminal.  Returns buf. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Private to config/: the [probe.TYPE] sections (probe_types.c). */
+/* Private to config/: the [probe.TYPE] sections (probe_types.c; the
+ * section name's rule in keys.c). */
 #ifndef PLUGFS_CONFIG_PROBE_H
 #define PLUGFS_CONFIG_PROBE_H
 
@@ -9,8 +10,8 @@
 
 #define PROBE_SECTION_PREFIX "probe."
 
-/* The TYPE of a section named "probe.TYPE" (possibly ""), or NULL when
- * section is not one. */
+/* keys.c: the TYPE of a section named "probe.TYPE" (possibly ""), or NULL
+ * when section is not one. */
 const char *config_probe_section_type(const char *section);
 
 /* The entry of type, added (first seen on line) when new.  NULL: out of

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The built-in configuration (config_defaults), which file applies
- * (config_resolve: -c, $PLUGFS_CONFIG, then CONFIG_DEFAULT_PATH, else the
- * defaults alone), and config_free.
+ * The built-in configuration (config_defaults), config_free, and the
+ * registry's options of a configuration (config_registry_options).
  */
 #include "config.h"
 #include "config_internal.h"
@@ -11,24 +10,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "registry.h"
-
-int config_resolve(const char *cli_path, struct plugfs_config *cfg, char *err, size_t errlen)
-{
-	const char *env = getenv("PLUGFS_CONFIG");
-
-	if (cli_path)
-		return config_load(cli_path, cfg, err, errlen);
-	if (env && *env)
-		return config_load(env, cfg, err, errlen);
-	if (access(CONFIG_DEFAULT_PATH, F_OK) == 0)
-		return config_load(CONFIG_DEFAULT_PATH, cfg, err, errlen);
-	if (errlen)
-		err[0] = '\0';
-	return config_defaults(cfg);
-}
 
 int config_defaults(struct plugfs_config *cfg)
 {

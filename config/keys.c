@@ -335,6 +335,13 @@ void config_set_value(struct parse_ctx *c, const struct key_def *def, const char
 #undef BAD
 }
 
+const char *config_probe_section_type(const char *section)
+{
+	size_t n = strlen(PROBE_SECTION_PREFIX);
+
+	return strncmp(section, PROBE_SECTION_PREFIX, n) == 0 ? section + n : NULL;
+}
+
 bool config_section_known(const char *s)
 {
 	const char *type = config_probe_section_type(s);

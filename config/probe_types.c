@@ -17,13 +17,6 @@
 #include "registry.h"
 #include "strutil.h"
 
-const char *config_probe_section_type(const char *section)
-{
-	size_t n = strlen(PROBE_SECTION_PREFIX);
-
-	return strncmp(section, PROBE_SECTION_PREFIX, n) == 0 ? section + n : NULL;
-}
-
 /* `name = value' in a [probe.TYPE] section: one of [probe]'s keys, read
  * by config_set_value into a scratch config, then kept in the section's entry. */
 int config_probe_type_key(struct parse_ctx *c, const char *name, const char *value)
