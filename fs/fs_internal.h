@@ -349,6 +349,9 @@ int fs_view_add_type(struct fs_view *v, int64_t type_id, const char *type,
 void fs_view_forget(struct fs_view *v, uint64_t ino, uint64_t n);
 void fs_node_attr(const struct fs_node *n, struct stat *st);
 void fs_inval_batch_free(struct fs_inval_batch *b);
+/* A malloc'd copy of a file's contents (its data, or its rendered info
+ * text), at most its size; NULL when out of memory. */
+char *fs_node_contents(struct fs_view *v, const struct fs_node *n);
 
 /* sync.c */
 /*
@@ -382,9 +385,6 @@ char *fs_render_info(const struct reg_plugin *p);
  * holds it keeps this text as its data (fs_node_remove).  Under fs->lock
  * (read is enough).  A malloc'd text or NULL (ENOMEM). */
 char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir);
-/* A malloc'd copy of a file's contents (its data, or its rendered info
- * text), at most its size; NULL when out of memory. */
-char *fs_node_contents(struct fs_view *v, const struct fs_node *n);
 
 /* notify.c */
 int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se);

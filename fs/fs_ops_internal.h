@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the FUSE handlers of fs/: the ops table (ops.c) names the
- * handlers of ops_inode.c and ops_open.c, which share ops.c's request
- * counting and error reply.
+ * handlers of ops_inode.c and ops_open.c; all three share the request
+ * counting and error reply of ops_count.c.
  */
 #ifndef PLUGFS_FS_OPS_INTERNAL_H
 #define PLUGFS_FS_OPS_INTERNAL_H
 
 #include "fs_internal.h"
 
-/* The filesystem of req, counting the request. */
+/* ops_count.c: the filesystem of req, counting the request. */
 struct plugfs_fs *fs_of_req(fuse_req_t req);
 /* fuse_reply_err, counting errors (0 is a success: release, forget). */
 void fs_reply_err(fuse_req_t req, int err);

@@ -129,18 +129,3 @@ fail:
 	free(text);
 	return NULL;
 }
-
-char *fs_node_contents(struct fs_view *v, const struct fs_node *n)
-{
-	char *text;
-	const struct fs_node *pdir;
-
-	if (n->data)
-		return strdup(n->data);
-	pdir = n->in_tree ? fs_view_get(v, fs_node_parent(n)) : NULL;
-	text = pdir ? fs_view_render_info(v, pdir) : strdup("");
-	/* Never more than the size getattr gave (sync.c keeps it exact). */
-	if (text && strlen(text) > n->size)
-		text[n->size] = '\0';
-	return text;
-}

@@ -5,11 +5,12 @@
  * then replies exactly once.  They never touch the registry or SQLite and
  * never call fuse_lowlevel_notify_*.
  *
- * Here: the ops table, init (what is negotiated with the kernel), the
- * request and error counts, statfs, extended attributes and the refused
- * changes (EROFS).  The handlers that answer for an inode (lookup, forget,
- * getattr, readlink) are in ops_inode.c; open files and directories (open,
- * read, opendir, readdir and their releases) in ops_open.c.
+ * Here: the ops table, init (what is negotiated with the kernel), statfs,
+ * extended attributes and the refused changes (EROFS).  The handlers that
+ * answer for an inode (lookup, forget, getattr, readlink) are in
+ * ops_inode.c; open files and directories (open, read, opendir, readdir and
+ * their releases) in ops_open.c; both, and this file, count requests and
+ * errors with ops_count.c, below them all.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,43 +19,6 @@
 
 #include "fs_internal.h"
 #include "fs_ops_internal.h"
-
-/* Every handler starts here: it counts the request. */
-struct plugfs_fs *fs_of_req(fuse_req_t req)
-{
-	struct plugfs_fs *fs = fuse_req_userdata(req);
-
-	__atomic_fetch_add(&fs->requests, 1, __ATOMIC_RELAXED);
-	return fs;
-}
-
-static const int fs_counted_errnos[FS_N_COUNTED_ERRNOS] = {ENOENT, EROFS, ENODATA, ENOMEM};
-static const char *const counted_names[FS_N_COUNTED_ERRNOS + 1] = {"ENOENT", "EROFS", "ENODATA",
-								   "ENOMEM", "other"};
-
-/* fuse_reply_err, counting errors (0 is a success: release, forget). */
-void fs_reply_err(fuse_req_t req, int err)
-{
-	struct plugfs_fs *fs = fuse_req_userdata(req);
-	size_t i = 0;
-
-	if (err != 0) {
-		while (i < FS_N_COUNTED_ERRNOS && fs_counted_errnos[i] != err)
-			i++;
-		__atomic_fetch_add(&fs->errors[i], 1, __ATOMIC_RELAXED);
-	}
-	fuse_reply_err(req, err);
-}
-
-size_t fs_error_counts(struct plugfs_fs *fs, const char **names, unsigned long long *counts,
-		       size_t max)
-{
-	for (size_t i = 0; i <= FS_N_COUNTED_ERRNOS && i < max; i++) {
-		names[i] = counted_names[i];
-		counts[i] = __atomic_load_n(&fs->errors[i], __ATOMIC_RELAXED);
-	}
-	return FS_N_COUNTED_ERRNOS + 1;
-}
 
 static void fs_init(void *userdata, struct fuse_conn_info *conn)
 {

@@ -14,9 +14,9 @@
  * stays such a node, empty, and is taken back when the plugin returns.
  *
  * Here: the table, the nodes and their shared texts, adding, removing and
- * forgetting them, the queue of kernel invalidations, and attributes.
- * Making a plugin's directory match the registry is in sync.c, its info
- * text in info.c.
+ * forgetting them, the queue of kernel invalidations, attributes and a
+ * file's contents.  Making a plugin's directory match the registry is in
+ * sync.c (above this file), its info text in info.c (below it).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -388,4 +388,20 @@ void fs_node_attr(const struct fs_node *n, struct stat *st)
 		st->st_blocks = (blkcnt_t)((n->size + 511) / 512);
 		break;
 	}
+}
+
+/* A file's text: its data, or its plugin's info rendered (info.c). */
+char *fs_node_contents(struct fs_view *v, const struct fs_node *n)
+{
+	char *text;
+	const struct fs_node *pdir;
+
+	if (n->data)
+		return strdup(n->data);
+	pdir = n->in_tree ? fs_view_get(v, fs_node_parent(n)) : NULL;
+	text = pdir ? fs_view_render_info(v, pdir) : strdup("");
+	/* Never more than the size getattr gave (sync.c keeps it exact). */
+	if (text && strlen(text) > n->size)
+		text[n->size] = '\0';
+	return text;
 }
