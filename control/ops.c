@@ -132,6 +132,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	    .n_options = req->n_options,
 	};
 	struct reg_runtime first = {0};
+	int rc;
 
 	if (req->probe && reg_probe_parse(req->probe, &spec.probe) != 0) {
 		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
@@ -166,6 +167,14 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		       "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
 		       "links there, not sockets), got `%.256s'",
 		       srv->mountpoint, req->socket);
+		return;
+	}
+	/* Every rule the commit checks, before anything acts on the request:
+	 * a refused socket (outside the socket roots, relative, with `..') is
+	 * never connected to, let alone written to, by the probe below. */
+	if ((rc = registry_check_register(srv->reg, req->types, req->n_types, &spec, err,
+					  sizeof(err))) != 0) {
+		send_registry_error(c, req, rc, err);
 		return;
 	}
 	/* Probed before it is stored (no lock held): a new registration whose

@@ -16,29 +16,50 @@
  * in the group). */
 #define GROUP_MAX 128
 
-static int plan_register(struct registry *r, struct reg_mutation *m, struct batch *b, int64_t t)
+/* Every rule a registration must pass, with the registry mutex held: the
+ * rules only (the configured types, the socket roots, the read-only flag),
+ * never the state, so that a caller may check a request before it acts on
+ * it (registry_check_register) and the plan finds the same. */
+static int check_register(struct registry *r, const char *const *types, size_t n_types,
+			  const struct reg_spec *spec, char *err, size_t errlen)
 {
 	char q[128];
 	int rc;
 
-	if ((rc = registry_refuse_read_only(r, "registering", m->err, sizeof(m->err))) < 0)
+	if ((rc = registry_refuse_read_only(r, "registering", err, errlen)) < 0)
 		return rc;
-	if (!m->spec)
-		return plugfs_errf(m->err, sizeof(m->err), -EINVAL, "registration: missing");
-	if (m->n_types == 0 || !m->types)
-		return plugfs_errf(m->err, sizeof(m->err), -EINVAL,
-				   "type: at least one type is required");
-	for (size_t i = 0; i < m->n_types; i++) {
-		if ((rc = registry_find_type(r, m->types[i], NULL, m->err, sizeof(m->err))) < 0)
+	if (!spec)
+		return plugfs_errf(err, errlen, -EINVAL, "registration: missing");
+	if (n_types == 0 || !types)
+		return plugfs_errf(err, errlen, -EINVAL, "type: at least one type is required");
+	for (size_t i = 0; i < n_types; i++) {
+		if ((rc = registry_find_type(r, types[i], NULL, err, errlen)) < 0)
 			return rc;
 		for (size_t j = 0; j < i; j++)
-			if (strcmp(m->types[i], m->types[j]) == 0)
-				return plugfs_errf(m->err, sizeof(m->err), -EINVAL,
+			if (strcmp(types[i], types[j]) == 0)
+				return plugfs_errf(err, errlen, -EINVAL,
 						   "type `%s': given more than once",
-						   reg_quote(q, sizeof(q), m->types[i]));
+						   reg_quote(q, sizeof(q), types[i]));
 	}
-	if ((rc = reg_validate_spec(m->spec, (const char *const *)r->roots, r->n_roots, m->err,
-				    sizeof(m->err))) < 0)
+	return reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err, errlen);
+}
+
+int registry_check_register(struct registry *r, const char *const *types, size_t n_types,
+			    const struct reg_spec *spec, char *err, size_t errlen)
+{
+	int rc;
+
+	lock(r);
+	rc = check_register(r, types, n_types, spec, err, errlen);
+	unlock(r);
+	return rc;
+}
+
+static int plan_register(struct registry *r, struct reg_mutation *m, struct batch *b, int64_t t)
+{
+	int rc;
+
+	if ((rc = check_register(r, m->types, m->n_types, m->spec, m->err, sizeof(m->err))) < 0)
 		return rc;
 	for (size_t i = 0; i < m->n_types; i++) {
 		size_t ti = 0;

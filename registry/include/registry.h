@@ -161,6 +161,16 @@ int registry_check_file(const char *db_path, char *err, size_t errlen);
 int registry_register(struct registry *r, const char *const *types, size_t n_types,
 		      const struct reg_spec *spec, char *err, size_t errlen);
 
+/* Whether registry_register of spec under types would pass every rule:
+ * the types configured and given once, each field of spec
+ * (reg_validate_spec), its socket under the socket roots, a registry that
+ * is not read-only.  Nothing is stored and nothing touched but the rules,
+ * so a caller checks a request whole before it acts on it (the control
+ * server, before it probes the socket).  0, or -EINVAL / -EROFS with the
+ * message the registration itself would give.  Any thread. */
+int registry_check_register(struct registry *r, const char *const *types, size_t n_types,
+			    const struct reg_spec *spec, char *err, size_t errlen);
+
 /* Removes (type, name, alloc).  Unknown entry: 0, no event, no change.
  * *removed (may be NULL) says whether an entry was removed (false on an
  * error), so that a caller needs no lookup first (which would race). */
