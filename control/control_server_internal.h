@@ -1,16 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to control/: the daemon half of the control socket.
+ * Private to control/: the daemon half of the control socket.  Its files,
+ * each above the files it uses (no two call each other), from the bottom:
  *
- *   server.c  the server thread: the poll() loop, timers, start and stop
- *   accept.c  admitting clients: accept, make room, refuse
- *   conn.c    per-client connections: read, serve lines, send
- *   drain.c   the drain before a handover: answer what was read, then stop
- *   ops.c     the operations: register, deregister, list, show, wait,
- *             watch, status
- *   commit.c  the group commit of the mutations of one poll round
- *   events.c  the event queue the registry callback fills; watchers, waits
+ *   (control_internal.h, shared with the client half: json.c the JSON
+ *   shapes, linebuf.c line framing, request.c a request's parse and the
+ *   answers' shapes, cursor.c a cursor over the plugins, client.c the
+ *   CLI's side)
  *   listen.c  the socket file and the peer's credentials
+ *   reply.c   what a client is sent: its output buffer, the answers and
+ *             refusals, a plugin's JSON as answers carry it
+ *   accept.c  admitting clients: accept, make room, refuse
+ *   events.c  the event queue the registry callback fills; watchers, waits
+ *   stream.c  `list' as a stream
+ *   commit.c  the group commit of the mutations of one poll round
+ *   drain.c   the drain before a handover: answer what was read, then stop
+ *   metrics.c the `metrics' text
+ *   ops.c     the operations (register, deregister, list, show, wait,
+ *             watch, status, reload, metrics): their table and the
+ *             dispatch of a request line
+ *   conn.c    a connection: read, serve its lines, free it
+ *   server.c  the server thread: the poll() loop, timers, start and stop
  *
  * Threads: everything here runs on the server thread, except
  * ctl_events_on_registry(), which runs on the thread that committed a
@@ -218,7 +228,7 @@ struct control_server {
 	struct ctl_drain *drain_report;
 };
 
-/* --- connections (accept.c: ctl_conn_accept; conn.c: the rest) --- */
+/* --- what a client is sent (reply.c) --- */
 
 /* Bytes queued for c and not sent yet. */
 static inline size_t ctl_out_pending(const struct client *c)
@@ -226,17 +236,6 @@ static inline size_t ctl_out_pending(const struct client *c)
 	return c->out_len - c->out_off;
 }
 
-/* Accepts every pending connection.  At control.max_clients the client
- * idle longest (EVICT_IDLE_MS or more, not watching or waiting) is closed
- * to make room; max_clients / 8 slots are kept for root (a client of
- * another uid makes room only among clients other than root).  One that
- * finds no room, or arrives while the daemon is out of file descriptors
- * (through the reserve fd), gets one `unavailable' "too many clients" line
- * and is closed.  The
- * refusals are logged at most once per CTL_LOG_INTERVAL_MS. */
-void ctl_conn_accept(struct control_server *srv);
-/* Closes c's socket and frees it with everything it holds. */
-void ctl_conn_free(struct client *c);
 /* Marks c to be closed now; why (may be NULL) is logged at debug level. */
 void ctl_conn_kill(struct client *c, const char *why);
 /* Sends as much queued output as the socket takes without blocking. */
@@ -257,77 +256,32 @@ void ctl_conn_send_error(struct client *c, json_t *id, enum ctl_code code, const
     __attribute__((format(printf, 4, 5)));
 /* Sends {"ok":true, key: val} with id; val is stolen.  key NULL: {"ok":true}. */
 void ctl_conn_send_ok(struct client *c, json_t *id, const char *key, json_t *val);
-/* Reads what c sent (a bounded number of reads) and serves it. */
-void ctl_conn_read(struct control_server *srv, struct client *c);
-/* Serves the complete lines read so far, one at a time, holding back while
- * a wait is pending or the client is not reading its answers. */
-void ctl_conn_serve(struct control_server *srv, struct client *c);
-
-/* --- the drain before a handover (drain.c) --- */
-
-/* How long a handover waits at most for the answers of the requests read
- * before it (a client that does not read its answer, a long list): below
- * the third of systemd's WatchdogSec= the housekeeping thread pings at. */
-#define CTL_DRAIN_MAX_MS 3000
-/* Starts the drain: no more accepting (new clients wait in the listening
- * socket's backlog for the next server), every client's reading side shut
- * (what it sent before is read and answered; a later send of its fails
- * with EPIPE, so it knows the request was not taken), waits and watches
- * closed without an answer (a wait is sent again, a watch ends). */
-void ctl_drain_begin(struct control_server *srv);
-/* After a round of the loop: true when every client was answered and
- * closed (or the deadline passed: the rest are closed), having logged what
- * the drain did.  Waits and watches begun by lines read meanwhile close. */
-bool ctl_drain_step(struct control_server *srv);
-/* At the end of a fenced client's input: drops an unfinished line (the
- * fence cut it) instead of serving it as the last line. */
-void ctl_drain_drop_partial(struct control_server *srv, struct client *c);
-/* timeout (ms, -1 none) bounded by the drain's deadline. */
-int ctl_drain_timeout(const struct control_server *srv, int timeout);
-
-/* --- operations (ops.c) --- */
-
-/* Parses one request line, checks the peer may run it, runs it and answers. */
-/* `metrics' (metrics.c): the Prometheus text of the daemon, in "metrics". */
-void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
-void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
-			 size_t len);
-
+/*
+ * Answers req with the error "<op>: <message>" and logs it: a mutation
+ * refused for the client's own mistake (a bad field, nothing to remove) at
+ * notice, a request the daemon could not carry out (the state file, memory)
+ * at error, a read that found nothing at debug.  The permission check logs
+ * its own refusals at warn (ctl_ops_handle_line).
+ */
+void ctl_refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Answers req with the registry's error rc (err, else strerror), logged as
+ * ctl_refuse logs. */
+void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err);
 /* The JSON of p, with its health when the daemon probes. */
 json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p);
-/* Answers req with the registry's error rc (err, else strerror), logged as
- * the operations log their refusals. */
-void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err);
 
-/* --- list as a stream (stream.c) --- */
+/* --- admitting clients (accept.c) --- */
 
-/* Starts answering req (a list, its type checked) as a stream on c: the
- * header (or the start of the one-line answer) is queued now, the plugins
- * by ctl_stream_step.  0, or -ENOMEM with nothing sent. */
-int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_request *req);
-/* Whether c has a stream that may produce now (its output drained below
- * STREAM_LOW). */
-bool ctl_stream_ready(const struct client *c);
-/* Queues the next chunk of c's stream (one chunk: the server loop serves
- * the other clients between two); at the end the end line, then c's held
- * output and its held-back requests. */
-void ctl_stream_step(struct control_server *srv, struct client *c);
-/* Frees c's stream (the client is closing). */
-void ctl_stream_release(struct client *c);
-
-/* --- group commit (commit.c) --- */
-
-/* Queues the checked mutation req (register with its spec, whose strings
- * are req's; deregister with spec NULL) of c for the group commit: req is
- * moved (emptied), c's further lines are held back until its answer.
- * 0 or -ENOMEM (req untouched). */
-int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
-		   const struct reg_spec *spec);
-/* Commits every queued mutation with one registry_mutate call and answers
- * each client with its own result, in the order they were queued. */
-void ctl_commit_run(struct control_server *srv);
-/* Frees what is still queued (at stop). */
-void ctl_commit_drop(struct control_server *srv);
+/* Accepts every pending connection.  At control.max_clients the client
+ * idle longest (EVICT_IDLE_MS or more, not watching or waiting) is closed
+ * to make room; max_clients / 8 slots are kept for root (a client of
+ * another uid makes room only among clients other than root).  One that
+ * finds no room, or arrives while the daemon is out of file descriptors
+ * (through the reserve fd), gets one `unavailable' "too many clients" line
+ * and is closed.  The refusals are logged at most once per
+ * CTL_LOG_INTERVAL_MS. */
+void ctl_conn_accept(struct control_server *srv);
 
 /* --- events, watchers and waits (events.c) --- */
 
@@ -360,5 +314,78 @@ void ctl_wait_done(struct client *c, json_t *plugin);
 void ctl_events_count_listeners(struct control_server *srv);
 /* Frees c's watch and wait state. */
 void ctl_events_release(struct client *c);
+
+/* --- list as a stream (stream.c) --- */
+
+/* Starts answering req (a list, its type checked) as a stream on c: the
+ * header (or the start of the one-line answer) is queued now, the plugins
+ * by ctl_stream_step.  0, or -ENOMEM with nothing sent. */
+int ctl_stream_begin(struct control_server *srv, struct client *c, struct ctl_request *req);
+/* Whether c has a stream that may produce now (its output drained below
+ * STREAM_LOW). */
+bool ctl_stream_ready(const struct client *c);
+/* Queues the next chunk of c's stream (one chunk: the server loop serves
+ * the other clients between two); at the end the end line, then c's held
+ * output and its held-back requests. */
+void ctl_stream_step(struct control_server *srv, struct client *c);
+/* Frees c's stream (the client is closing). */
+void ctl_stream_release(struct client *c);
+
+/* --- group commit (commit.c) --- */
+
+/* Queues the checked mutation req (register with its spec, whose strings
+ * are req's; deregister with spec NULL) of c for the group commit: req is
+ * moved (emptied), c's further lines are held back until its answer.
+ * 0 or -ENOMEM (req untouched). */
+int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
+		   const struct reg_spec *spec);
+/* Commits every queued mutation with one registry_mutate call and answers
+ * each client with its own result, in the order they were queued. */
+void ctl_commit_run(struct control_server *srv);
+/* Frees what is still queued (at stop). */
+void ctl_commit_drop(struct control_server *srv);
+
+/* --- the drain before a handover (drain.c) --- */
+
+/* How long a handover waits at most for the answers of the requests read
+ * before it (a client that does not read its answer, a long list): below
+ * the third of systemd's WatchdogSec= the housekeeping thread pings at. */
+#define CTL_DRAIN_MAX_MS 3000
+/* Starts the drain: no more accepting (new clients wait in the listening
+ * socket's backlog for the next server), every client's reading side shut
+ * (what it sent before is read and answered; a later send of its fails
+ * with EPIPE, so it knows the request was not taken), waits and watches
+ * closed without an answer (a wait is sent again, a watch ends). */
+void ctl_drain_begin(struct control_server *srv);
+/* After a round of the loop: true when every client was answered and
+ * closed (or the deadline passed: the rest are closed), having logged what
+ * the drain did.  Waits and watches begun by lines read meanwhile close. */
+bool ctl_drain_step(struct control_server *srv);
+/* At the end of a fenced client's input: drops an unfinished line (the
+ * fence cut it) instead of serving it as the last line. */
+void ctl_drain_drop_partial(struct control_server *srv, struct client *c);
+/* timeout (ms, -1 none) bounded by the drain's deadline. */
+int ctl_drain_timeout(const struct control_server *srv, int timeout);
+
+/* --- `metrics' (metrics.c) --- */
+
+/* `metrics': the Prometheus text of the daemon, in "metrics". */
+void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
+
+/* --- operations (ops.c) --- */
+
+/* Parses one request line, checks the peer may run it, runs it and answers. */
+void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,
+			 size_t len);
+
+/* --- a connection (conn.c) --- */
+
+/* Closes c's socket and frees it with everything it holds. */
+void ctl_conn_free(struct client *c);
+/* Reads what c sent (a bounded number of reads) and serves it. */
+void ctl_conn_read(struct control_server *srv, struct client *c);
+/* Serves the complete lines read so far, one at a time, holding back while
+ * a wait is pending or the client is not reading its answers. */
+void ctl_conn_serve(struct control_server *srv, struct client *c);
 
 #endif

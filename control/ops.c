@@ -6,8 +6,6 @@
  * commit.c) or (wait) when the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,36 +15,6 @@
 #include "log.h"
 #include "strutil.h"
 #include "timefmt.h"
-
-/* --- refusals --- */
-
-/*
- * Answers req with the error "<op>: <message>" and logs it: a mutation
- * refused for the client's own mistake (a bad field, nothing to remove) at
- * notice, a request the daemon could not carry out (the state file, memory)
- * at error, a read that found nothing at debug.  The permission check logs
- * its own refusals at warn (ctl_ops_handle_line).
- */
-static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
-		   ...) __attribute__((format(printf, 4, 5)));
-static void refuse(struct client *c, struct ctl_request *req, enum ctl_code code, const char *fmt,
-		   ...)
-{
-	bool theirs = code == CTL_E_INVALID_ARGUMENT || code == CTL_E_NOT_FOUND ||
-		      code == CTL_E_PERMISSION_DENIED;
-	enum plugfs_log_level l = !theirs		    ? PLOG_ERROR
-				  : ctl_op_mutates(req->op) ? PLOG_NOTICE
-							    : PLOG_DEBUG;
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	plog(l, "control: %s from pid %d uid %u %s: %s", ctl_op_name(req->op), (int)c->peer.pid,
-	     (unsigned)c->peer.uid, theirs ? "refused" : "failed", msg);
-	ctl_conn_send_error(c, req->id, code, "%s: %s", ctl_op_name(req->op), msg);
-}
 
 /* --- checks shared by the operations --- */
 
@@ -75,8 +43,8 @@ static int check_type(struct control_server *srv, struct client *c, struct ctl_r
 		return 0;
 	plugfs_join(list, sizeof(list), names, n, ", ");
 	/* The registry's wording for the same mistake (register's). */
-	refuse(c, req, CTL_E_INVALID_ARGUMENT,
-	       "type `%.128s': must be one of the configured types (%s)", type, list);
+	ctl_refuse(c, req, CTL_E_INVALID_ARGUMENT,
+		   "type `%.128s': must be one of the configured types (%s)", type, list);
 	return -EINVAL;
 }
 
@@ -86,7 +54,7 @@ static int check_name(struct client *c, struct ctl_request *req)
 
 	if (reg_validate_name("name", req->name, err, sizeof(err)) == 0)
 		return 0;
-	refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
+	ctl_refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
 	return -EINVAL;
 }
 
@@ -94,27 +62,6 @@ static int check_name(struct client *c, struct ctl_request *req)
 static int check_plugin(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	return check_type(srv, c, req, req->type) || check_name(c, req) ? -EINVAL : 0;
-}
-
-static void send_registry_error(struct client *c, struct ctl_request *req, int rc, const char *err)
-{
-	refuse(c, req, ctl_code_from_errno(rc), "%s", err[0] ? err : strerror(-rc));
-}
-
-void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err)
-{
-	send_registry_error(c, req, rc, err);
-}
-
-json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p)
-{
-	json_t *j = control_json_plugin(p);
-
-	if (j && srv->probe && control_json_add_health(j, p) < 0) {
-		json_decref(j);
-		j = NULL;
-	}
-	return j;
 }
 
 /* --- the operations --- */
@@ -155,18 +102,19 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		return;
 	}
 	if (req->kind && reg_kind_parse(req->kind, &spec.kind) != 0) {
-		refuse(c, req, CTL_E_INVALID_ARGUMENT,
-		       "field `kind' must be controller, node or monolith, got `%.128s'",
-		       req->kind);
+		ctl_refuse(c, req, CTL_E_INVALID_ARGUMENT,
+			   "field `kind' must be controller, node or monolith, got `%.128s'",
+			   req->kind);
 		return;
 	}
 	/* plugfs serves links there, not sockets, and no thread of the
 	 * daemon may look up a path on its own mount (a probe would). */
 	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
-		refuse(c, req, CTL_E_INVALID_ARGUMENT,
-		       "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
-		       "links there, not sockets), got `%.256s'",
-		       srv->mountpoint, req->socket);
+		ctl_refuse(
+		    c, req, CTL_E_INVALID_ARGUMENT,
+		    "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
+		    "links there, not sockets), got `%.256s'",
+		    srv->mountpoint, req->socket);
 		return;
 	}
 	/* Every rule the commit checks, before anything acts on the request:
@@ -174,7 +122,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	 * never connected to, let alone written to, by the probe below. */
 	if ((rc = registry_check_register(srv->reg, req->types, req->n_types, &spec, err,
 					  sizeof(err))) != 0) {
-		send_registry_error(c, req, rc, err);
+		ctl_refuse_registry(c, req, rc, err);
 		return;
 	}
 	/* Probed before it is stored (no lock held): a new registration whose
@@ -186,7 +134,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	/* Committed with the other mutations of this poll round (commit.c),
 	 * which answers. */
 	if (ctl_commit_add(srv, c, req, &spec) != 0)
-		refuse(c, req, CTL_E_INTERNAL, "out of memory");
+		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -195,7 +143,7 @@ static void op_deregister(struct control_server *srv, struct client *c, struct c
 		return;
 	/* Committed with the other mutations of this poll round (commit.c). */
 	if (ctl_commit_add(srv, c, req, NULL) != 0)
-		refuse(c, req, CTL_E_INTERNAL, "out of memory");
+		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 /* Streamed (stream.c): the answer is produced a chunk at a time while the
@@ -208,7 +156,7 @@ static void op_list(struct control_server *srv, struct client *c, struct ctl_req
 		return;
 	rc = ctl_stream_begin(srv, c, req);
 	if (rc)
-		send_registry_error(c, req, rc, "");
+		ctl_refuse_registry(c, req, rc, "");
 }
 
 static void op_show(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -221,12 +169,12 @@ static void op_show(struct control_server *srv, struct client *c, struct ctl_req
 	memset(&p, 0, sizeof(p));
 	rc = registry_get_plugin(srv->reg, req->type, req->name, &p);
 	if (rc == -ENOENT) {
-		refuse(c, req, CTL_E_NOT_FOUND, "plugin %s/%s has no registration", req->type,
-		       req->name);
+		ctl_refuse(c, req, CTL_E_NOT_FOUND, "plugin %s/%s has no registration", req->type,
+			   req->name);
 		return;
 	}
 	if (rc) {
-		send_registry_error(c, req, rc, "");
+		ctl_refuse_registry(c, req, rc, "");
 		return;
 	}
 	ctl_conn_send_ok(c, req->id, "plugin", ctl_plugin_json(srv, &p));
@@ -244,7 +192,7 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	if (check_plugin(srv, c, req))
 		return;
 	if (req->alloc && reg_validate_name("alloc", req->alloc, err, sizeof(err)) != 0) {
-		refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
+		ctl_refuse(c, req, CTL_E_INVALID_ARGUMENT, "%s", err);
 		return;
 	}
 	/* Events already committed go out first; anything committed after the
@@ -263,23 +211,23 @@ static void op_wait(struct control_server *srv, struct client *c, struct ctl_req
 	}
 	reg_plugin_free_contents(&p);
 	if (rc != 0 && rc != -ENOENT) {
-		send_registry_error(c, req, rc, "");
+		ctl_refuse_registry(c, req, rc, "");
 		return;
 	}
 	if (req->timeout == 0) {
 		if (req->alloc)
-			refuse(c, req, CTL_E_NOT_FOUND,
-			       "alloc %s is not the active registration of plugin %s/%s "
-			       "(timeout 0 s)",
-			       req->alloc, req->type, req->name);
+			ctl_refuse(c, req, CTL_E_NOT_FOUND,
+				   "alloc %s is not the active registration of plugin %s/%s "
+				   "(timeout 0 s)",
+				   req->alloc, req->type, req->name);
 		else
-			refuse(c, req, CTL_E_NOT_FOUND,
-			       "plugin %s/%s has no active registration (timeout 0 s)", req->type,
-			       req->name);
+			ctl_refuse(c, req, CTL_E_NOT_FOUND,
+				   "plugin %s/%s has no active registration (timeout 0 s)",
+				   req->type, req->name);
 		return;
 	}
 	if (ctl_wait_begin(c, req->type, req->name, req->alloc, req->id, req->timeout) != 0)
-		refuse(c, req, CTL_E_INTERNAL, "out of memory");
+		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
 static void op_watch(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -296,7 +244,7 @@ static void op_watch(struct control_server *srv, struct client *c, struct ctl_re
 	 * only: this watcher sees the changes after its answer. */
 	ctl_events_deliver(srv);
 	if (ctl_watch_begin(c, req->types, req->n_types) != 0) {
-		refuse(c, req, CTL_E_INTERNAL, "out of memory");
+		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
 		return;
 	}
 	/* The answer names the types watched: those asked for, or all. */
@@ -403,7 +351,8 @@ static void op_reload(struct control_server *srv, struct client *c, struct ctl_r
 	int rc;
 
 	if (!srv->reload) {
-		refuse(c, req, CTL_E_UNAVAILABLE, "this daemon does not reload over the socket");
+		ctl_refuse(c, req, CTL_E_UNAVAILABLE,
+			   "this daemon does not reload over the socket");
 		return;
 	}
 	rc = srv->reload(srv->reload_arg, &info, err, sizeof(err));
