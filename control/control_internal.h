@@ -102,6 +102,25 @@ enum ctl_code ctl_code_from_errno(int neg_errno);
 /* Largest wait timeout, seconds. */
 #define CTL_WAIT_TIMEOUT_MAX 86400.0
 
+struct control_server; /* control_server_internal.h */
+struct client;
+struct ctl_request;
+
+/*
+ * One operation of the protocol.  Its one table is ctl_ops (ops.c, in
+ * control_server_internal.h), a row per enum ctl_op in its order: what the
+ * parse accepts, what runs it and who may.
+ */
+struct ctl_op_desc {
+	const char *name; /* "op" */
+	/* Accepted fields besides "op" and "id", NULL-terminated. */
+	const char *fields[11];
+	/* Runs the parsed request on the server thread and answers it, now or
+	 * later (a group commit, a wait, a stream). */
+	void (*run)(struct control_server *srv, struct client *c, struct ctl_request *req);
+	bool mutates; /* a change: uid 0 or control.group only */
+};
+
 /*
  * A parsed request.  Strings point into `root` (kept alive by the request);
  * free with ctl_request_free.
@@ -110,6 +129,7 @@ struct ctl_request {
 	json_t *root;
 	json_t *id; /* borrowed from root, NULL when absent */
 	enum ctl_op op;
+	const struct ctl_op_desc *desc; /* op's row of the table it was parsed with */
 	const char *types[CTL_MAX_TYPES];
 	size_t n_types;	  /* register, watch (0 = all), list (0 or 1) */
 	const char *type; /* deregister/show/wait; NULL for deregister --alloc */
@@ -127,18 +147,17 @@ struct ctl_request {
 };
 
 /*
- * Parses one request line: JSON (duplicate keys rejected), an object, a known
- * "op", only the fields of that op, each of the right JSON type.  Values are
- * left to the registry (names, paths, types).  On error returns -EINVAL, sets
- * *code and writes a message naming the field and the rule; req->id is still
- * set when the line was an object with an "id", so the error can echo it.
+ * Parses one request line by ops (the op table, CTL_OP_COUNT rows in enum
+ * ctl_op's order; the server's is ctl_ops): JSON (duplicate keys rejected),
+ * an object, an "op" named in ops, only the fields of that op, each of the
+ * right JSON type.  Values are left to the registry (names, paths, types).
+ * On error returns -EINVAL, sets *code and writes a message naming the field
+ * and the rule; req->id is still set when the line was an object with an
+ * "id", so the error can echo it.
  */
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enum ctl_code *code,
-		      char *err, size_t errlen);
+int ctl_parse_request(const struct ctl_op_desc *ops, const char *line, size_t len,
+		      struct ctl_request *req, enum ctl_code *code, char *err, size_t errlen);
 void ctl_request_free(struct ctl_request *req);
-/* True for register, deregister and reload. */
-bool ctl_op_mutates(enum ctl_op op);
-const char *ctl_op_name(enum ctl_op op);
 
 /* {"ok":false,"error":{"code","message"}} with "id" when id != NULL. */
 json_t *ctl_error_response(json_t *id, enum ctl_code code, const char *message);

@@ -369,10 +369,15 @@ int ctl_drain_timeout(const struct control_server *srv, int timeout);
 
 /* --- `metrics' (metrics.c) --- */
 
-/* `metrics': the Prometheus text of the daemon, in "metrics". */
-void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req);
+/* `metrics': the Prometheus text of the daemon, in "metrics"; the
+ * requests are counted by the operations of ops (the op table, ctl_ops). */
+void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req,
+		    const struct ctl_op_desc *ops);
 
 /* --- operations (ops.c) --- */
+
+/* The op table: a row per enum ctl_op, in its order. */
+extern const struct ctl_op_desc ctl_ops[CTL_OP_COUNT];
 
 /* Parses one request line, checks the peer may run it, runs it and answers. */
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line,

@@ -128,7 +128,8 @@ out:
 	free(by_health);
 }
 
-static void control_metrics(struct control_server *srv, struct metrics *m)
+static void control_metrics(struct control_server *srv, struct metrics *m,
+			    const struct ctl_op_desc *ops)
 {
 	static const char *const events[] = {"registered", "updated", "deregistered", "active",
 					     "health"};
@@ -170,8 +171,7 @@ static void control_metrics(struct control_server *srv, struct metrics *m)
 		       "Requests on the control socket, by operation.");
 	for (int op = 0; op < CTL_OP_COUNT; op++)
 		metrics_sample(m, "plugfs_control_requests_total",
-			       (const char *[]){"op", ctl_op_name((enum ctl_op)op), NULL},
-			       (double)k->requests[op]);
+			       (const char *[]){"op", ops[op].name, NULL}, (double)k->requests[op]);
 	metrics_family(m, "plugfs_control_answers_total", "counter",
 		       "Answers on the control socket, by result: ok or the error code.");
 	metrics_sample(m, "plugfs_control_answers_total", (const char *[]){"result", "ok", NULL},
@@ -182,7 +182,8 @@ static void control_metrics(struct control_server *srv, struct metrics *m)
 			       (double)k->answers_error[e]);
 }
 
-void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req)
+void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req,
+		    const struct ctl_op_desc *ops)
 {
 	struct metrics m = {0};
 
@@ -193,7 +194,7 @@ void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_req
 		       "When this daemon process started (Unix time).");
 	metrics_sample(&m, "plugfs_start_time_seconds", NULL, (double)srv->started_wall);
 	registry_metrics(srv, &m);
-	control_metrics(srv, &m);
+	control_metrics(srv, &m, ops);
 	if (srv->metrics)
 		srv->metrics(&m, srv->metrics_arg);
 	if (m.failed || !m.buf) {

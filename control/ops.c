@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The operations of the control protocol (docs/protocol.md), one function
- * each, and the dispatch of a request line to them.  Each answers its client
+ * each, their one table (ctl_ops: name, fields, function, whether it
+ * mutates) and the dispatch of a request line by it.  Each answers its client
  * exactly once, now, at the end of the poll round (register, deregister:
  * commit.c) or (wait) when the wait ends.  Runs on the server thread.
  */
@@ -373,19 +374,29 @@ static void op_reload(struct control_server *srv, struct client *c, struct ctl_r
 	ctl_conn_send(c, o);
 }
 
-/* --- dispatch --- */
+/* --- the op table and the dispatch --- */
 
-typedef void op_fn(struct control_server *srv, struct client *c, struct ctl_request *req);
+/* `metrics' names its counts of requests after the rows of the table. */
+static void op_metrics(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	ctl_op_metrics(srv, c, req, ctl_ops);
+}
 
-/* One entry per enum ctl_op, in its order. */
-static op_fn *const ops[] = {
-    [CTL_OP_REGISTER] = op_register, [CTL_OP_DEREGISTER] = op_deregister,
-    [CTL_OP_LIST] = op_list,	     [CTL_OP_SHOW] = op_show,
-    [CTL_OP_WAIT] = op_wait,	     [CTL_OP_WATCH] = op_watch,
-    [CTL_OP_STATUS] = op_status,     [CTL_OP_RELOAD] = op_reload,
-    [CTL_OP_METRICS] = ctl_op_metrics,
+const struct ctl_op_desc ctl_ops[CTL_OP_COUNT] = {
+    [CTL_OP_REGISTER] = {"register",
+			 {"types", "name", "alloc", "socket", "version", "kind", "options", "probe",
+			  "csi_name", NULL},
+			 op_register,
+			 true},
+    [CTL_OP_DEREGISTER] = {"deregister", {"type", "name", "alloc", NULL}, op_deregister, true},
+    [CTL_OP_LIST] = {"list", {"type", "stream", NULL}, op_list, false},
+    [CTL_OP_SHOW] = {"show", {"type", "name", NULL}, op_show, false},
+    [CTL_OP_WAIT] = {"wait", {"type", "name", "alloc", "timeout", NULL}, op_wait, false},
+    [CTL_OP_WATCH] = {"watch", {"types", NULL}, op_watch, false},
+    [CTL_OP_STATUS] = {"status", {NULL}, op_status, false},
+    [CTL_OP_RELOAD] = {"reload", {NULL}, op_reload, true},
+    [CTL_OP_METRICS] = {"metrics", {NULL}, op_metrics, false},
 };
-_Static_assert(sizeof(ops) / sizeof(ops[0]) == CTL_OP_COUNT, "one operation per enum ctl_op");
 
 void ctl_ops_handle_line(struct control_server *srv, struct client *c, const char *line, size_t len)
 {
@@ -396,24 +407,24 @@ void ctl_ops_handle_line(struct control_server *srv, struct client *c, const cha
 	/* Blank lines are ignored (handy with interactive tools). */
 	if (strspn(line, " \t\r") == len)
 		return;
-	if (ctl_parse_request(line, len, &req, &code, err, sizeof(err)) != 0) {
+	if (ctl_parse_request(ctl_ops, line, len, &req, &code, err, sizeof(err)) != 0) {
 		ctl_conn_send(c, ctl_error_response(req.id, code, err));
 		goto out;
 	}
 	srv->counters.requests[req.op]++;
-	if (ctl_op_mutates(req.op) && !c->peer.may_mutate) {
+	if (req.desc->mutates && !c->peer.may_mutate) {
 		log_warn("control: %s from pid %d uid %u refused: permission denied",
-			 ctl_op_name(req.op), (int)c->peer.pid, (unsigned)c->peer.uid);
+			 req.desc->name, (int)c->peer.pid, (unsigned)c->peer.uid);
 		ctl_conn_send_error(
 		    c, req.id, CTL_E_PERMISSION_DENIED,
-		    "%s: changes need uid 0%s%s%s; this client runs as uid %u", ctl_op_name(req.op),
+		    "%s: changes need uid 0%s%s%s; this client runs as uid %u", req.desc->name,
 		    srv->have_group ? " or membership in group `" : "",
 		    srv->have_group ? srv->group : "",
 		    srv->have_group ? "' (control.group)" : " (control.group is not set)",
 		    (unsigned)c->peer.uid);
 		goto out;
 	}
-	ops[req.op](srv, c, &req);
+	req.desc->run(srv, c, &req);
 out:
 	ctl_request_free(&req);
 }

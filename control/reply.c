@@ -181,18 +181,18 @@ void ctl_refuse(struct client *c, struct ctl_request *req, enum ctl_code code, c
 {
 	bool theirs = code == CTL_E_INVALID_ARGUMENT || code == CTL_E_NOT_FOUND ||
 		      code == CTL_E_PERMISSION_DENIED;
-	enum plugfs_log_level l = !theirs		    ? PLOG_ERROR
-				  : ctl_op_mutates(req->op) ? PLOG_NOTICE
-							    : PLOG_DEBUG;
+	enum plugfs_log_level l = !theirs	       ? PLOG_ERROR
+				  : req->desc->mutates ? PLOG_NOTICE
+						       : PLOG_DEBUG;
 	char msg[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	plog(l, "control: %s from pid %d uid %u %s: %s", ctl_op_name(req->op), (int)c->peer.pid,
+	plog(l, "control: %s from pid %d uid %u %s: %s", req->desc->name, (int)c->peer.pid,
 	     (unsigned)c->peer.uid, theirs ? "refused" : "failed", msg);
-	ctl_conn_send_error(c, req->id, code, "%s: %s", ctl_op_name(req->op), msg);
+	ctl_conn_send_error(c, req->id, code, "%s: %s", req->desc->name, msg);
 }
 
 void ctl_refuse_registry(struct client *c, struct ctl_request *req, int rc, const char *err)

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Parsing of control requests: the JSON shape of each operation (which
- * fields, which JSON types).  The values themselves (names, types, socket
+ * fields, which JSON types; the op table that names the operations and
+ * their fields is ops.c's, given to the parse), the error codes and the
+ * answers' shapes.  The values themselves (names, types, socket
  * paths) are validated by the registry, so every client gets the same rules.
  */
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <string.h>
 
 #include "control_internal.h"
+#include "strutil.h"
 
 static const char *const code_names[] = {
     [CTL_E_INVALID_ARGUMENT] = "invalid_argument",
@@ -48,40 +51,6 @@ enum ctl_code ctl_code_from_errno(int neg_errno)
 	default:
 		return CTL_E_INTERNAL;
 	}
-}
-
-struct op_desc {
-	const char *name;
-	enum ctl_op op;
-	/* Accepted fields besides "op" and "id", NULL-terminated. */
-	const char *fields[11];
-};
-
-static const struct op_desc ops[] = {
-    {"register",
-     CTL_OP_REGISTER,
-     {"types", "name", "alloc", "socket", "version", "kind", "options", "probe", "csi_name", NULL}},
-    {"deregister", CTL_OP_DEREGISTER, {"type", "name", "alloc", NULL}},
-    {"list", CTL_OP_LIST, {"type", "stream", NULL}},
-    {"show", CTL_OP_SHOW, {"type", "name", NULL}},
-    {"wait", CTL_OP_WAIT, {"type", "name", "alloc", "timeout", NULL}},
-    {"watch", CTL_OP_WATCH, {"types", NULL}},
-    {"status", CTL_OP_STATUS, {NULL}},
-    {"reload", CTL_OP_RELOAD, {NULL}},
-    {"metrics", CTL_OP_METRICS, {NULL}},
-};
-
-const char *ctl_op_name(enum ctl_op op)
-{
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (ops[i].op == op)
-			return ops[i].name;
-	return "?";
-}
-
-bool ctl_op_mutates(enum ctl_op op)
-{
-	return op == CTL_OP_REGISTER || op == CTL_OP_DEREGISTER || op == CTL_OP_RELOAD;
 }
 
 static int fail(enum ctl_code *code, enum ctl_code c, char *err, size_t errlen, const char *fmt,
@@ -250,7 +219,7 @@ static int get_timeout(struct ctl_request *req, enum ctl_code *code, char *err, 
 	return 0;
 }
 
-static int check_fields(json_t *root, const struct op_desc *d, enum ctl_code *code, char *err,
+static int check_fields(json_t *root, const struct ctl_op_desc *d, enum ctl_code *code, char *err,
 			size_t errlen)
 {
 	const char *key;
@@ -277,12 +246,23 @@ static int check_fields(json_t *root, const struct op_desc *d, enum ctl_code *co
 	return 0;
 }
 
-int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enum ctl_code *code,
-		      char *err, size_t errlen)
+/* The names of the operations of ops, ", " between them. */
+static void op_names(const struct ctl_op_desc *ops, char *buf, size_t len)
 {
-	const struct op_desc *d = NULL;
+	const char *names[CTL_OP_COUNT];
+
+	for (size_t i = 0; i < CTL_OP_COUNT; i++)
+		names[i] = ops[i].name;
+	plugfs_join(buf, len, names, CTL_OP_COUNT, ", ");
+}
+
+int ctl_parse_request(const struct ctl_op_desc *ops, const char *line, size_t len,
+		      struct ctl_request *req, enum ctl_code *code, char *err, size_t errlen)
+{
+	const struct ctl_op_desc *d = NULL;
 	json_error_t jerr;
 	const char *op = NULL;
+	char names[160];
 	json_t *v;
 	int rc;
 
@@ -307,29 +287,28 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 				    json_type_name(v));
 		req->id = v;
 	}
+	op_names(ops, names, sizeof(names));
 	v = json_object_get(req->root, "op");
 	if (!v)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
-			    "field `op' is required (register, deregister, list, show, wait, "
-			    "watch, status)");
+			    "field `op' is required (%s)", names);
 	if (!json_is_string(v))
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
 			    "field `op' must be a string, got %s", json_type_name(v));
 	op = json_string_value(v);
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+	for (size_t i = 0; i < CTL_OP_COUNT && !d; i++)
 		if (strcmp(op, ops[i].name) == 0)
 			d = &ops[i];
 	if (!d)
 		return fail(code, CTL_E_INVALID_ARGUMENT, err, errlen,
-			    "unknown op `%.64s'; accepted: register, deregister, list, show, "
-			    "wait, watch, status, reload, metrics",
-			    op);
-	req->op = d->op;
+			    "unknown op `%.64s'; accepted: %s", op, names);
+	req->op = (enum ctl_op)(d - ops);
+	req->desc = d;
 	rc = check_fields(req->root, d, code, err, errlen);
 	if (rc)
 		return rc;
 
-	switch (d->op) {
+	switch (req->op) {
 	case CTL_OP_REGISTER:
 		if ((rc = get_string_array(req->root, d->name, "types", true, req->types,
 					   &req->n_types, code, err, errlen)) ||
@@ -377,9 +356,9 @@ int ctl_parse_request(const char *line, size_t len, struct ctl_request *req, enu
 		    (rc = get_string(req->root, d->name, "name", true, &req->name, code, err,
 				     errlen)))
 			return rc;
-		if (d->op == CTL_OP_WAIT && ((rc = get_string(req->root, d->name, "alloc", false,
-							      &req->alloc, code, err, errlen)) ||
-					     (rc = get_timeout(req, code, err, errlen))))
+		if (req->op == CTL_OP_WAIT && ((rc = get_string(req->root, d->name, "alloc", false,
+								&req->alloc, code, err, errlen)) ||
+					       (rc = get_timeout(req, code, err, errlen))))
 			return rc;
 		break;
 	case CTL_OP_WATCH:

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "control_internal.h"
+#include "control_server_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(line, data, size);
 	line[size] = '\0';
-	if (ctl_parse_request(line, size, &req, &code, err, sizeof(err)) != 0) {
+	if (ctl_parse_request(ctl_ops, line, size, &req, &code, err, sizeof(err)) != 0) {
 		json_t *o = ctl_error_response(req.id, code, err);
 		char *out = o ? ctl_dump_line(o, &len) : NULL;
 

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "control_internal.h"
+#include "control_server_internal.h"
 
 /* --- framing --- */
 
@@ -134,7 +134,9 @@ static void test_parse_bad(void **state)
 	    {"not json", "malformed JSON"},
 	    {"[1,2]", "must be a JSON object, got an array"},
 	    {"{\"op\":\"list\",\"op\":\"list\"}", "malformed JSON"}, /* duplicate key */
-	    {"{}", "field `op' is required"},
+	    /* Every op: the list comes from the op table (it named seven). */
+	    {"{}", "field `op' is required (register, deregister, list, show, wait, watch, "
+		   "status, reload, metrics)"},
 	    {"{\"op\":3}", "field `op' must be a string, got a number"},
 	    {"{\"op\":\"frobnicate\"}", "unknown op `frobnicate'"},
 	    {"{\"op\":\"list\",\"colour\":\"red\"}", "list: unknown field `colour'"},
@@ -184,8 +186,8 @@ static void test_parse_bad(void **state)
 		struct ctl_request req;
 		enum ctl_code code = CTL_E_INTERNAL;
 		char err[512] = "";
-		int rc = ctl_parse_request(cases[i].line, strlen(cases[i].line), &req, &code, err,
-					   sizeof(err));
+		int rc = ctl_parse_request(ctl_ops, cases[i].line, strlen(cases[i].line), &req,
+					   &code, err, sizeof(err));
 
 		if (rc != -EINVAL || code != CTL_E_INVALID_ARGUMENT ||
 		    !strstr(err, cases[i].needle))
@@ -205,9 +207,10 @@ static void test_parse_register(void **state)
 	enum ctl_code code;
 	char err[256] = "";
 
-	assert_int_equal(ctl_parse_request(line, strlen(line), &req, &code, err, sizeof(err)), 0);
+	assert_int_equal(
+	    ctl_parse_request(ctl_ops, line, strlen(line), &req, &code, err, sizeof(err)), 0);
 	assert_int_equal(req.op, CTL_OP_REGISTER);
-	assert_true(ctl_op_mutates(req.op));
+	assert_true(req.desc->mutates);
 	assert_int_equal(json_integer_value(req.id), 7);
 	assert_int_equal(req.n_types, 2);
 	assert_string_equal(req.types[0], "csi-controller");
@@ -234,30 +237,65 @@ static void test_parse_others(void **state)
 	const char *l3 = "  {\"op\":\"watch\"}\r";
 	const char *l4 = "{\"op\":\"list\"}";
 
-	assert_int_equal(ctl_parse_request(l1, strlen(l1), &req, &code, err, sizeof(err)), 0);
+	assert_int_equal(ctl_parse_request(ctl_ops, l1, strlen(l1), &req, &code, err, sizeof(err)),
+			 0);
 	assert_int_equal(req.op, CTL_OP_DEREGISTER);
 	assert_null(req.type);
 	assert_null(req.name);
 	assert_string_equal(req.alloc, "a1");
 	ctl_request_free(&req);
 
-	assert_int_equal(ctl_parse_request(l2, strlen(l2), &req, &code, err, sizeof(err)), 0);
+	assert_int_equal(ctl_parse_request(ctl_ops, l2, strlen(l2), &req, &code, err, sizeof(err)),
+			 0);
 	assert_int_equal(req.op, CTL_OP_WAIT);
-	assert_false(ctl_op_mutates(req.op));
+	assert_false(req.desc->mutates);
 	assert_true(req.timeout > 2.4 && req.timeout < 2.6);
 	assert_string_equal(json_string_value(req.id), "w");
 	ctl_request_free(&req);
 
-	assert_int_equal(ctl_parse_request(l3, strlen(l3), &req, &code, err, sizeof(err)), 0);
+	assert_int_equal(ctl_parse_request(ctl_ops, l3, strlen(l3), &req, &code, err, sizeof(err)),
+			 0);
 	assert_int_equal(req.op, CTL_OP_WATCH);
 	assert_int_equal(req.n_types, 0);
 	ctl_request_free(&req);
 
-	assert_int_equal(ctl_parse_request(l4, strlen(l4), &req, &code, err, sizeof(err)), 0);
+	assert_int_equal(ctl_parse_request(ctl_ops, l4, strlen(l4), &req, &code, err, sizeof(err)),
+			 0);
 	assert_int_equal(req.op, CTL_OP_LIST);
 	assert_null(req.type);
 	assert_true(req.timeout < 0);
 	ctl_request_free(&req);
+}
+
+/* The op table: a row per enum ctl_op in its order, each named, run by a
+ * function, its fields the ones the parse accepts; the mutations are
+ * register, deregister and reload (docs/protocol.md). */
+static void test_op_table(void **state)
+{
+	for (size_t i = 0; i < CTL_OP_COUNT; i++) {
+		const struct ctl_op_desc *d = &ctl_ops[i];
+		struct ctl_request req;
+		enum ctl_code code;
+		char line[128], err[512] = "", want[256];
+		size_t n;
+
+		assert_non_null(d->name);
+		assert_non_null(d->run);
+		assert_int_equal(d->mutates, i == CTL_OP_REGISTER || i == CTL_OP_DEREGISTER ||
+						 i == CTL_OP_RELOAD);
+		snprintf(line, sizeof(line), "{\"op\":\"%s\",\"zz\":1}", d->name);
+		assert_int_equal(
+		    ctl_parse_request(ctl_ops, line, strlen(line), &req, &code, err, sizeof(err)),
+		    -EINVAL);
+		assert_int_equal(req.op, i);
+		assert_ptr_equal(req.desc, d);
+		n = (size_t)snprintf(want, sizeof(want), "%s: unknown field `zz'; accepted: op, id",
+				     d->name);
+		for (size_t k = 0; d->fields[k]; k++)
+			n += (size_t)snprintf(want + n, sizeof(want) - n, ", %s", d->fields[k]);
+		assert_string_equal(err, want);
+		ctl_request_free(&req);
+	}
 }
 
 /* An error on an object with an id still echoes the id. */
@@ -271,8 +309,8 @@ static void test_error_echoes_id(void **state)
 	size_t len = 0;
 	char *out;
 
-	assert_int_equal(ctl_parse_request(line, strlen(line), &req, &code, err, sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    ctl_parse_request(ctl_ops, line, strlen(line), &req, &code, err, sizeof(err)), -EINVAL);
 	resp = ctl_error_response(req.id, code, err);
 	assert_non_null(resp);
 	out = ctl_dump_line(resp, &len);
@@ -343,6 +381,7 @@ int main(void)
 	    cmocka_unit_test(test_parse_bad),
 	    cmocka_unit_test(test_parse_register),
 	    cmocka_unit_test(test_parse_others),
+	    cmocka_unit_test(test_op_table),
 	    cmocka_unit_test(test_error_echoes_id),
 	    cmocka_unit_test(test_error_message_not_utf8),
 	    cmocka_unit_test(test_error_message_surrogate),
