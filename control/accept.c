@@ -150,22 +150,22 @@ static bool evictable(const struct client *c, int64_t now)
 static bool make_room(struct control_server *srv, const struct ctl_peer *peer, char *msg,
 		      size_t msglen)
 {
-	unsigned reserve = srv->max_clients / 8, cap;
+	unsigned reserve = srv->opt.max_clients / 8, cap;
 	size_t all = 0, others = 0;
 	struct client *victim = NULL;
 	int64_t now = plugfs_mono_ms();
 	bool root = peer->uid == 0;
 
-	if (srv->max_clients == 0)
+	if (srv->opt.max_clients == 0)
 		return true;
-	cap = root ? srv->max_clients : srv->max_clients - reserve;
+	cap = root ? srv->opt.max_clients : srv->opt.max_clients - reserve;
 	for (struct client *c = srv->clients; c; c = c->next) {
 		if (c->dead)
 			continue;
 		all++;
 		others += c->peer.uid != 0;
 	}
-	if (all < srv->max_clients && (root || others < cap))
+	if (all < srv->opt.max_clients && (root || others < cap))
 		return true;
 	for (struct client *c = srv->clients; c; c = c->next) {
 		/* A client other than root makes room among its own class
@@ -179,22 +179,22 @@ static bool make_room(struct control_server *srv, const struct ctl_peer *peer, c
 				    "closing this idle connection (%lld s without a request) to "
 				    "make room for a new client (control.max_clients %u)",
 				    (long long)((now - victim->last_active) / 1000),
-				    srv->max_clients);
+				    srv->opt.max_clients);
 		/* The line went out at once: nothing was pending, and it is
 		 * far smaller than a socket buffer. */
 		ctl_conn_kill(victim, "idle: closed to make room for a new client");
 		return true;
 	}
-	if (all >= srv->max_clients)
+	if (all >= srv->opt.max_clients)
 		snprintf(msg, msglen,
 			 "too many clients: %u connected, none idle (control.max_clients); try "
 			 "again later",
-			 srv->max_clients);
+			 srv->opt.max_clients);
 	else
 		snprintf(msg, msglen,
 			 "too many clients: the %u slots not reserved for root are busy "
 			 "(control.max_clients %u); try again later",
-			 cap, srv->max_clients);
+			 cap, srv->opt.max_clients);
 	return false;
 }
 

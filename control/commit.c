@@ -91,7 +91,7 @@ static void answer_register(struct control_server *srv, struct client *c, struct
 	}
 	o = ctl_ok_response(req->id);
 	if (o && (json_object_set_new(o, "plugins", plugins) ||
-		  (srv->probe && have_mine &&
+		  (srv->opt.probe && have_mine &&
 		   json_object_set_new(o, "health", control_json_health(&mine))))) {
 		json_decref(o);
 		o = NULL;

@@ -157,20 +157,13 @@ struct ev_item {
 
 struct control_server {
 	struct registry *reg;
-	char *socket_path, *mountpoint, *state_path, *group;
+	/* What control_server_start was given, its strings the server's own
+	 * copies (group, mountpoint and state_path "" when they were NULL);
+	 * listen_fd there is the inherited socket, if any, the server's is
+	 * listen_fd below. */
+	struct control_options opt;
 	bool have_group;
 	gid_t gid;
-	unsigned max_clients, idle_timeout;
-	/* control_options.probe and its argument. */
-	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
-		      void *arg);
-	void *probe_arg;
-	/* control_options.reload and its argument. */
-	int (*reload)(void *arg, json_t **info, char *err, size_t errlen);
-	void *reload_arg;
-	/* control_options.metrics and its argument. */
-	void (*metrics)(struct metrics *m, void *arg);
-	void *metrics_arg;
 	int listen_fd, wake_fd;
 	dev_t sock_dev;
 	ino_t sock_ino;

@@ -95,7 +95,7 @@ void ctl_events_on_registry(const struct reg_event *ev, void *arg)
 	if (ev->type != REG_EV_DEREGISTERED && ev->plugin && ev->plugin->n_regs > 0) {
 		it->plugin = control_json_plugin(ev->plugin);
 		if (!it->plugin ||
-		    (srv->probe && control_json_add_health(it->plugin, ev->plugin) < 0))
+		    (srv->opt.probe && control_json_add_health(it->plugin, ev->plugin) < 0))
 			goto out;
 	}
 	rc = 0;

@@ -73,7 +73,7 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 	for (size_t t = 0; t < n_types; t++)
 		metrics_sample(m, "plugfs_registrations", (const char *[]){"type", types[t], NULL},
 			       (double)regs[t]);
-	if (srv->probe) {
+	if (srv->opt.probe) {
 		metrics_family(m, "plugfs_registrations_health", "gauge",
 			       "Registrations by type and health (unknown: not probed yet).");
 		for (size_t t = 0; t < n_types; t++)
@@ -195,8 +195,8 @@ void ctl_op_metrics(struct control_server *srv, struct client *c, struct ctl_req
 	metrics_sample(&m, "plugfs_start_time_seconds", NULL, (double)srv->started_wall);
 	registry_metrics(srv, &m);
 	control_metrics(srv, &m, ops);
-	if (srv->metrics)
-		srv->metrics(&m, srv->metrics_arg);
+	if (srv->opt.metrics)
+		srv->opt.metrics(&m, srv->opt.metrics_arg);
 	if (m.failed || !m.buf) {
 		log_warn("control: metrics: out of memory");
 		ctl_conn_send_error(c, req->id, CTL_E_INTERNAL, "metrics: out of memory");

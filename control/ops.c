@@ -94,7 +94,7 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT, "register: %s", err);
 		return;
 	}
-	if (!srv->probe && spec.probe != REG_PROBE_DEFAULT && spec.probe != REG_PROBE_NONE) {
+	if (!srv->opt.probe && spec.probe != REG_PROBE_DEFAULT && spec.probe != REG_PROBE_NONE) {
 		ctl_conn_send_error(c, req->id, CTL_E_INVALID_ARGUMENT,
 				    "register: field `probe' is %s, but this daemon probes "
 				    "nothing ([probe] mode = none for every type); set [probe] "
@@ -110,12 +110,12 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	}
 	/* plugfs serves links there, not sockets, and no thread of the
 	 * daemon may look up a path on its own mount (a probe would). */
-	if (srv->mountpoint[0] && reg_path_under(req->socket, srv->mountpoint)) {
+	if (srv->opt.mountpoint[0] && reg_path_under(req->socket, srv->opt.mountpoint)) {
 		ctl_refuse(
 		    c, req, CTL_E_INVALID_ARGUMENT,
 		    "field `socket' must not be under the plugfs mountpoint %s (plugfs serves "
 		    "links there, not sockets), got `%.256s'",
-		    srv->mountpoint, req->socket);
+		    srv->opt.mountpoint, req->socket);
 		return;
 	}
 	/* Every rule the commit checks, before anything acts on the request:
@@ -128,8 +128,8 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	}
 	/* Probed before it is stored (no lock held): a new registration whose
 	 * socket is dead is stored dead and never takes over. */
-	if (srv->probe) {
-		srv->probe(req->types[0], &spec, &first, srv->probe_arg);
+	if (srv->opt.probe) {
+		srv->opt.probe(req->types[0], &spec, &first, srv->opt.probe_arg);
 		spec.runtime = &first;
 	}
 	/* Committed with the other mutations of this poll round (commit.c),
@@ -325,8 +325,8 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 		n_watchers += k->watching;
 	plugfs_format_time(srv->started_wall, -1, started, sizeof(started));
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
-		      "version", PLUGFS_VERSION, "mountpoint", srv->mountpoint, "state",
-		      srv->state_path, "socket", srv->socket_path, "started_at", started, "uptime",
+		      "version", PLUGFS_VERSION, "mountpoint", srv->opt.mountpoint, "state",
+		      srv->opt.state_path, "socket", srv->opt.socket_path, "started_at", started, "uptime",
 		      (json_int_t)((plugfs_mono_ms() - srv->started_mono) / 1000), "plugins",
 		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
 		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
@@ -335,7 +335,7 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 		json_decref(o);
 		o = NULL;
 	}
-	if (o && srv->probe && add_health_counts(srv, o) < 0) {
+	if (o && srv->opt.probe && add_health_counts(srv, o) < 0) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -351,12 +351,12 @@ static void op_reload(struct control_server *srv, struct client *c, struct ctl_r
 	json_t *info = NULL, *o = NULL;
 	int rc;
 
-	if (!srv->reload) {
+	if (!srv->opt.reload) {
 		ctl_refuse(c, req, CTL_E_UNAVAILABLE,
 			   "this daemon does not reload over the socket");
 		return;
 	}
-	rc = srv->reload(srv->reload_arg, &info, err, sizeof(err));
+	rc = srv->opt.reload(srv->opt.reload_arg, &info, err, sizeof(err));
 	if (rc != 0) {
 		/* The daemon logged it at error already. */
 		ctl_conn_send_error(c, req->id, ctl_code_from_errno(rc),
@@ -419,7 +419,7 @@ void ctl_ops_handle_line(struct control_server *srv, struct client *c, const cha
 		    c, req.id, CTL_E_PERMISSION_DENIED,
 		    "%s: changes need uid 0%s%s%s; this client runs as uid %u", req.desc->name,
 		    srv->have_group ? " or membership in group `" : "",
-		    srv->have_group ? srv->group : "",
+		    srv->have_group ? srv->opt.group : "",
 		    srv->have_group ? "' (control.group)" : " (control.group is not set)",
 		    (unsigned)c->peer.uid);
 		goto out;

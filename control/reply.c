@@ -206,7 +206,7 @@ json_t *ctl_plugin_json(struct control_server *srv, const struct reg_plugin *p)
 {
 	json_t *j = control_json_plugin(p);
 
-	if (j && srv->probe && control_json_add_health(j, p) < 0) {
+	if (j && srv->opt.probe && control_json_add_health(j, p) < 0) {
 		json_decref(j);
 		j = NULL;
 	}

@@ -43,8 +43,8 @@ static int check_timers(struct control_server *srv)
 				deadline = c->wait_deadline;
 		}
 		if (!c->waiting && !c->watching && !c->committing && !c->dead &&
-		    srv->idle_timeout > 0) {
-			int64_t idle_end = c->last_active + (int64_t)srv->idle_timeout * 1000;
+		    srv->opt.idle_timeout > 0) {
+			int64_t idle_end = c->last_active + (int64_t)srv->opt.idle_timeout * 1000;
 
 			if (now >= idle_end) {
 				if (ctl_linebuf_pending(&c->in) > 0)
@@ -52,13 +52,13 @@ static int check_timers(struct control_server *srv)
 					    c, NULL, CTL_E_UNAVAILABLE,
 					    "closing the connection: a request was not completed "
 					    "(no newline) within %u s (control.idle_timeout)",
-					    srv->idle_timeout);
+					    srv->opt.idle_timeout);
 				else
 					ctl_conn_send_error(
 					    c, NULL, CTL_E_UNAVAILABLE,
 					    "closing the connection after %u s without activity "
 					    "(control.idle_timeout)",
-					    srv->idle_timeout);
+					    srv->opt.idle_timeout);
 				ctl_conn_kill(c, "idle");
 				continue;
 			}
@@ -232,17 +232,17 @@ static void server_free(struct control_server *srv)
 	ctl_commit_drop(srv);
 	if (srv->listen_fd >= 0) {
 		close(srv->listen_fd);
-		ctl_unlink_if_ours(srv->socket_path, srv->sock_dev, srv->sock_ino);
+		ctl_unlink_if_ours(srv->opt.socket_path, srv->sock_dev, srv->sock_ino);
 	}
 	if (srv->wake_fd >= 0)
 		close(srv->wake_fd);
 	if (srv->reserve_fd >= 0)
 		close(srv->reserve_fd);
 	pthread_mutex_destroy(&srv->q_lock);
-	free(srv->socket_path);
-	free(srv->mountpoint);
-	free(srv->state_path);
-	free(srv->group);
+	free((char *)srv->opt.socket_path);
+	free((char *)srv->opt.mountpoint);
+	free((char *)srv->opt.state_path);
+	free((char *)srv->opt.group);
 	free(srv);
 }
 
@@ -268,7 +268,7 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 		plugfs_seterr(err, errlen, "control: inherited fd %d: %s", fd, strerror(e));
 		return -e;
 	}
-	if (lstat(srv->socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+	if (lstat(srv->opt.socket_path, &st) == 0 && S_ISSOCK(st.st_mode)) {
 		srv->sock_dev = st.st_dev;
 		srv->sock_ino = st.st_ino;
 	}
@@ -298,27 +298,22 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->sub_id = -1;
 	srv->q_tail = &srv->q_head;
 	pthread_mutex_init(&srv->q_lock, NULL);
-	srv->max_clients = opts->max_clients;
-	srv->idle_timeout = opts->idle_timeout;
-	srv->probe = opts->probe;
-	srv->probe_arg = opts->probe_arg;
-	srv->reload = opts->reload;
-	srv->reload_arg = opts->reload_arg;
-	srv->metrics = opts->metrics;
-	srv->metrics_arg = opts->metrics_arg;
-	srv->socket_path = strdup(opts->socket_path);
-	srv->mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
-	srv->state_path = strdup(opts->state_path ? opts->state_path : "");
-	srv->group = strdup(opts->group ? opts->group : "");
-	if (!srv->socket_path || !srv->mountpoint || !srv->state_path || !srv->group) {
+	/* The options, with copies of their strings (all four set before
+	 * any check: server_free frees them). */
+	srv->opt = *opts;
+	srv->opt.socket_path = strdup(opts->socket_path);
+	srv->opt.mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
+	srv->opt.state_path = strdup(opts->state_path ? opts->state_path : "");
+	srv->opt.group = strdup(opts->group ? opts->group : "");
+	if (!srv->opt.socket_path || !srv->opt.mountpoint || !srv->opt.state_path || !srv->opt.group) {
 		rc = -ENOMEM;
 		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
 	}
 	srv->started_mono = plugfs_mono_ms();
 	srv->started_wall = time(NULL);
-	if (srv->group[0]) {
-		rc = ctl_resolve_group(srv->group, &srv->gid, err, errlen);
+	if (srv->opt.group[0]) {
+		rc = ctl_resolve_group(srv->opt.group, &srv->gid, err, errlen);
 		if (rc)
 			goto out;
 		srv->have_group = true;
@@ -338,11 +333,11 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	if (opts->inherit_listen_fd)
 		rc = adopt_listener(srv, opts->listen_fd, err, errlen);
-	else if ((rc = plugfs_path_trust("control.socket", srv->socket_path,
+	else if ((rc = plugfs_path_trust("control.socket", srv->opt.socket_path,
 					 PLUGFS_TRUST_PARENTS_ONLY, err, errlen)) < 0)
 		; /* another user could move our socket aside and bind its own */
 	else
-		rc = ctl_listen(srv->socket_path, srv->have_group, srv->gid, &srv->listen_fd,
+		rc = ctl_listen(srv->opt.socket_path, srv->have_group, srv->gid, &srv->listen_fd,
 				&srv->sock_dev, &srv->sock_ino, err, errlen);
 	if (rc)
 		goto out;
@@ -365,8 +360,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	srv->thread_started = true;
 	log_info("control: listening on %s (mode 0660%s%s, max_clients %u, idle_timeout %u s)",
-		 srv->socket_path, srv->have_group ? ", group " : "", srv->group, srv->max_clients,
-		 srv->idle_timeout);
+		 srv->opt.socket_path, srv->have_group ? ", group " : "", srv->opt.group, srv->opt.max_clients,
+		 srv->opt.idle_timeout);
 	*out = srv;
 	srv = NULL;
 	rc = 0;
