@@ -9,8 +9,7 @@
 # runs a consumer connecting through /srv/consumer/csi.sock all along, then:
 #   trial_restart  x$RESTARTS  systemctl restart plugfs
 #   trial_kill9    x$KILLS     kill -9 of the main PID (Restart= restarts it)
-#   trial_reexec   x$REEXECS   reinstall the .deb, SIGUSR2 (re-exec); only
-#                              when `plugfs mount --help' mentions SIGUSR2
+#   trial_reexec   x$REEXECS   reinstall the .deb, SIGUSR2 (re-exec)
 #   trial_watchdog x$WATCHDOGS SIGSTOP of the main PID: the watchdog
 #                              (WatchdogSec=3s here) kills it, Restart=
 #                              resumes the mount
@@ -19,15 +18,11 @@
 # warnings), finally systemctl stop plugfs (a clean stop logs no unmount
 # error) and dpkg --purge (nothing of the unit is left).
 #
-# Output is TAP-like.  Infrastructure checks (install, start, registration,
-# bind mount, consumer, stop) are strict.  The trial checks (0 failed or
-# wrong connects, registration during the outage accepted, new allocation
-# served through the bind mount, no hung daemon) are strict when resume is
-# expected: PLUGFS_EXPECT_RESUME=1, or `plugfs mount --help' mentions the
-# file descriptor store (FDSTORE) and PLUGFS_EXPECT_RESUME is not 0.
-# Otherwise a failed trial check prints "not ok - ... # TODO expected to
-# fail until resume lands" and does not count.  Exit 0 when no counted
-# check failed.
+# Output is TAP-like.  Every check counts: the infrastructure's (install,
+# start, registration, bind mount, consumer, stop) and the trials' (0
+# failed or wrong connects, registration during the outage accepted, new
+# allocation served through the bind mount, no hung daemon).  Exit 0 when
+# none failed.
 set -u -o pipefail
 
 SHARE=/plugfs-test
@@ -55,24 +50,12 @@ DEMO=/usr/lib/plugfs/plugfs-demo-plugin
 mkdir -p "$OUT" "$SYNC"
 
 _FAILED=0
-_TODO=0
 pass() { echo "ok - $*"; }
 fail() { _FAILED=$((_FAILED + 1)); echo "not ok - $*"; }
 # infra DESC CMD...: a strict check.
 infra() { local d=$1; shift; if "$@"; then pass "$d"; else fail "$d"; fi; }
-# trial DESC CMD...: strict only when resume is expected ($STRICT).
-trial() {
-	local d=$1
-	shift
-	if "$@"; then
-		pass "$d"
-	elif [ "$STRICT" = 1 ]; then
-		fail "$d"
-	else
-		_TODO=$((_TODO + 1))
-		echo "not ok - $d # TODO expected to fail until resume lands"
-	fi
-}
+# trial DESC CMD...: a check of a trial's outcome, as strict.
+trial() { infra "$@"; }
 # abort_infra MESSAGE: an infrastructure step failed; the trials cannot run.
 abort_infra() {
 	fail "$*"
@@ -292,8 +275,7 @@ trial_watchdog() {
 
 # The re-exec (live upgrade keeping the PID): the package is installed
 # again (a new inode for /usr/bin/plugfs), SIGUSR2 makes the daemon exec
-# it.  Run only once the daemon documents SIGUSR2 (reexec_supported).
-reexec_supported() { plugfs mount --help 2>&1 | grep -q SIGUSR2; }
+# it.
 trial_reexec() {
 	local n=$1 pid ino rc_reg
 	bump T_RUN reexec
@@ -342,14 +324,6 @@ infra "the package started plugfs.service" wait_for 60 is_active
 infra "the package made /var/lib/plugfs 0700 ($(stat -c %a /var/lib/plugfs 2>&1))" \
 	[ "$(stat -c %a /var/lib/plugfs 2>&1)" = 700 ]
 infra "the demo plugin is not on the PATH" bash -c '! command -v plugfs-demo-plugin'
-if [ "${PLUGFS_EXPECT_RESUME:-}" = 1 ] || { [ "${PLUGFS_EXPECT_RESUME:-}" != 0 ] &&
-	plugfs mount --help 2>&1 | grep -Eqi 'FDSTORE|file descriptor store'; }; then
-	STRICT=1
-	echo "# resume expected: the trials are strict"
-else
-	STRICT=0
-	echo "# resume not expected (PLUGFS_EXPECT_RESUME is not 1, plugfs mount --help names no file descriptor store): trial failures are reported as TODO"
-fi
 timeout 90 systemctl start plugfs.service
 infra "systemctl start plugfs (already started: no change)" is_active
 is_active || abort_infra "plugfs.service is not active: $(systemctl status plugfs --no-pager 2>&1 | tail -n 20)"
@@ -390,14 +364,7 @@ run_trials() {
 }
 run_trials restart "$RESTARTS"
 run_trials kill9 "$KILLS"
-REEXEC_RUN=0
-# PLUGFS_SYSTEM_FORCE_REEXEC=1 runs the re-exec trials anyway (to try them).
-if reexec_supported || [ "${PLUGFS_SYSTEM_FORCE_REEXEC:-}" = 1 ]; then
-	REEXEC_RUN=1
-	run_trials reexec "$REEXECS"
-else
-	echo "# reexec: not run: \`plugfs mount --help' does not mention SIGUSR2 (re-exec not implemented yet)"
-fi
+run_trials reexec "$REEXECS"
 run_trials watchdog "$WATCHDOGS"
 set_phase end
 wait_for 30 bash -c '! systemctl -q is-active plugfs-consumer.service' || {
@@ -408,9 +375,7 @@ infra "the consumer wrote its figures" grep -q '^phase=baseline ' "$SYNC/figures
 cp "$SYNC/figures" "$OUT/figures" 2>/dev/null
 infra "baseline: every connect reached a1 ($(grep '^phase=baseline ' "$SYNC/figures"))" \
 	all_zero "$(consumer_figure baseline failed)" "$(consumer_figure baseline wrong)"
-kinds=(restart kill9)
-[ "$REEXEC_RUN" = 1 ] && kinds+=(reexec)
-kinds+=(watchdog)
+kinds=(restart kill9 reexec watchdog)
 for k in "${kinds[@]}"; do
 	trial "$k: 0 failed connects through the bind mount ($(consumer_figure "$k" failed) of $(consumer_figure "$k" tried))" \
 		[ "$(consumer_figure "$k" failed)" = 0 ]
@@ -484,10 +449,9 @@ infra "after purge: /var/lib/plugfs is gone" [ ! -e /var/lib/plugfs ]
 			"$(consumer_figure "$k" stall_ms)" "$(consumer_figure "$k" gap_ms)" \
 			"${T_BACK[$k]}/${T_RUN[$k]}" "${T_REG[$k]}/${T_RUN[$k]}" "${T_BIND[$k]}/${T_RUN[$k]}" "${T_HUNG[$k]}"
 	done
-	[ "$REEXEC_RUN" = 1 ] || echo "# reexec   not run (plugfs mount --help does not mention SIGUSR2)"
 	echo "# consumer errors: $(awk '{ print $1, $NF }' "$SYNC/figures" | tr '\n' ';')"
 	echo "# new allocation served at /run/plugfs itself: restart ${T_MNT[restart]}/${T_RUN[restart]}, kill9 ${T_MNT[kill9]}/${T_RUN[kill9]}"
 } | tee "$OUT/summary"
 journal
-echo "trials: $_FAILED failed, $_TODO expected to fail until resume lands (strict=$STRICT)"
+echo "trials: $_FAILED failed"
 [ "$_FAILED" -eq 0 ]
