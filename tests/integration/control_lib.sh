@@ -113,3 +113,7 @@ health_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations
 error_of() { plugfs show csi-node p --json | jq -r --arg a "$1" '.registrations[] | select(.alloc == $a) | .health.error'; }
 # error_is ALLOC ERROR: error_of ALLOC is ERROR.
 error_is() { [ "$(error_of "$1")" = "$2" ]; }
+# probe_rounds: the probe rounds the daemon counted (plugfs metrics);
+# rounds_past N: at least N.
+probe_rounds() { plugfs metrics | awk '$1 == "plugfs_probe_rounds_total" { printf "%d\n", $2 }'; }
+rounds_past() { [ "$(probe_rounds)" -ge "$1" ]; }

@@ -6,6 +6,9 @@
 # socket does not exist does not take over, and `register' says so.  All dead:
 # csi.sock leads to the most recent and show says none is alive.  A restart
 # with a dead registration in the state serves the live one from readiness on.
+# How fast the probes see a death and a return is a figure, not a verdict
+# here: plugfs-bench-liveness measures it against interval x failures; this
+# test waits with a functional margin (10 s, over 16 times the 600 ms).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 require_fuse
@@ -28,16 +31,12 @@ check "info shows the health column" grep -Eq "^a2 $(sock_of a2) - node [^ ]+ al
 plugfs_bg watch --json >"$T/watch.json" 2>&1 &
 watch_pid=$!
 _PIDS+=("$watch_pid")
-sleep 0.3
+wait_until 10 "watch is connected" watchers_are 1
 
 # The newest crashes (SIGKILL: its socket file stays, connections are refused).
 kill -KILL "$pid_a2"
 wait "$pid_a2" 2>/dev/null
-t0=$(ms)
 wait_until 10 "csi.sock leads to a1 after a2 died" link_is a1
-took=$(($(ms) - t0))
-echo "# detection: ${took} ms (interval x failures = 600 ms)"
-check "detected within interval x failures plus a round and slack (${took} ms)" test "$took" -le 2500
 expect_active "a2 dead" csi-node p a1
 check_eq "show says a2 is dead" dead "$(health_of a2)"
 check_eq "show gives the error" "connection refused" \
@@ -53,15 +52,14 @@ check "info says a2 is dead" grep -Eq "^a2 .* dead\$" "$E/info"
 rm -f "$(sock_of a2)"
 demo a2
 pid_a2=$DEMO_PID
-t0=$(ms)
 wait_until 10 "csi.sock leads to a2 again" link_is a2
-took=$(($(ms) - t0))
-echo "# recovery: ${took} ms (interval = 200 ms)"
-check "recovered within an interval plus slack (${took} ms)" test "$took" -le 1500
 expect_active "a2 back" csi-node p a2
 
 # watch saw health and active events.
-sleep 0.3
+watch_saw_return() {
+	jq -e -s 'map(select(.event == "health" and .alloc == "a2" and .new == "alive")) | length >= 1' "$T/watch.json" >/dev/null
+}
+wait_until 10 "watch saw a2 come back" watch_saw_return
 check "watch emits a health event alive -> dead for a2" \
 	jq -e -s 'map(select(.event == "health" and .alloc == "a2" and .old == "alive" and .new == "dead" and .error == "connection refused")) | length >= 1' "$T/watch.json"
 check "watch emits the active events of the failover" \
