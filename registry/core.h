@@ -1,15 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The registry object and the units that work on it, private to registry/:
- *   registry.c  the public API (open, close, mutations, getters)
+ *   registry.c  the public API (open, close, the import, runtime changes, getters)
+ *   group.c     the mutations (register, deregister), alone or in groups
  *   txn.c       a mutation: plan, prepare, persist, apply, emit
+ *   targets.c   what a probe round copies (registry_probe_targets)
  *   events.c    subscribers and the delivery of events
  *   index.c     the in-memory lookups (index.h)
- *   store.c     the SQLite store (store.h); store_open.c opens it
- *   schema.c    schema versions and the migration ladder (schema.h)
- *   store_space.c  checkpoints, store_reserve.c the reserve for deregistrations (space.h)
- *   model.c     the value types (registry.h)
- *   group.c     the mutations (register, deregister), alone or in groups
+ *   errtext.c   the one stored copy of each probe failure's text
+ *   legacy.c    the legacy JSON document (internal.h)
+ *   validate.c  the rules of names, paths, sockets and specs (internal.h)
+ *   model.c     the value types (registry.h, reg_model.h)
+ * and below them the SQLite layer, store/ (store/store.h, store/schema.h,
+ * store/space.h):
+ *   store/store_open.c   opening the file, or a private copy of it
+ *   store/check.c        the rows' check (store_check_rows), state check
+ *   store/store_check.c  the start's integrity check, on its own thread
+ *   store/store_hot.c    a file with a hot journal, read from a copy
+ *   store/schema.c       schema versions and the migration ladder
+ *   store/backup_same.c  whether a backup holds the file being migrated
+ *   store/store.c        transactions, the load, each mutation's statements
+ *   store/store_space.c  the checkpointer; store/store_reserve.c the reserve
+ *                        for deregistrations
  * Every function here expects the registry mutex held by its caller.
  */
 #ifndef PLUGFS_REGISTRY_CORE_H
@@ -22,7 +34,7 @@
 
 #include "index.h"
 #include "internal.h"
-#include "store.h"
+#include "store/store.h"
 
 struct subscriber {
 	int id;

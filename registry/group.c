@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "core.h"
-#include "space.h"
+#include "store/space.h"
 
 /* The most mutations in one transaction (the conflict check is quadratic
  * in the group). */

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "core.h"
-#include "space.h"
+#include "store/space.h"
 
 int64_t registry_now(const struct registry *r)
 {

@@ -313,7 +313,7 @@ struct reg_commit_stats {
 void registry_commit_stats(struct registry *r, struct reg_commit_stats *out);
 
 /*
- * The upkeep of the state file's space (registry/store_space.c), started
+ * The upkeep of the state file's space (registry/store/store_space.c), started
  * by the daemon after registry_open; registry_close stops it.  Without it
  * SQLite checkpoints its WAL itself (every 1,000 pages, in the commit) and
  * there is no reserve.

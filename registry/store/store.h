@@ -227,7 +227,7 @@ int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
 /* Whether the file at path (a regular file of ours, not a symlink, without
  * a -journal) holds the same database as s: user_version, schema and every
  * row.  What a migration killed between its backup and its commit leaves:
- * the next one takes it as its own backup.  (registry/backup_same.c) */
+ * the next one takes it as its own backup.  (registry/store/backup_same.c) */
 bool store_backup_same(struct store *s, const char *path);
 
 /* The error of the last failing call on s, as "state file `PATH': what:
