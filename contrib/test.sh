@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds plugfs with -Werror and ASan+UBSan and runs every test (unit and
-# integration, which mount for real: run as root with /dev/fuse).
+# integration, which mount for real: run as root with /dev/fuse).  Extra
+# arguments go to each ctest run of the main build (e.g. -R test_fs_).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${PLUGFS_TEST_BUILD:-build-test}
@@ -11,7 +12,20 @@ cmake --build "$build" -j"$(nproc)"
 # runs it).
 cmake -S . -B "$build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_WERROR=ON -DPLUGFS_TESTS=OFF
 cmake --build "$build-release" -j"$(nproc)"
-ctest --test-dir "$build" --output-on-failure --timeout 900 "$@"
+# The tests that do not mount (unit, the integration scripts and benches
+# that need no FUSE) in parallel: each keeps its files in a temporary
+# directory of its own and uses no fixed path or port.  Then the ones that
+# mount (label mount), one at a time: they share the kernel's FUSE and
+# /dev/fuse, and the probes' timings want the CPU.  Each phase's time is
+# printed.
+rc=0
+t=$SECONDS
+ctest --test-dir "$build" --output-on-failure --timeout 900 -LE mount -j"$(nproc)" "$@" || rc=1
+echo "# contrib/test.sh: the tests that do not mount, in parallel: $((SECONDS - t)) s"
+t=$SECONDS
+ctest --test-dir "$build" --output-on-failure --timeout 900 -L mount "$@" || rc=1
+echo "# contrib/test.sh: the tests that mount, one at a time: $((SECONDS - t)) s"
+[ "$rc" = 0 ] || exit 1
 # ThreadSanitizer (it excludes ASan: a build of its own) over the daemon
 # scenarios labelled tsan, where FUSE, control and prober threads run at
 # once.  A report in a daemon log fails the test (lib.sh); a client or
