@@ -9,10 +9,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define ROUNDS 200
+#include "bench_mount.h"
 
-struct registry;
-struct plugfs_fs;
+#define ROUNDS 200
 
 struct bench {
 	long iterations, connects, switches;
@@ -23,8 +22,8 @@ struct bench {
 	char sock[PATH_MAX];	  /* the listening socket */
 	int listen_fd;
 	struct registry *reg;
-	struct plugfs_fs *fs;
-	pthread_t loop, server;
+	struct bench_mount m; /* the mount (bench_mount.h) */
+	pthread_t server;
 	bool stop; /* atomic */
 	/* switch phase */
 	long acked;	  /* atomic: last acknowledged switch */

@@ -33,7 +33,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -44,11 +43,11 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_mount.h"
 #include "fs.h"
 #include "clock.h"
 #include "log.h"
@@ -77,33 +76,9 @@ static void die(const char *what)
 	exit(1);
 }
 
-static const char *tmpfs_dir(void)
-{
-	static const char *const dirs[] = {"/dev/shm", "/run", "/tmp"};
-	struct statfs sf;
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (statfs(dirs[i], &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
-		    access(dirs[i], W_OK) == 0)
-			return dirs[i];
-	return NULL;
-}
-
 static int listen_at(const char *path)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "plugfs-bench-liveness: socket path too long: %s\n", path);
-		exit(1);
-	}
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	unlink(path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 4096) != 0)
-		die("listen");
-	return fd;
+	return bench_listen("plugfs-bench-liveness", path, SOCK_NONBLOCK);
 }
 
 /* ---- the listeners: one epoll thread accepts and closes everything ---- */
@@ -164,30 +139,13 @@ static void acceptor_stop(struct acceptor *a)
 
 static struct registry *open_registry(const char *dir)
 {
-	static const char *const types[] = {"csi-controller", TYPE};
-	struct registry_options ro = {
-	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "off"};
-	char path[PATH_MAX], err[REG_ERR_MAX];
-	struct registry *r;
-
-	snprintf(path, sizeof(path), "%s/state.db", dir);
-	if (registry_open(path, &ro, &r, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench-liveness: registry_open: %s\n", err);
-		exit(1);
-	}
-	return r;
+	return bench_open_registry("plugfs-bench-liveness", dir, "off");
 }
 
 static void do_register(struct registry *r, const char *name, const char *alloc, const char *sock)
 {
-	const char *type = TYPE;
-	struct reg_spec spec = {.name = name, .alloc = alloc, .socket = sock};
-	char err[REG_ERR_MAX];
-
-	if (registry_register(r, &type, 1, &spec, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench-liveness: register %s/%s: %s\n", name, alloc, err);
+	if (bench_register("plugfs-bench-liveness", r, TYPE, name, alloc, sock) != 0)
 		exit(1);
-	}
 }
 
 /* ---- 1. cost ----------------------------------------------------------- */
@@ -311,12 +269,6 @@ static void bench_cost(const struct opts *o)
 
 /* ---- 2. reaction through a mount ---------------------------------------- */
 
-static void *loop_main(void *arg)
-{
-	fs_run(arg);
-	return NULL;
-}
-
 /* Waits until readlink(link) is want; returns the nanoseconds from t0,
  * or a negative number after 30 s. */
 static double wait_link(const char *link, const char *want, uint64_t t0)
@@ -338,24 +290,11 @@ static double wait_link(const char *link, const char *want, uint64_t t0)
 	}
 }
 
-static bool fuse_usable(void)
-{
-	if (geteuid() != 0) {
-		fprintf(stderr, "plugfs-bench-liveness: the reaction part needs root\n");
-		return false;
-	}
-	if (access("/dev/fuse", R_OK | W_OK) != 0) {
-		fprintf(stderr, "plugfs-bench-liveness: the reaction part needs /dev/fuse: %s\n",
-			strerror(errno));
-		return false;
-	}
-	return true;
-}
-
 static int bench_reaction(const struct opts *o)
 {
 	char dir[PATH_MAX], mnt[PATH_MAX + 8], link[PATH_MAX + 64], old_sock[PATH_MAX + 8],
 	    new_sock[PATH_MAX + 8], err[REG_ERR_MAX];
+	struct bench_mount m;
 	struct fs_options fo = {
 	    .socket_name = "csi.sock", .allow_other = true, .cache_timeout = 60};
 	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
@@ -366,9 +305,7 @@ static int bench_reaction(const struct opts *o)
 	double *rec = calloc((size_t)o->trials, sizeof(double));
 	struct acceptor acc;
 	struct registry *r;
-	struct plugfs_fs *fs;
 	struct prober *prober;
-	pthread_t loop;
 	int old_fd, new_fd;
 
 	if (!det || !rec)
@@ -389,11 +326,7 @@ static int bench_reaction(const struct opts *o)
 	do_register(r, "p", "a1", old_sock);
 	do_register(r, "p", "a2", new_sock);
 	fo.mountpoint = mnt;
-	if (fs_mount(r, &fo, &fs, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench-liveness: fs_mount: %s\n", err);
-		exit(1);
-	}
-	pthread_create(&loop, NULL, loop_main, fs);
+	bench_mount_start("plugfs-bench-liveness", r, &fo, link, &m);
 	if (prober_start(r, &po, &prober, err, sizeof(err)) != 0) {
 		fprintf(stderr, "plugfs-bench-liveness: %s\n", err);
 		exit(1);
@@ -423,9 +356,7 @@ static int bench_reaction(const struct opts *o)
 		}
 	}
 	prober_stop(prober);
-	fs_exit(fs);
-	pthread_join(loop, NULL);
-	fs_destroy(fs);
+	bench_mount_stop(&m);
 	acceptor_stop(&acc);
 	registry_close(r);
 	close(old_fd);
@@ -463,8 +394,6 @@ int main(int argc, char **argv)
 			 .interval_ms = 200,
 			 .failures = 3,
 			 .trials = 10};
-	const char *shm, *ci = getenv("CI");
-	char cmd[sizeof(tmp) + 16];
 	int c, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -506,22 +435,11 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	plog_set_level(PLOG_WARN);
-	shm = tmpfs_dir();
-	if (!shm) {
-		fprintf(stderr, "plugfs-bench-liveness: no writable tmpfs (/dev/shm, /run, /tmp)\n");
-		return 1;
-	}
-	snprintf(tmp, sizeof(tmp), "%s/plugfs-bench-liveness.XXXXXX", shm);
-	if (!mkdtemp(tmp))
-		die("mkdtemp");
+	bench_tmpdir("plugfs-bench-liveness", "plugfs-bench-liveness", tmp, sizeof(tmp));
 	srand((unsigned)plugfs_mono_ns());
 	bench_cost(&o);
-	if (fuse_usable())
+	if (bench_fuse_usable("plugfs-bench-liveness", &rc))
 		rc = bench_reaction(&o);
-	else
-		rc = ci && strcmp(ci, "true") == 0 ? 1 : 77;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "plugfs-bench-liveness: could not remove %s\n", tmp);
+	bench_tmpdir_remove("plugfs-bench-liveness", tmp);
 	return rc;
 }

@@ -58,10 +58,10 @@ void bench_options(const struct bench *base)
 		b.cache_timeout = v->cache_timeout;
 		b.switches = 10; /* bench_setup's registration baseline */
 		bench_setup(&b);
-		r0 = fs_requests_served(b.fs);
+		r0 = fs_requests_served(b.m.fs);
 		bench_measure(&b, OP_READLINK, n, &shm[0], &fuse[0]);
 		bench_measure(&b, OP_STAT, n, &shm[1], &fuse[1]);
-		r1 = fs_requests_served(b.fs);
+		r1 = fs_requests_served(b.m.fs);
 		listing = bench_requests_per_listing(&b, 200);
 		/* Per operation through the mount (its short warm-up included). */
 		printf("%-30s %9.2fx %9.2fx %18.1f %14.2f\n", v->what, fuse[0] / shm[0],

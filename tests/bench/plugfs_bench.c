@@ -38,7 +38,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <linux/magic.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,7 +46,6 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -70,14 +68,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "plugfs-bench: %s: %s\n", what, strerror(errno));
 	exit(1);
-}
-
-static void *loop_main(void *arg)
-{
-	struct bench *b = arg;
-
-	fs_run(b->fs);
-	return NULL;
 }
 
 static void *server_main(void *arg)
@@ -108,53 +98,22 @@ static void mkdirs(const char *path)
 	mkdir(buf, 0755);
 }
 
-static const char *tmpfs_dir(void)
-{
-	static const char *const dirs[] = {"/dev/shm", "/run", "/tmp"};
-	struct statfs sf;
-
-	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
-		if (statfs(dirs[i], &sf) == 0 && sf.f_type == TMPFS_MAGIC &&
-		    access(dirs[i], W_OK) == 0)
-			return dirs[i];
-	return NULL;
-}
-
 static int do_register(struct bench *b, const char *alloc, const char *sock)
 {
-	const char *type = TYPE;
-	struct reg_spec spec = {.name = NAME, .alloc = alloc, .socket = sock};
-	char err[REG_ERR_MAX];
-
-	if (registry_register(b->reg, &type, 1, &spec, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench: register %s: %s\n", alloc, err);
-		return -1;
-	}
-	return 0;
+	return bench_register("plugfs-bench", b->reg, TYPE, NAME, alloc, sock);
 }
 
 void bench_setup(struct bench *b)
 {
-	static const char *const types[] = {"csi-controller", TYPE};
-	struct registry_options ro = {
-	    .types = types, .n_types = 2, .tombstone_ttl = 86400, .synchronous = "full"};
 	struct fs_options fo = {.socket_name = "csi.sock",
 				.allow_other = true,
 				.cache_timeout = b->cache_timeout,
 				.no_default_permissions = b->no_default_permissions,
 				.no_cache_symlinks = b->no_cache_symlinks,
 				.no_dir_cache = b->no_dir_cache};
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	char err[REG_ERR_MAX], path[PATH_MAX + 32], dir[PATH_MAX + 32];
-	const char *shm = tmpfs_dir();
+	char dir[PATH_MAX + 32];
 
-	if (!shm) {
-		fprintf(stderr, "plugfs-bench: no writable tmpfs (/dev/shm, /run, /tmp)\n");
-		exit(1);
-	}
-	snprintf(b->tmp, sizeof(b->tmp), "%s/plugfs-bench.XXXXXX", shm);
-	if (!mkdtemp(b->tmp))
-		die("mkdtemp");
+	bench_tmpdir("plugfs-bench", "plugfs-bench", b->tmp, sizeof(b->tmp));
 	snprintf(b->mnt, sizeof(b->mnt), "%s/mnt", b->tmp);
 	snprintf(b->sock, sizeof(b->sock), "%s/a0/csi.sock", b->tmp);
 	snprintf(b->fuse_link, sizeof(b->fuse_link), "%s/plugins/" TYPE "/" NAME "/csi.sock",
@@ -169,50 +128,22 @@ void bench_setup(struct bench *b)
 
 	snprintf(dir, sizeof(dir), "%s/a0", b->tmp);
 	mkdirs(dir);
-	if (strlen(b->sock) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "plugfs-bench: socket path too long: %s\n", b->sock);
-		exit(1);
-	}
-	memcpy(sa.sun_path, b->sock, strlen(b->sock) + 1);
-	b->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (b->listen_fd < 0 || bind(b->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
-	    listen(b->listen_fd, 4096) != 0)
-		die("listen");
+	b->listen_fd = bench_listen("plugfs-bench", b->sock, 0);
 	pthread_create(&b->server, NULL, server_main, b);
 
-	snprintf(path, sizeof(path), "%s/state.db", b->tmp);
-	if (registry_open(path, &ro, &b->reg, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench: registry_open: %s\n", err);
-		exit(1);
-	}
+	b->reg = bench_open_registry("plugfs-bench", b->tmp, "full");
 	if (do_register(b, "a0", b->sock) != 0)
 		exit(1);
 	b->register_alone_us = register_baseline(b, b->switches < 200 ? b->switches : 200);
 	fo.mountpoint = b->mnt;
-	if (fs_mount(b->reg, &fo, &b->fs, err, sizeof(err)) != 0) {
-		fprintf(stderr, "plugfs-bench: fs_mount: %s\n", err);
-		exit(1);
-	}
-	pthread_create(&b->loop, NULL, loop_main, b);
-	for (int i = 0; i < 200; i++) {
-		char t[PATH_MAX];
-
-		if (readlink(b->fuse_link, t, sizeof(t)) > 0)
-			return;
-		usleep(10000);
-	}
-	fprintf(stderr, "plugfs-bench: the mount does not answer\n");
-	exit(1);
+	bench_mount_start("plugfs-bench", b->reg, &fo, b->fuse_link, &b->m);
 }
 
 void bench_teardown(struct bench *b)
 {
-	char cmd[PATH_MAX + 16];
 	int fd;
 
-	fs_exit(b->fs);
-	pthread_join(b->loop, NULL);
-	fs_destroy(b->fs);
+	bench_mount_stop(&b->m);
 	registry_close(b->reg);
 	__atomic_store_n(&b->stop, true, __ATOMIC_SEQ_CST);
 	/* Wake the accept. */
@@ -226,9 +157,7 @@ void bench_teardown(struct bench *b)
 	}
 	pthread_join(b->server, NULL);
 	close(b->listen_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", b->tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "plugfs-bench: could not remove %s\n", b->tmp);
+	bench_tmpdir_remove("plugfs-bench", b->tmp);
 }
 
 /* ---- the operations ---------------------------------------------------- */
@@ -445,7 +374,7 @@ double bench_requests_per_listing(struct bench *b, int n)
 		DIR *d;
 
 		if (i == 0)
-			r0 = fs_requests_served(b->fs);
+			r0 = fs_requests_served(b->m.fs);
 		d = opendir(dir);
 		if (!d)
 			die("opendir");
@@ -453,7 +382,7 @@ double bench_requests_per_listing(struct bench *b, int n)
 			;
 		closedir(d);
 	}
-	return (double)(fs_requests_served(b->fs) - r0) / n;
+	return (double)(fs_requests_served(b->m.fs) - r0) / n;
 }
 
 /* The plugfs binary of the build tree this bench was built in. */
@@ -473,27 +402,18 @@ static void default_plugfs(char *out, size_t len)
 
 static int run_scale(const char *plugfs_arg, const char *sizes, const char *disk, bool quick)
 {
-	char plugfs[PATH_MAX], tmp[256], cmd[PATH_MAX + 16];
-	const char *shm = tmpfs_dir();
+	char plugfs[PATH_MAX], tmp[256];
 	int rc;
 
 	if (plugfs_arg)
 		snprintf(plugfs, sizeof(plugfs), "%s", plugfs_arg);
 	else
 		default_plugfs(plugfs, sizeof(plugfs));
-	if (!shm) {
-		fprintf(stderr, "plugfs-bench: no writable tmpfs (/dev/shm, /run, /tmp)\n");
-		return 1;
-	}
-	snprintf(tmp, sizeof(tmp), "%s/plugfs-bench.XXXXXX", shm);
-	if (!mkdtemp(tmp))
-		die("mkdtemp");
+	bench_tmpdir("plugfs-bench", "plugfs-bench", tmp, sizeof(tmp));
 	rc = bench_scale(plugfs, tmp, sizes);
 	if (rc == 0)
 		rc = bench_durable(plugfs, tmp, disk, quick);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	if (system(cmd) != 0)
-		fprintf(stderr, "plugfs-bench: could not remove %s\n", tmp);
+	bench_tmpdir_remove("plugfs-bench", tmp);
 	return rc;
 }
 
@@ -513,10 +433,10 @@ static int run_cached(struct bench *bp)
 	plog_set_level(PLOG_WARN);
 	bench_setup(&b);
 
-	req0 = fs_requests_served(b.fs);
+	req0 = fs_requests_served(b.m.fs);
 	bench_measure(&b, OP_READLINK, b.iterations, &shm_ns[0], &fuse_ns[0]);
 	bench_measure(&b, OP_STAT, b.iterations, &shm_ns[1], &fuse_ns[1]);
-	req1 = fs_requests_served(b.fs);
+	req1 = fs_requests_served(b.m.fs);
 	bench_measure(&b, OP_CONNECT, b.connects, &shm_ns[2], &fuse_ns[2]);
 	double per_listing = bench_requests_per_listing(&b, 1000);
 	if (run_switches(&b, &med, &p99, &ack_med, &ack_stale) != 0)
@@ -576,7 +496,7 @@ int main(int argc, char *argv[])
 	};
 	struct bench b = {
 	    .iterations = 1000000, .connects = 200000, .switches = 1000, .cache_timeout = 60};
-	const char *ci = getenv("CI"), *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
+	const char *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
 	bool quick = false;
 	int c, rc = 0;
 
@@ -623,13 +543,8 @@ int main(int argc, char *argv[])
 			ROUNDS);
 		return 2;
 	}
-	if (geteuid() != 0 || access("/dev/fuse", R_OK | W_OK) != 0) {
-		bool in_ci = ci && strcmp(ci, "true") == 0;
-
-		fprintf(stderr, "plugfs-bench: %s: needs root and /dev/fuse\n",
-			in_ci ? "FAIL (CI=true: not skipping)" : "SKIP");
-		return in_ci ? 1 : 77;
-	}
+	if (!bench_fuse_usable("plugfs-bench", &rc))
+		return rc;
 	if (scale) {
 		/* The whole picture in one run: the daemon at each size, then the
 		 * cached path against tmpfs. */

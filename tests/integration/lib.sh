@@ -211,6 +211,17 @@ INI
 	for l in "$@"; do printf '%s\n' "$l" >>"$CFG"; done
 }
 
+# small_state_disk: the state file on a 2 MiB tmpfs of its own at $T/small
+# (unmounted on exit), for the tests of a full or small disk
+# (test_state_full, test_state_small): sets STATE=$T/small/state.db.  Call
+# it before write_config.
+small_state_disk() {
+	mkdir -p "$T/small"
+	mount -t tmpfs -o size=2m,mode=0755 plugfs-test "$T/small" || die "cannot mount a tmpfs"
+	on_cleanup umount -l "$T/small"
+	STATE=$T/small/state.db
+}
+
 is_mounted() { grep -qs " $1 fuse" /proc/mounts; }
 # mount_answers MNT: a plugfs mount at MNT answers.  statfs is never answered
 # from a cache: a dead mount left by a killed daemon fails it until a new
@@ -311,11 +322,14 @@ bind_consumer() {
 # start_consumer ALLOC...: a consumer of a bind mount of a plugin directory
 # at $T/consumer: loops connect() through $T/consumer/csi.sock in the
 # background, a connect failing unless one of ALLOC answers, and times the
-# longest stall between two good ones.  stop_consumer stops it and sets
-# tried, failed and longest (ms), printing the first failures.
+# longest stall between two good ones; returns once it made a good one.
+# consumer_good: its good connects so far; consumer_moves_on WHAT: waits
+# until it made two more (the second begun after the call).  stop_consumer
+# stops it and sets tried, failed and longest (ms), printing the first
+# failures.
 start_consumer() {
 	(
-		local tried=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out a ok
+		local tried=0 good=0 failed=0 longest=0 last=$EPOCHREALTIME now gap out a ok
 		while [ ! -e "$T/consumer.stop" ]; do
 			tried=$((tried + 1))
 			ok=
@@ -327,6 +341,8 @@ start_consumer() {
 				gap=$(((${now/./} - ${last/./}) / 1000))
 				[ "$gap" -gt "$longest" ] && longest=$gap
 				last=$now
+				good=$((good + 1))
+				echo "$good" >"$T/consumer.good"
 			else
 				failed=$((failed + 1))
 				echo "connect $tried: $out" >>"$T/consumer.log"
@@ -336,12 +352,95 @@ start_consumer() {
 	) &
 	_CONSUMER_PID=$!
 	_PIDS+=("$_CONSUMER_PID")
+	wait_until --pid "$_CONSUMER_PID" 30 "the consumer connects through $T/consumer" \
+		_consumer_past 1 || exit 1
+}
+consumer_good() {
+	local n
+	n=$(cat "$T/consumer.good" 2>/dev/null)
+	echo "${n:-0}"
+}
+_consumer_past() { [ "$(consumer_good)" -ge "$1" ]; }
+consumer_moves_on() {
+	local n
+	n=$(consumer_good)
+	wait_until --pid "$_CONSUMER_PID" 30 "the consumer connects again $1" _consumer_past $((n + 2))
 }
 stop_consumer() {
 	touch "$T/consumer.stop"
 	wait "$_CONSUMER_PID"
 	read -r tried failed longest <"$T/consumer.out"
 	[ -s "$T/consumer.log" ] && head -n 5 "$T/consumer.log" | sed 's/^/#   /'
+	return 0
+}
+
+# --- A mount that outlives its process (test_fs_fdstore, test_fs_reexec,
+# test_fs_keepmount) ---
+
+# outlive_setup NAME START [ARGS...]: the config, two demo plugins a0 and a1
+# ($T/run/aN/csi.sock), the daemon started by START ARGS (start_daemon,
+# start_fake_systemd ...), csi-node/NAME registered to a0, its directory
+# bind-mounted at $T/consumer and a consumer looping through it
+# (start_consumer a0 a1).  Sets pid, the daemon's.
+outlive_setup() {
+	local name=$1
+	shift
+	write_config
+	start_demo_plugin "$T/run/a0/csi.sock" a0
+	start_demo_plugin "$T/run/a1/csi.sock" a1
+	"$@"
+	pid=${DAEMON_PID:-$pid}
+	plugfs register --type csi-node --name "$name" --alloc a0 --socket "$T/run/a0/csi.sock" \
+		>/dev/null || die "first registration"
+	bind_consumer "$MNT/plugins/csi-node/$name"
+	check_eq "the bind mount reaches a0" a0 "$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+	start_consumer a0 a1
+}
+
+# resumed: how many times the daemon log says a FUSE connection was
+# resumed; resumed_ge N: at least N.
+resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
+resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
+
+# start_switch_load NAME: a client switching csi-node/NAME between a0 and
+# a1 (registering each in turn) and a reader looping readlink, ls and cat
+# through $MNT/plugins/csi-node/NAME, in the background.  stop_switch_load
+# stops them and sets regs (registrations sent), regfail (of them failed)
+# and readfail (reader rounds with a failure), printing the first errors.
+start_switch_load() {
+	local e=$MNT/plugins/csi-node/$1
+	rm -f "$T/switch.stop"
+	(
+		n=0
+		while [ ! -e "$T/switch.stop" ]; do
+			a=a$((n % 2))
+			plugfs register --type csi-node --name "$1" --alloc "$a" \
+				--socket "$T/run/$a/csi.sock" >/dev/null 2>>"$T/switch.err" ||
+				echo "register $n failed" >>"$T/switch.fail"
+			n=$((n + 1))
+		done
+		echo "$n" >"$T/switch.out"
+	) &
+	_SWITCH_PID=$!
+	_PIDS+=("$_SWITCH_PID")
+	(
+		bad=0
+		while [ ! -e "$T/switch.stop" ]; do
+			readlink "$e/csi.sock" >/dev/null && ls "$e/allocs" >/dev/null &&
+				cat "$e/info" >/dev/null || bad=$((bad + 1))
+		done
+		echo "$bad" >"$T/reader.out"
+	) 2>>"$T/reader.err" &
+	_READER_PID=$!
+	_PIDS+=("$_READER_PID")
+}
+stop_switch_load() {
+	touch "$T/switch.stop"
+	wait "$_SWITCH_PID" "$_READER_PID"
+	regs=$(cat "$T/switch.out")
+	regfail=$(cat "$T/switch.fail" 2>/dev/null | wc -l)
+	readfail=$(cat "$T/reader.out")
+	{ head -n 10 "$T/switch.fail" "$T/switch.err" "$T/reader.err"; } 2>/dev/null | sed 's/^/#   /'
 	return 0
 }
 

@@ -13,19 +13,10 @@ require_fuse
 command -v python3 >/dev/null || die "python3 is not installed"
 
 RESTARTS=3
-write_config
-start_demo_plugin "$T/run/a0/csi.sock" a0
-start_demo_plugin "$T/run/a1/csi.sock" a1
 mkdir -p "$T/sd"
 touch "$T/sd/restart-on-exit" "$T/sd/hold"
 on_cleanup rm -f "$T/sd/hold"
-start_fake_systemd --keep-mount
-plugfs register --type csi-node --name kx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
-	die "first registration"
-bind_consumer "$MNT/plugins/csi-node/kx"
-
-start_consumer a0 a1
-sleep 0.3
+outlive_setup kx start_fake_systemd --keep-mount
 
 started() { grep -c "ready: serving" "$DAEMON_LOG"; }
 started_ge() { [ "$(started)" -ge "$1" ]; }
@@ -40,7 +31,7 @@ for i in $(seq 1 "$RESTARTS"); do
 	fi
 	wait_until --pid "$SD_PID" 30 "restart $i is served" started_ge $((n + 1)) || exit 1
 	pid=$(cat "$T/sd/pid")
-	sleep 0.3
+	consumer_moves_on "after restart $i"
 done
 stop_consumer
 echo "# restarts (SIGTERM, start): $RESTARTS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"

@@ -11,21 +11,8 @@
 require_fuse
 
 REEXECS=3
-write_config
-start_demo_plugin "$T/run/a0/csi.sock" a0
-start_demo_plugin "$T/run/a1/csi.sock" a1
-start_daemon
-pid=$DAEMON_PID
-plugfs register --type csi-node --name rx --alloc a0 --socket "$T/run/a0/csi.sock" >/dev/null ||
-	die "first registration"
-bind_consumer "$MNT/plugins/csi-node/rx"
-check_eq "the bind mount reaches a0" a0 "$(demo_connect "$T/consumer/csi.sock" 2>&1)"
+outlive_setup rx start_daemon
 
-start_consumer a0 a1
-sleep 0.3
-
-resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
-resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
 reg_rc=
 for i in $(seq 1 "$REEXECS"); do
 	kill -USR2 "$pid"
@@ -36,7 +23,7 @@ for i in $(seq 1 "$REEXECS"); do
 		reg_rc=$?
 	fi
 	wait_until --pid "$pid" 30 "re-exec $i resumed the mount" resumed_ge "$i" || exit 1
-	sleep 0.3
+	consumer_moves_on "after re-exec $i"
 done
 stop_consumer
 echo "# re-execs: $REEXECS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
@@ -54,48 +41,22 @@ check "no error in the daemon log" bash -c "! grep -Eiq 'error|cannot' '$DAEMON_
 
 # Re-execs while a client switches the active allocation back and forth
 # (kernel invalidations in flight) and a reader loops through the mount.
-E=$MNT/plugins/csi-node/rx
-(
-	n=0
-	while [ ! -e "$T/stop2" ]; do
-		a=a$((n % 2))
-		if ! plugfs register --type csi-node --name rx --alloc "$a" --socket "$T/run/$a/csi.sock" \
-			>/dev/null 2>>"$T/switch.err"; then
-			echo "register $n failed" >>"$T/switch.err"
-		fi
-		n=$((n + 1))
-	done
-	echo "$n" >"$T/switch.out"
-) &
-spid=$!
-_PIDS+=("$spid")
-(
-	bad=0
-	while [ ! -e "$T/stop2" ]; do
-		readlink "$E/csi.sock" >/dev/null && ls "$E/allocs" >/dev/null && cat "$E/info" >/dev/null ||
-			bad=$((bad + 1))
-	done
-	echo "$bad" >"$T/reader.out"
-) 2>>"$T/reader.err" &
-rpid=$!
-_PIDS+=("$rpid")
+start_switch_load rx
 n0=$(resumed)
 for i in 1 2 3 4 5; do
 	kill -USR2 "$pid"
 	wait_until --pid "$pid" 30 "re-exec $i under switches resumed the mount" resumed_ge $((n0 + i)) || exit 1
 	sleep 0.2
 done
-touch "$T/stop2"
-wait "$spid" "$rpid"
-echo "# re-execs under switches: 5, registrations: $(cat "$T/switch.out"), failed: $(grep -c failed "$T/switch.err" 2>/dev/null)"
-[ -s "$T/switch.err" ] && sed 's/^/#   /' "$T/switch.err" | head -n 20
-check_eq "no registration failed during re-execs" 0 "$(grep -c failed "$T/switch.err" 2>/dev/null)"
-check_eq "no read through the mount failed during re-execs" 0 "$(cat "$T/reader.out")"
+stop_switch_load
+echo "# re-execs under switches: 5, registrations: $regs, failed: $regfail"
+check_eq "no registration failed during re-execs" 0 "$regfail"
+check_eq "no read through the mount failed during re-execs" 0 "$readfail"
 check "the daemon kept its PID under switches" kill -0 "$pid"
 stop_daemon
 
 # A SIGKILL after a re-exec: the guard of the new program is in place, the
-# process and its guard are gone within a second.
+# process and its guard go.
 # gone PID: every task of PID has exited (a zombie counts as gone).
 gone() {
 	local t st
@@ -113,14 +74,9 @@ kill -USR2 "$pid"
 wait_until --pid "$pid" 30 "a re-exec resumed the mount" resumed_ge $((n + 1)) || exit 1
 guard=$(pgrep -x plugfs-guard -P "$pid")
 check "the re-executed daemon has a guard" test -n "$guard"
+# Gone, not a timing: a guard that outlived its daemon would stay for ever.
+both_gone() { gone "$pid" && { [ -z "$guard" ] || gone "$guard"; }; }
 kill -KILL "$pid"
-t0=$(date +%s%3N)
-while ! { gone "$pid" && { [ -z "$guard" ] || gone "$guard"; }; } &&
-	[ $(($(date +%s%3N) - t0)) -lt 5000 ]; do
-	sleep 0.01
-done
-el=$(($(date +%s%3N) - t0))
-echo "# SIGKILL after a re-exec: gone in ${el} ms"
-check "a killed re-executed daemon and its guard are gone within 1 s" test "$el" -le 1000
+wait_until 10 "a killed re-executed daemon and its guard are gone" both_gone
 gone "$pid" || abort_fuse_conn "$MNT"
 finish

@@ -27,8 +27,6 @@ start_demo_plugin "$T/run/a0/csi.sock" a0
 csi_hang "$T/run/hang/csi.sock"
 start_daemon
 pid=$DAEMON_PID
-resumed() { grep -c "resumed the FUSE connection" "$DAEMON_LOG"; }
-resumed_ge() { [ "$(resumed)" -ge "$1" ]; }
 # The control server stopped (after its drain) and the loop returned.
 handed_ge() { [ "$(grep -c 'info: handing the mount over$' "$DAEMON_LOG")" -ge "$1" ]; }
 

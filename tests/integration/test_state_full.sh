@@ -9,13 +9,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 require_fuse
-mkdir -p "$T/small"
-mount -t tmpfs -o size=2m,mode=0755 plugfs-test "$T/small" || die "cannot mount a tmpfs"
-on_cleanup umount -l "$T/small"
-STATE=$T/small/state.db
+small_state_disk
 RESERVE=$STATE-reserve
 write_config "[log]" "level = warn"
-sed -i "s|^path = .*|path = $STATE|" "$CFG"
 start_daemon
 check "the reserve is allocated beside the state file" \
 	test "$(stat -c %s "$RESERVE")" -eq 262144

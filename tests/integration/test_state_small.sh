@@ -7,12 +7,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 require_fuse
-mkdir -p "$T/small"
-mount -t tmpfs -o size=2m,mode=0755 plugfs-test "$T/small" || die "cannot mount a tmpfs"
-on_cleanup umount -l "$T/small"
-STATE=$T/small/state.db
+small_state_disk
 write_config
-sed -i "s|^path = .*|path = $STATE|" "$CFG"
 start_daemon
 
 wal_size() { stat -c %s "$STATE-wal" 2>/dev/null || echo 0; }
