@@ -29,6 +29,7 @@
  */
 #include "config.h"
 #include "config_internal.h"
+#include "config_discover.h"
 #include "config_probe.h"
 
 #include <ctype.h>
@@ -58,11 +59,19 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!continuation) {
 		c->have_prev = true;
 		c->prev_def = NULL;
+		c->prev_discover_key = -1;
 	}
 	if (c->err_code)
 		return 1; /* only the first error is reported */
 	if (continuation) {
 		def = c->prev_def;
+		if (!def && c->prev_discover_key >= 0 && c->discover_section) {
+			config_fail(c, c->lineno, -EINVAL,
+				    "indented line continues the value of a key in [%s%s]; only the "
+				    "lists `types' and `socket_roots' may continue on indented lines",
+				    DISCOVER_SECTION_PREFIX, c->discover_section->name);
+			return 0;
+		}
 		if (!def)
 			return 1; /* the unknown key was reported */
 		if (def->kind != K_TYPES && def->kind != K_PATHS) {
@@ -80,12 +89,14 @@ static int handler(void *user, const char *section, const char *name, const char
 		config_fail(
 		    c, c->lineno, -EINVAL,
 		    "key `%s' is outside of any section; expected it under [mount], [state], "
-		    "[control], [registry], [probe], [probe.TYPE] or [log]",
+		    "[control], [registry], [probe], [probe.TYPE], [discover.NAME] or [log]",
 		    config_quote(name, qbuf, sizeof(qbuf)));
 		return 0;
 	}
 	if (config_probe_section_type(section))
 		return config_probe_type_key(c, name, value);
+	if (config_discover_section_name(section))
+		return config_discover_key(c, name, value);
 	if (!config_section_known(section))
 		return 1; /* reported by the reader at the section line */
 	for (size_t i = 0; i < CONFIG_N_KEYS; i++) {
@@ -118,8 +129,9 @@ static int handler(void *user, const char *section, const char *name, const char
 static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 {
 	const char *end = line + n;
-	const char *s = line, *close, *rest, *type = NULL;
-	char name[68], full[sizeof(PROBE_SECTION_PREFIX) + REG_NAME_MAX], qbuf[QUOTE_BUF];
+	const char *s = line, *close, *rest, *type = NULL, *dname = NULL;
+	char name[68], full[sizeof(DISCOVER_SECTION_PREFIX) + REG_NAME_MAX], qbuf[QUOTE_BUF];
+	bool too_many = false;
 	char msg[REG_ERR_MAX];
 	size_t len;
 
@@ -137,6 +149,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 	c->have_prev = false;
 	c->prev_def = NULL;
 	c->probe_section = NULL;
+	c->discover_section = NULL;
 	for (rest = close + 1; rest < end && isspace((unsigned char)*rest); rest++)
 		;
 	if (rest < end && *rest != ';' && *rest != '#') {
@@ -153,17 +166,32 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		memcpy(full, s + 1, len);
 		full[len] = '\0';
 		type = config_probe_section_type(full);
+		dname = config_discover_section_name(full);
 	}
 	if (type && reg_validate_name("[probe.TYPE] section: TYPE", type, msg, sizeof(msg)) < 0)
+		config_fail(c, c->lineno, -EINVAL, "%s", msg);
+	else if (dname &&
+		 reg_validate_name("[discover.NAME] section: NAME", dname, msg, sizeof(msg)) < 0)
 		config_fail(c, c->lineno, -EINVAL, "%s", msg);
 	else if (len >= sizeof(full) || !config_section_known(full))
 		config_fail(
 		    c, c->lineno, -EINVAL,
 		    "unknown section [%s]; expected [mount], [state], [control], [registry], "
-		    "[probe], [probe.TYPE] or [log]",
+		    "[probe], [probe.TYPE], [discover.NAME] or [log]",
 		    reg_quote(qbuf, sizeof(qbuf), name));
 	else if (type && !(c->probe_section = config_probe_type_entry(c->cfg, type, c->lineno)))
 		config_fail(c, c->lineno, -ENOMEM, "out of memory");
+	else if (dname && !(c->discover_section =
+				config_discover_entry(c->cfg, dname, c->lineno, &too_many))) {
+		if (too_many)
+			config_fail(c, c->lineno, -EINVAL,
+				    "[%s%s]: more than %d [discover.NAME] sections; expected at "
+				    "most %d",
+				    DISCOVER_SECTION_PREFIX, dname, PLUGFS_DISCOVER_MAX,
+				    PLUGFS_DISCOVER_MAX);
+		else
+			config_fail(c, c->lineno, -ENOMEM, "out of memory");
+	}
 }
 
 /* inih's reader: hands out one line of the text at a time and counts it. */
@@ -243,7 +271,8 @@ static int parse_text(const char *text, size_t len, const char *name, struct plu
 {
 	struct plugfs_config cfg = {0};
 	struct parse_ctx c = {
-	    .cfg = &cfg, .name = name, .text = text, .len = len, .err = err, .errlen = errlen};
+	    .cfg = &cfg, .name = name, .text = text, .len = len, .err = err, .errlen = errlen,
+	    .prev_discover_key = -1};
 	const char *nul;
 	int ret;
 

@@ -3,7 +3,8 @@
  * Private to config/: what the parser (config.c), the keys of each section
  * and their values (keys.c), the whole-file checks (validate.c) and the
  * [probe.TYPE] sections (probe_types.c) share: the key table and one parse's
- * context, with its first-error recorder (message.c).
+ * context, with its first-error recorder (message.c).  The [discover.NAME]
+ * sections are in discover.c.
  */
 #ifndef PLUGFS_CONFIG_INTERNAL_H
 #define PLUGFS_CONFIG_INTERNAL_H
@@ -68,6 +69,10 @@ struct parse_ctx {
 	/* The [probe.TYPE] section the reader is in, NULL in any other (inih
 	 * cuts long section names: the handler goes by this). */
 	struct plugfs_probe_type *probe_section;
+	/* The same for a [discover.NAME] section, and the key of its
+	 * previous line (-1: none), which no indented line may continue. */
+	struct plugfs_discover *discover_section;
+	int prev_discover_key;
 	/* first error */
 	unsigned err_line; /* 0 = none */
 	int err_code;
@@ -100,6 +105,8 @@ void config_set_list(struct parse_ctx *c, const struct key_def *def, const char 
 bool config_section_known(const char *s);
 /* keys.c: the keys of section, ", "-separated, into buf. */
 void config_list_keys(const char *section, char *buf, size_t len);
+/* keys.c: decimal digits only, value <= max; no sign, blanks or suffix. */
+bool config_parse_number(const char *s, uint64_t max, uint64_t *out);
 /* keys.c: frees the n strings of list and list. */
 void config_free_list(char **list, size_t n);
 

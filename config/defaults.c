@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "config_internal.h"
+#include "config_discover.h"
 #include "config_probe.h"
 
 #include <errno.h>
@@ -63,6 +64,7 @@ void config_free(struct plugfs_config *cfg)
 	config_free_list(cfg->types, cfg->n_types);
 	config_free_list(cfg->socket_roots, cfg->n_socket_roots);
 	config_probe_types_free(cfg);
+	config_discover_free(cfg);
 	free(cfg->source);
 	memset(cfg, 0, sizeof(*cfg));
 }

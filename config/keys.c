@@ -7,6 +7,7 @@
  */
 #include "config.h"
 #include "config_internal.h"
+#include "config_discover.h"
 #include "config_probe.h"
 
 #include <ctype.h>
@@ -81,7 +82,7 @@ static bool group_ok(const char *s)
 }
 
 /* Decimal digits only, value <= max.  No sign, no blanks, no suffix. */
-static bool parse_number(const char *s, uint64_t max, uint64_t *out)
+bool config_parse_number(const char *s, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -110,7 +111,7 @@ static bool parse_msec(const char *s, uint64_t max_ms, uint64_t *out)
 		return false;
 	memcpy(whole, s, n);
 	whole[n] = '\0';
-	if (!parse_number(whole, max_ms / 1000, &sec))
+	if (!config_parse_number(whole, max_ms / 1000, &sec))
 		return false;
 	if (dot) {
 		const char *f = dot + 1;
@@ -276,7 +277,7 @@ void config_set_value(struct parse_ctx *c, const struct key_def *def, const char
 	}
 	case K_UINT:
 	case K_INT64:
-		if (!parse_number(value, (uint64_t)def->max, &n) || n < (uint64_t)def->min) {
+		if (!config_parse_number(value, (uint64_t)def->max, &n) || n < (uint64_t)def->min) {
 			BAD("expected a whole number%s %" PRId64 "-%" PRId64, def->unit, def->min,
 			    def->max);
 			return;
@@ -342,12 +343,22 @@ const char *config_probe_section_type(const char *section)
 	return strncmp(section, PROBE_SECTION_PREFIX, n) == 0 ? section + n : NULL;
 }
 
+const char *config_discover_section_name(const char *section)
+{
+	size_t n = strlen(DISCOVER_SECTION_PREFIX);
+
+	return strncmp(section, DISCOVER_SECTION_PREFIX, n) == 0 ? section + n : NULL;
+}
+
 bool config_section_known(const char *s)
 {
 	const char *type = config_probe_section_type(s);
+	const char *name = config_discover_section_name(s);
 
 	if (type)
 		return reg_validate_name("type", type, NULL, 0) == 0;
+	if (name)
+		return reg_validate_name("name", name, NULL, 0) == 0;
 	for (size_t i = 0; i < N_SECTIONS; i++)
 		if (strcmp(s, sections[i]) == 0)
 			return true;

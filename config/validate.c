@@ -2,11 +2,13 @@
 /*
  * The checks of plugfs.ini that need the whole file, run once it is read
  * (config_check_whole): at least one type, the control socket and the state
- * outside the mount, and the [probe.TYPE] sections' types.  The message
+ * outside the mount, the [probe.TYPE] sections' types and the
+ * [discover.NAME] sections' roots and types.  The message
  * names the line of the later of the keys involved.
  */
 #include "config.h"
 #include "config_internal.h"
+#include "config_discover.h"
 #include "config_probe.h"
 
 #include <errno.h>
@@ -59,7 +61,8 @@ void config_check_whole(struct parse_ctx *c)
 		char msg[CONFIG_ERR_MAX];
 		unsigned line = 0;
 
-		if (config_probe_types_finish(cfg, &line, msg, sizeof(msg)) < 0)
+		if (config_probe_types_finish(cfg, &line, msg, sizeof(msg)) < 0 ||
+		    config_discover_finish(cfg, l_mnt, &line, msg, sizeof(msg)) < 0)
 			config_fail(c, line, -EINVAL, "%s", msg);
 	}
 }

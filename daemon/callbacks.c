@@ -134,6 +134,33 @@ static void needs_restart(json_t **restart, const char *what)
 		json_array_append_new(*restart, json_string(what));
 }
 
+/* The [discover.NAME] sections nc adds, removes and changes against the
+ * running config, logged; then nc's sections are the running ones (nc
+ * keeps the old ones, freed with it). */
+static void reload_discover(struct daemon *d, struct plugfs_config *nc)
+{
+	struct plugfs_discover *keep = d->cfg.discover;
+	size_t n_keep = d->cfg.n_discover;
+
+	for (size_t i = 0; i < d->cfg.n_discover; i++)
+		if (!config_discover_find(nc, d->cfg.discover[i].name))
+			log_info("reload: [discover.%s] removed", d->cfg.discover[i].name);
+	for (size_t i = 0; i < nc->n_discover; i++) {
+		const struct plugfs_discover *o = config_discover_find(&d->cfg, nc->discover[i].name);
+
+		if (!o)
+			log_info("reload: [discover.%s] added (root %s)", nc->discover[i].name,
+				 nc->discover[i].root);
+		else if (!config_discover_equal(o, &nc->discover[i]))
+			log_info("reload: [discover.%s] changed (root %s)", nc->discover[i].name,
+				 nc->discover[i].root);
+	}
+	d->cfg.discover = nc->discover;
+	d->cfg.n_discover = nc->n_discover;
+	nc->discover = keep;
+	nc->n_discover = n_keep;
+}
+
 /*
  * SIGHUP and the control socket's `reload': applies what can change while
  * mounted, names what cannot.  0 with *info (NULL when out of memory)
@@ -214,6 +241,7 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 		if (applied)
 			json_array_append_new(applied, json_string("[mount] cache_timeout"));
 	}
+	reload_discover(d, &nc);
 	log_info("reloaded %s", nc.source && nc.source[0] ? nc.source : "the built-in defaults");
 	*info = json_pack("{s:s, s:o, s:o}", "config", nc.source ? nc.source : "", "restart_needed",
 			  restart ? restart : json_array(), "applied",

@@ -121,6 +121,10 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 	}
 	if (a->debug)
 		plog_set_level(PLOG_DEBUG);
+	for (size_t i = 0; i < d->cfg.n_discover; i++)
+		log_warn("[discover.%s] root %s: read and checked, not watched: this plugfs does not "
+			 "discover plugins yet; register them with `plugfs register'",
+			 d->cfg.discover[i].name, d->cfg.discover[i].root);
 	return 0;
 }
 

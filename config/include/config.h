@@ -41,6 +41,42 @@ struct plugfs_probe_type {
 	unsigned key_line[4]; /* where mode, interval, timeout, failures were set; 0 = not */
 };
 
+/* [discover.NAME] layout: where a plugin's socket sits under the root. */
+enum plugfs_discover_layout {
+	PLUGFS_DISCOVER_ALLOC = 0, /* ROOT/<alloc id>/SOCKET (Nomad) */
+	PLUGFS_DISCOVER_PLUGIN,	   /* ROOT/<plugin name>/SOCKET, the directory's name the alloc */
+};
+
+/* Keys of a [discover.NAME] section, the index into key_line. */
+enum plugfs_discover_key {
+	PLUGFS_DK_ROOT = 0,
+	PLUGFS_DK_LAYOUT,
+	PLUGFS_DK_SOCKET,
+	PLUGFS_DK_TYPE,
+	PLUGFS_DK_NAME,
+	PLUGFS_DK_FORGET_AFTER,
+	PLUGFS_DK_N,
+};
+
+/* At most this many [discover.NAME] sections (each holds a watch per
+ * allocation directory under its root). */
+#define PLUGFS_DISCOVER_MAX 64
+
+/* A [discover.NAME] section: one directory plugfs watches for plugin
+ * sockets.  After a successful parse root is set and every other field has
+ * its value or its default. */
+struct plugfs_discover {
+	char *name;			    /* NAME: its registrations' source is discover.NAME */
+	char *root;			    /* required: absolute, normalised, not `/' */
+	enum plugfs_discover_layout layout; /* alloc */
+	char *socket;			    /* csi.sock: the socket's file name */
+	char *type;			    /* NULL = auto (ask the plugin), else a [registry] type */
+	char *plugin;			    /* NULL = auto (GetPluginInfo's name), else a name */
+	int64_t forget_after;		    /* 3600 (seconds dead before deregistered; 0 = never) */
+	unsigned line;			    /* where the section first appeared */
+	unsigned key_line[PLUGFS_DK_N];	    /* where each key was set; 0 = not */
+};
+
 struct plugfs_config {
 	/* [mount] */
 	char *mountpoint;	/* /run/plugfs */
@@ -69,6 +105,9 @@ struct plugfs_config {
 	/* [probe.TYPE] sections, in the order they first appear */
 	struct plugfs_probe_type *probe_types;
 	size_t n_probe_types;
+	/* [discover.NAME] sections, in the order they first appear */
+	struct plugfs_discover *discover;
+	size_t n_discover;
 	/* [log] */
 	enum plugfs_log_level log_level; /* info */
 
@@ -103,6 +142,17 @@ void config_registry_options(const struct plugfs_config *cfg, struct registry_op
  * when there is one, else [probe]. */
 void config_probe_settings(const struct plugfs_config *cfg, const char *type,
 			   struct plugfs_probe_settings *out);
+
+/* The [discover.NAME] section of cfg named name, or NULL. */
+const struct plugfs_discover *config_discover_find(const struct plugfs_config *cfg,
+						   const char *name);
+
+/* Whether two [discover.NAME] sections watch the same way (every key but
+ * where it was written). */
+bool config_discover_equal(const struct plugfs_discover *a, const struct plugfs_discover *b);
+
+/* "alloc", "plugin". */
+const char *discover_layout_name(enum plugfs_discover_layout l);
 
 const char *log_level_name(enum plugfs_log_level l);
 /* "connect", "none", "csi". */

@@ -122,6 +122,21 @@ done
 for sec in mount state control registry probe log; do
 	check "plugfs.ini.5 has section [$sec]" grep -q "^\[$sec\]$" "$T5"
 done
+# --- every [discover.NAME] key (config/discover.c's table) is in plugfs.ini(5) ---
+mapfile -t dkeys < <(sed -n '/^static const char \*const keys\[PLUGFS_DK_N\]/,/};/p' \
+	"$SRC/config/discover.c" | grep -Eo '"[a-z_]+"' | tr -d '"')
+check_eq "[discover.NAME] keys found" 6 "${#dkeys[@]}"
+check "plugfs.ini.5 has section [discover.NAME]" grep -q "^\[discover.NAME\]$" "$T5"
+for key in "${dkeys[@]}"; do
+	para=$(awk -v k="$key" '
+		/^\[/ { insec = ($0 == "[discover.NAME]") }
+		on && /^       [a-z_]+( |$)/ { on = 0 }
+		insec && ($0 == "       " k || index($0, "       " k " ") == 1) { on = 1; print; next }
+		on && /^\[/ { on = 0 }
+		on { print }' "$T5")
+	check "plugfs.ini.5 documents [discover.NAME] $key" test -n "$para"
+	check "plugfs.ini.5 gives the default of [discover.NAME] $key" grep -q "Default:" <<<"$para"
+done
 for k in "${keys[@]}"; do
 	check "README's configuration table has ${k#*.}" grep -q "| \`${k#*.}\` |" "$SRC/README.md"
 done

@@ -62,5 +62,28 @@ check "restart-only change: the daemon logs it" grep -q "plugfs warn: reload: .*
 raw '{"op":"reload","x":1}' >"$T/raw" 2>&1
 check "reload takes no fields" grep -q '"invalid_argument"' "$T/raw"
 
+# --- [discover.NAME] sections: a bad one refuses the reload, the running
+# sections stay; a good one is added, then removed ---
+printf '[discover.d1]\nroot = relative\n' >>"$CFG"
+plugfs reload >/dev/null 2>"$T/err"
+check_eq "bad [discover] section: exit 1" 1 $?
+check "bad [discover] section: the key and the rule are named" \
+	grep -q "\[discover.d1\] root = \`relative': expected an absolute" "$T/err"
+sed -i "s|^root = relative\$|root = $T/disc|" "$CFG"
+plugfs reload >/dev/null 2>"$T/err"
+check_eq "[discover] section added: exit 0" 0 $?
+check "[discover] section added: the daemon logs it" \
+	grep -q "plugfs info: reload: \[discover.d1\] added (root $T/disc)" "$DAEMON_LOG"
+printf 'layout = plugin\n' >>"$CFG"
+plugfs reload >/dev/null 2>"$T/err"
+check "[discover] section changed: the daemon logs it" \
+	grep -q "plugfs info: reload: \[discover.d1\] changed" "$DAEMON_LOG"
+sed -i '/^\[discover.d1\]$/,$d' "$CFG"
+plugfs reload >/dev/null 2>"$T/err"
+check "[discover] section removed: the daemon logs it" \
+	grep -q "plugfs info: reload: \[discover.d1\] removed" "$DAEMON_LOG"
+check_eq "[discover] sections: added, changed and removed once each" 3 \
+	"$(grep -c 'reload: \[discover.d1\]' "$DAEMON_LOG")"
+
 stop_daemon
 finish

@@ -347,7 +347,7 @@ static void test_unknown_names(void **state)
 		     "allow_other, cache_timeout");
 	expect_error("[mount]\n\n[mout]\nallow_other = true\n", 3,
 		     "unknown section [mout]; expected [mount], [state], [control], [registry], "
-		     "[probe], [probe.TYPE] or [log]");
+		     "[probe], [probe.TYPE], [discover.NAME] or [log]");
 	/* An unknown section without keys is an error too. */
 	expect_error("[log]\nlevel = info\n[extra]\n", 3, "unknown section [extra]");
 	expect_error("[ mount ]\n", 1, "unknown section [ mount ]");
@@ -704,6 +704,152 @@ static void test_probe_type_sections(void **state)
 	config_free(&cfg);
 }
 
+/* [discover.NAME]: a watched directory, its defaults, its keys' rules. */
+static void test_discover_sections(void **state)
+{
+	struct plugfs_config cfg;
+	const struct plugfs_discover *d;
+	char err[CONFIG_ERR_MAX] = "";
+
+	(void)state;
+	/* Before [registry] and [mount]; defaults for what is not set. */
+	assert_int_equal(
+	    config_parse_string("[discover.nomad]\nroot = /var/lib/nomad/client/csi/plugins\n"
+				"[discover.kubelet]\nroot = /var/lib/kubelet/plugins\n"
+				"layout = plugin\nsocket = plugin.sock\ntype = csi-node\n"
+				"name = ebs\nforget_after = 0\n"
+				"[registry]\ntypes = csi-controller csi-node\n"
+				"[discover.nomad]\nforget_after = 60\n",
+				"t.ini", &cfg, err, sizeof(err)),
+	    0);
+	assert_string_equal(err, "");
+	assert_int_equal(cfg.n_discover, 2);
+	d = config_discover_find(&cfg, "nomad");
+	assert_non_null(d);
+	assert_ptr_equal(d, &cfg.discover[0]);
+	assert_string_equal(d->root, "/var/lib/nomad/client/csi/plugins");
+	assert_int_equal(d->layout, PLUGFS_DISCOVER_ALLOC);
+	assert_string_equal(d->socket, "csi.sock");
+	assert_null(d->type);
+	assert_null(d->plugin);
+	assert_int_equal(d->forget_after, 60); /* the section again, later */
+	assert_int_equal(d->line, 1);
+	d = config_discover_find(&cfg, "kubelet");
+	assert_non_null(d);
+	assert_string_equal(d->root, "/var/lib/kubelet/plugins");
+	assert_int_equal(d->layout, PLUGFS_DISCOVER_PLUGIN);
+	assert_string_equal(discover_layout_name(d->layout), "plugin");
+	assert_string_equal(d->socket, "plugin.sock");
+	assert_string_equal(d->type, "csi-node");
+	assert_string_equal(d->plugin, "ebs");
+	assert_int_equal(d->forget_after, 0);
+	assert_null(config_discover_find(&cfg, "nope"));
+	assert_false(config_discover_equal(&cfg.discover[0], &cfg.discover[1]));
+	assert_true(config_discover_equal(&cfg.discover[1], &cfg.discover[1]));
+	config_free(&cfg);
+	assert_null(cfg.discover);
+
+	/* The defaults: 3600 s, auto, alloc; no section, no discovery. */
+	assert_int_equal(
+	    config_parse_string("[discover.a]\nroot = /r\ntype = auto\nname = auto\n", "t.ini",
+				&cfg, err, sizeof(err)),
+	    0);
+	assert_int_equal(cfg.discover[0].forget_after, 3600);
+	assert_null(cfg.discover[0].type);
+	assert_null(cfg.discover[0].plugin);
+	config_free(&cfg);
+	assert_int_equal(config_parse_string("", "t.ini", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.n_discover, 0);
+	config_free(&cfg);
+
+	/* The section's name follows the name rule. */
+	expect_error("[log]\nlevel = info\n[discover.]\n", 3, "[discover.NAME] section: NAME");
+	expect_error("[log]\nlevel = info\n[discover.a b]\n", 3,
+		     "[discover.NAME] section: NAME");
+	/* root is required, named at the section's line. */
+	expect_error("[log]\nlevel = info\n[discover.x]\nlayout = alloc\n", 3,
+		     "[discover.x]: `root' is required; expected the directory to watch");
+	/* Each key's rule, at its line. */
+	expect_error("[discover.x]\nlayout = alloc\nroot = relative/dir\n", 3,
+		     "[discover.x] root = `relative/dir': expected an absolute, normalised "
+		     "directory other than `/'");
+	expect_error("[discover.x]\nlayout = alloc\nroot = /\n", 3,
+		     "[discover.x] root = `/': expected");
+	expect_error("[discover.x]\nroot = /r\nroot = /s\n", 3,
+		     "duplicate key `root' in [discover.x] (first set on line 2)");
+	expect_error("[discover.x]\nroot = /r\nlayout = flat\n", 3,
+		     "[discover.x] layout = `flat': expected alloc (ROOT/<alloc id>/SOCKET) or "
+		     "plugin (ROOT/<plugin name>/SOCKET)");
+	expect_error("[discover.x]\nroot = /r\nsocket = a/b.sock\n", 3,
+		     "[discover.x] socket");
+	expect_error("[discover.x]\nroot = /r\nname = -bad name\n", 3,
+		     "[discover.x] name");
+	expect_error("[discover.x]\nroot = /r\nforget_after = -1\n", 3,
+		     "[discover.x] forget_after = `-1': expected a whole number of seconds "
+		     "0-315360000 (0: never)");
+	expect_error("[discover.x]\nroot = /r\nforget_after = 315360001\n", 3,
+		     "forget_after = `315360001'");
+	expect_error("[discover.x]\nroot = /r\nintervall = 3\n", 3,
+		     "unknown key `intervall' in [discover.x]; known keys: root, layout, socket, "
+		     "type, name, forget_after");
+	/* No key continues on an indented line. */
+	expect_error("[discover.x]\nroot = /r\n  /s\n", 3,
+		     "indented line continues the value of a key in [discover.x]");
+	/* A fixed type is one of [registry] types, once the whole file is read. */
+	expect_error("[discover.x]\nroot = /r\ntype = csi-other\n[registry]\ntypes = csi-node\n",
+		     3,
+		     "[discover.x] type = `csi-other': expected auto or one of [registry] types "
+		     "(csi-node)");
+	/* Roots neither in nor above the mount, nor in or above another root. */
+	expect_error("[discover.x]\nroot = /run/plugfs/plugins\n", 2,
+		     "[discover.x] root `/run/plugfs/plugins' overlaps [mount] mountpoint "
+		     "`/run/plugfs'; expected a directory neither in nor above the mount");
+	expect_error("[discover.x]\nroot = /srv\n[mount]\nmountpoint = /srv/plugfs\n", 4,
+		     "[discover.x] root `/srv' overlaps [mount] mountpoint `/srv/plugfs'");
+	expect_error("[discover.a]\nroot = /var/lib\n[discover.b]\nroot = /var/lib/x\n", 4,
+		     "[discover.b] root `/var/lib/x' overlaps [discover.a] root `/var/lib'; "
+		     "expected roots neither the same nor one inside another");
+	expect_error("[discover.a]\nroot = /v\n[discover.b]\nroot = /v\n", 4,
+		     "[discover.b] root `/v' overlaps [discover.a] root `/v'");
+	/* Neighbours by name are not inside each other. */
+	assert_int_equal(config_parse_string("[discover.a]\nroot = /v\n[discover.b]\nroot = /vx\n",
+					     "t.ini", &cfg, err, sizeof(err)),
+			 0);
+	config_free(&cfg);
+}
+
+/* At most PLUGFS_DISCOVER_MAX sections; a long name beyond inih's section
+ * buffer still works. */
+static void test_discover_limits(void **state)
+{
+	struct plugfs_config cfg;
+	char err[CONFIG_ERR_MAX] = "", want[128];
+	char *text = calloc(PLUGFS_DISCOVER_MAX + 1, 64);
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(text);
+	for (int i = 0; i <= PLUGFS_DISCOVER_MAX; i++)
+		n += (size_t)sprintf(text + n, "[discover.d%d]\nroot = /r%d\n", i, i);
+	snprintf(want, sizeof(want), "[discover.d%d]: more than %d [discover.NAME] sections",
+		 PLUGFS_DISCOVER_MAX, PLUGFS_DISCOVER_MAX);
+	expect_error(text, 2 * PLUGFS_DISCOVER_MAX + 1, want);
+	/* One fewer is fine. */
+	*strstr(text, "[discover.d64]") = '\0';
+	assert_int_equal(config_parse_string(text, "t.ini", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.n_discover, PLUGFS_DISCOVER_MAX);
+	config_free(&cfg);
+	free(text);
+	assert_int_equal(
+	    config_parse_string("[discover.a-very-long-section-name-beyond-fifty-characters]\n"
+				"root = /r\n",
+				"t.ini", &cfg, err, sizeof(err)),
+	    0);
+	assert_string_equal(cfg.discover[0].name,
+			    "a-very-long-section-name-beyond-fifty-characters");
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -715,6 +861,8 @@ int main(void)
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_probe_keys),
 	    cmocka_unit_test(test_probe_type_sections),
+	    cmocka_unit_test(test_discover_sections),
+	    cmocka_unit_test(test_discover_limits),
 	    cmocka_unit_test(test_long_value_is_cut_in_message),
 	    cmocka_unit_test(test_messages_escape_file_text),
 	    cmocka_unit_test(test_unknown_names),
