@@ -2,8 +2,9 @@
 /*
  * The `csi' probe (include/probe.h): a real csi.v1.Identity/Probe gRPC call
  * over each registration's Unix socket, and GetPluginInfo when a plugin
- * name is expected.  libcurl speaks HTTP/2 (prior knowledge, nghttp2) and
- * we write only the gRPC frame around the protobuf bytes (csi_pb.c).
+ * name is expected.  The same client identifies a plugin for discovery
+ * (probe_csi_identify): GetPluginInfo, GetPluginCapabilities, NodeGetInfo.  libcurl speaks HTTP/2
+ * (prior knowledge, nghttp2) and we write only the gRPC frame around the protobuf bytes (csi_pb.c).
  *
  * One libcurl multi handle per call of probe_csi_many, created and used on
  * the calling thread only (the prober, the start-up round, the control
@@ -31,17 +32,31 @@
 #define GRPC_MSG_MAX 96
 #define NAME_SHOW_MAX 64
 
-enum stage { STAGE_PROBE, STAGE_INFO };
+/* The calls, in the order they follow each other: a probe is PROBE, then
+ * INFO when a name is expected; an identification INFO, CAPS, NODE. */
+enum stage { STAGE_PROBE, STAGE_INFO, STAGE_CAPS, STAGE_NODE };
+
+static const char *const stage_url[] = {
+    [STAGE_PROBE] = "http://localhost/csi.v1.Identity/Probe",
+    [STAGE_INFO] = "http://localhost/csi.v1.Identity/GetPluginInfo",
+    [STAGE_CAPS] = "http://localhost/csi.v1.Identity/GetPluginCapabilities",
+    [STAGE_NODE] = "http://localhost/csi.v1.Node/NodeGetInfo",
+};
+
+#define GRPC_UNIMPLEMENTED 12
+#define CSI_RESET_RETRIES 8
 
 struct call {
 	CURL *easy;
 	struct curl_slist *headers;
-	size_t idx;	  /* into paths, names and out */
-	const char *want; /* expected plugin name, NULL = none */
+	size_t idx;		   /* into paths, names and out */
+	const char *want;	   /* expected plugin name, NULL = none */
+	struct probe_identity *id; /* an identification's outcome, NULL: a probe */
 	enum stage stage;
 	int64_t start;	  /* monotonic ms */
 	int64_t deadline; /* the start plus the timeout */
 	int grpc_status;  /* -1: none seen yet */
+	unsigned resets;  /* calls asked again after a reset (identification) */
 	char grpc_message[GRPC_MSG_MAX];
 	uint8_t *body;
 	size_t body_len, body_cap;
@@ -165,9 +180,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *arg)
 static int call_prepare(struct call *c, const char *path, struct probe_result *res)
 {
 	int64_t left = c->deadline - plugfs_mono_ms();
-	const char *url = c->stage == STAGE_PROBE
-			      ? "http://localhost/csi.v1.Identity/Probe"
-			      : "http://localhost/csi.v1.Identity/GetPluginInfo";
+	const char *url = stage_url[c->stage];
 	CURL *e = c->easy;
 	CURLcode cc = CURLE_OK;
 
@@ -236,8 +249,68 @@ static void set_curl_error(struct call *c, CURLcode cc, struct probe_result *res
 	probe_set_error(res, "%s", c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
 }
 
-/* A finished transfer: true when the next stage follows (GetPluginInfo
- * after a ready Probe), else res holds the outcome. */
+/* Copies the n bytes of s into out (PROBE_CSI_TEXT_MAX + 1), or says why
+ * not in res: -1. */
+static int copy_text(char *out, const uint8_t *s, size_t n, const char *what,
+		     struct probe_result *res)
+{
+	if (n > PROBE_CSI_TEXT_MAX) {
+		probe_set_error(res, "plugin %s longer than %d bytes", what, PROBE_CSI_TEXT_MAX);
+		return -1;
+	}
+	if (memchr(s, '\0', n)) {
+		probe_set_error(res, "plugin %s has a NUL byte", what);
+		return -1;
+	}
+	memcpy(out, s, n);
+	out[n] = '\0';
+	return 0;
+}
+
+/* The answer of an identification's call in msg (mlen bytes): true when
+ * the next call follows (c->stage set), else res holds the outcome. */
+static bool identify_step(struct call *c, const uint8_t *msg, size_t mlen, struct probe_result *res)
+{
+	const uint8_t *s = NULL, *v = NULL;
+	size_t n = 0, vn = 0;
+
+	switch (c->stage) {
+	case STAGE_INFO:
+		if (csi_decode_info(msg, mlen, &s, &n) < 0 ||
+		    csi_decode_string(msg, mlen, 2, &v, &vn) < 0) {
+			probe_set_error(res, "malformed GetPluginInfoResponse");
+			return false;
+		}
+		if (copy_text(c->id->name, s, n, "name", res) < 0 ||
+		    copy_text(c->id->version, v, vn, "version", res) < 0)
+			return false;
+		c->stage = STAGE_CAPS;
+		return true;
+	case STAGE_CAPS:
+		if (csi_decode_caps(msg, mlen, &c->id->controller) < 0) {
+			probe_set_error(res, "malformed GetPluginCapabilitiesResponse");
+			return false;
+		}
+		c->stage = STAGE_NODE;
+		return true;
+	case STAGE_NODE:
+		if (csi_decode_string(msg, mlen, 1, &s, &n) < 0) {
+			probe_set_error(res, "malformed NodeGetInfoResponse");
+			return false;
+		}
+		c->id->node = true;
+		probe_set_ok(res);
+		return false;
+	case STAGE_PROBE:
+		break;
+	}
+	probe_set_error(res, "internal error: no such call");
+	return false;
+}
+
+/* A finished transfer: true when the next stage follows (c->stage set:
+ * GetPluginInfo after a ready Probe, an identification's next call), else
+ * res holds the outcome. */
 static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 {
 	const uint8_t *msg = NULL, *name = NULL;
@@ -246,6 +319,17 @@ static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 	long http = 0;
 	bool ready = false;
 
+	/* A gRPC server that answers at once with trailers only (UNIMPLEMENTED,
+	 * from the headers alone) and resets the stream after it, before
+	 * libcurl has sent the request's body, makes libcurl 7.88 fail the
+	 * transfer with nothing of the answer handed over (a few calls in a
+	 * hundred): an identification asks again on a new connection, within
+	 * its budget, at most CSI_RESET_RETRIES times. */
+	if (cc == CURLE_HTTP2_STREAM && c->id && c->grpc_status < 0 && c->body_len == 0 &&
+	    c->resets < CSI_RESET_RETRIES) {
+		c->resets++;
+		return true; /* the same stage again */
+	}
 	if (cc != CURLE_OK) {
 		set_curl_error(c, cc, res);
 		return false;
@@ -259,6 +343,17 @@ static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 		probe_set_error(res, "no grpc-status in the response");
 		return false;
 	}
+	/* A plugin without a capability or a node service may say so. */
+	if (c->id && c->grpc_status == GRPC_UNIMPLEMENTED && c->stage == STAGE_CAPS) {
+		c->id->controller = false;
+		c->stage = STAGE_NODE;
+		return true;
+	}
+	if (c->id && c->grpc_status == GRPC_UNIMPLEMENTED && c->stage == STAGE_NODE) {
+		c->id->node = false;
+		probe_set_ok(res);
+		return false;
+	}
 	if (c->grpc_status != 0) {
 		probe_set_error(res, "grpc status %d%s%s", c->grpc_status,
 				c->grpc_message[0] ? ": " : "", c->grpc_message);
@@ -268,6 +363,8 @@ static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 		probe_set_error(res, "%s", why);
 		return false;
 	}
+	if (c->id)
+		return identify_step(c, msg, mlen, res);
 	if (c->stage == STAGE_PROBE) {
 		if (csi_decode_probe(msg, mlen, &ready) < 0) {
 			probe_set_error(res, "malformed ProbeResponse");
@@ -277,8 +374,10 @@ static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 			probe_set_error(res, "not ready");
 			return false;
 		}
-		if (c->want)
+		if (c->want) {
+			c->stage = STAGE_INFO;
 			return true;
+		}
 		probe_set_ok(res);
 		return false;
 	}
@@ -307,10 +406,10 @@ static void call_free(struct call *c)
 	memset(c, 0, sizeof(*c));
 }
 
-/* Starts the probe of paths[idx] in slot c: 0 when it is in flight, -1
- * when it finished at once (out[idx] set). */
+/* Starts the probe (id NULL) or the identification of paths[idx] in slot
+ * c: 0 when it is in flight, -1 when it finished at once (res set). */
 static int call_start(CURLM *m, struct call *c, size_t idx, const char *path, const char *want,
-		      unsigned timeout_ms, struct probe_result *res)
+		      struct probe_identity *id, unsigned timeout_ms, struct probe_result *res)
 {
 	struct curl_slist *h = NULL;
 
@@ -321,7 +420,8 @@ static int call_start(CURLM *m, struct call *c, size_t idx, const char *path, co
 	}
 	c->idx = idx;
 	c->want = want;
-	c->stage = STAGE_PROBE;
+	c->id = id;
+	c->stage = id ? STAGE_INFO : STAGE_PROBE;
 	c->start = plugfs_mono_ms();
 	c->deadline = c->start + timeout_ms;
 	c->easy = curl_easy_init();
@@ -355,8 +455,17 @@ int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
 	return probe_csi_until(paths, names, n, timeout_ms, out, NULL);
 }
 
-int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
-		    unsigned timeout_ms, struct probe_result *out, const bool *stop)
+/* The outcome of paths[i]: out[i], or ids[i].res when identifying. */
+static struct probe_result *result_of(struct probe_result *out, struct probe_identity *ids,
+				      size_t i)
+{
+	return ids ? &ids[i].res : &out[i];
+}
+
+/* The probes (ids NULL) or the identifications (out NULL) of paths. */
+static int run_calls(const char *const *paths, const char *const *names, size_t n,
+		     unsigned timeout_ms, struct probe_result *out, struct probe_identity *ids,
+		     const bool *stop)
 {
 	struct call *slots = NULL;
 	bool *busy = NULL;
@@ -381,9 +490,12 @@ int probe_csi_until(const char *const *paths, const char *const *names, size_t n
 		     s++) {
 			if (busy[s])
 				continue;
-			out[next].took_ms = 0;
+			if (ids)
+				memset(&ids[next], 0, sizeof(ids[next]));
+			result_of(out, ids, next)->took_ms = 0;
 			if (call_start(m, &slots[s], next, paths[next], names ? names[next] : NULL,
-				       timeout_ms, &out[next]) == 0) {
+				       ids ? &ids[next] : NULL, timeout_ms,
+				       result_of(out, ids, next)) == 0) {
 				busy[s] = true;
 				live++;
 			}
@@ -397,6 +509,7 @@ int probe_csi_until(const char *const *paths, const char *const *names, size_t n
 		}
 		while ((msg = curl_multi_info_read(m, &queued))) {
 			struct call *c = NULL;
+			struct probe_result *res;
 			CURLcode cc;
 
 			if (msg->msg != CURLMSG_DONE)
@@ -404,16 +517,15 @@ int probe_csi_until(const char *const *paths, const char *const *names, size_t n
 			cc = msg->data.result;
 			(void)curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&c);
 			curl_multi_remove_handle(m, c->easy);
-			if (call_finish(c, cc, &out[c->idx])) {
-				c->stage = STAGE_INFO;
-				if (call_prepare(c, paths[c->idx], &out[c->idx]) == 0) {
+			res = result_of(out, ids, c->idx);
+			if (call_finish(c, cc, res)) {
+				if (call_prepare(c, paths[c->idx], res) == 0) {
 					if (curl_multi_add_handle(m, c->easy) == CURLM_OK)
 						continue;
-					probe_set_error(&out[c->idx],
-							"curl: cannot add a transfer");
+					probe_set_error(res, "curl: cannot add a transfer");
 				}
 			}
-			out[c->idx].took_ms = (unsigned)(plugfs_mono_ms() - c->start);
+			res->took_ms = (unsigned)(plugfs_mono_ms() - c->start);
 			call_free(c);
 			busy[c - slots] = false;
 			live--;
@@ -443,4 +555,16 @@ out:
 	free(slots);
 	free(busy);
 	return rc;
+}
+
+int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
+		    unsigned timeout_ms, struct probe_result *out, const bool *stop)
+{
+	return run_calls(paths, names, n, timeout_ms, out, NULL, stop);
+}
+
+int probe_csi_identify(const char *const *paths, size_t n, unsigned timeout_ms,
+		       struct probe_identity *out, const bool *stop)
+{
+	return run_calls(paths, NULL, n, timeout_ms, NULL, out, stop);
 }

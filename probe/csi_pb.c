@@ -160,21 +160,77 @@ int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready)
 	return 0;
 }
 
-int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t *name_len)
+int csi_decode_string(const uint8_t *msg, size_t len, uint32_t field, const uint8_t **s, size_t *n)
 {
 	struct pb_reader r = {msg, msg + len};
 	struct pb_field f;
 	int rc;
 
-	*name = msg;
-	*name_len = 0;
+	*s = msg;
+	*n = 0;
 	while ((rc = pb_next(&r, &f)) == 1) {
-		if (f.field != 1)
+		if (f.field != field)
 			continue;
 		if (f.wire != WT_LEN)
 			return -1;
-		*name = f.data; /* the last one wins */
-		*name_len = f.len;
+		*s = f.data; /* the last one wins */
+		*n = f.len;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t *name_len)
+{
+	return csi_decode_string(msg, len, 1, name, name_len);
+}
+
+/* The varint field `field' of a message: the last occurrence, 0 when
+ * absent (proto3's default).  0 or -1 when malformed. */
+static int decode_varint_field(const uint8_t *msg, size_t len, uint32_t field, uint64_t *v)
+{
+	struct pb_reader r = {msg, msg + len};
+	struct pb_field f;
+	int rc;
+
+	*v = 0;
+	while ((rc = pb_next(&r, &f)) == 1) {
+		if (f.field != field)
+			continue;
+		if (f.wire != WT_VARINT)
+			return -1;
+		*v = f.varint;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+int csi_decode_caps(const uint8_t *msg, size_t len, bool *controller)
+{
+	struct pb_reader r = {msg, msg + len};
+	struct pb_field f;
+	int rc;
+
+	*controller = false;
+	while ((rc = pb_next(&r, &f)) == 1) {
+		struct pb_reader c;
+		struct pb_field g;
+
+		if (f.field != 1) /* capabilities */
+			continue;
+		if (f.wire != WT_LEN)
+			return -1;
+		c = (struct pb_reader){f.data, f.data + f.len};
+		while ((rc = pb_next(&c, &g)) == 1) {
+			uint64_t type;
+
+			if (g.field != 1) /* service; volume_expansion (2) is skipped */
+				continue;
+			if (g.wire != WT_LEN || decode_varint_field(g.data, g.len, 1, &type) < 0)
+				return -1;
+			if (type == 1) /* CONTROLLER_SERVICE */
+				*controller = true;
+		}
+		if (rc < 0)
+			return -1;
 	}
 	return rc < 0 ? -1 : 0;
 }

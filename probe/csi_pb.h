@@ -41,4 +41,16 @@ int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready);
  * when absent).  0 or -1 when malformed. */
 int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t *name_len);
 
+/* The string (or bytes) field `field' of a message: the last occurrence
+ * (not NUL-terminated; length 0 when absent), e.g. GetPluginInfoResponse's
+ * vendor_version (2), NodeGetInfoResponse's node_id (1).  0 or -1 when
+ * malformed or the field is not length-delimited. */
+int csi_decode_string(const uint8_t *msg, size_t len, uint32_t field, const uint8_t **s, size_t *n);
+
+/* csi.v1.GetPluginCapabilitiesResponse: *controller when one of its
+ * capabilities (1) is a service (1) of type CONTROLLER_SERVICE (1).  Other
+ * capabilities (volume expansion, other service types, fields unknown) are
+ * skipped.  0 or -1 when malformed. */
+int csi_decode_caps(const uint8_t *msg, size_t len, bool *controller);
+
 #endif

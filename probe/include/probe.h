@@ -74,7 +74,7 @@ bool probe_enabled(const struct probe_options *o);
 /* One probe's outcome. */
 struct probe_result {
 	bool ok;
-	unsigned took_ms;		/* from the probe's start to its outcome */
+	unsigned took_ms; /* from the probe's start to its outcome */
 	/* Not probed: this process had no fd (or memory) for the socket.  Says
 	 * nothing of the plugin; its state stays as it was. */
 	bool skipped;
@@ -112,6 +112,38 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
  */
 int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
 		   unsigned timeout_ms, struct probe_result *out);
+
+/* The longest plugin name and vendor version probe_csi_identify hands
+ * back (the CSI spec's names are at most 63 bytes). */
+#define PROBE_CSI_TEXT_MAX 255
+
+/* What a CSI plugin says it is (probe_csi_identify). */
+struct probe_identity {
+	struct probe_result res; /* ok: every call answered; else res.error */
+	bool controller;	 /* GetPluginCapabilities lists CONTROLLER_SERVICE */
+	bool node;		 /* csi.v1.Node/NodeGetInfo answered (not UNIMPLEMENTED) */
+	/* GetPluginInfo's name and vendor_version, NUL-terminated, as the
+	 * plugin sent them (bytes, not checked against any name rule). */
+	char name[PROBE_CSI_TEXT_MAX + 1];
+	char version[PROBE_CSI_TEXT_MAX + 1];
+};
+
+/*
+ * Identification of n CSI plugins (discovery): to each of paths, over the
+ * csi probe's client, csi.v1.Identity/GetPluginInfo, then
+ * GetPluginCapabilities (UNIMPLEMENTED: no capability), then
+ * csi.v1.Node/NodeGetInfo (UNIMPLEMENTED: not a node plugin).  Parallel
+ * and bounded as probe_csi_many (at most PROBE_MAX_INFLIGHT in flight, the
+ * three calls of one plugin within timeout_ms from its start), so a plugin
+ * that accepts and never answers holds back no other.  out[i] (caller's
+ * array of n) is paths[i]'s; out[i].res.error as probe_csi_many's, or
+ * "plugin name longer than 255 bytes", "plugin name has a NUL byte" (the
+ * same for the version).  stop as probe_csi_until's (NULL: none).  Needs
+ * probe_global_init first; any thread, one multi handle per call.  Returns
+ * 0, -ENOMEM, -EIO or -ECANCELED.
+ */
+int probe_csi_identify(const char *const *paths, size_t n, unsigned timeout_ms,
+		       struct probe_identity *out, const bool *stop);
 
 /* libcurl's global set-up, once per process before any thread probes (the
  * daemon's start); probe_global_cleanup at its end.  0 or -ENOMEM. */

@@ -2,7 +2,8 @@
 /* libFuzzer target: the csi probe's reader of a plugin's answer
  * (probe/csi_pb.c), as csi.c runs it: the body of a unary gRPC response
  * (csi_grpc_message), then the message as a ProbeResponse and as a
- * GetPluginInfoResponse; the raw input through both decoders and the
+ * GetPluginInfoResponse (its name and version) and as a
+ * GetPluginCapabilitiesResponse; the raw input through the decoders and the
  * field walker too.  Whatever it gets, a field it hands back lies inside
  * the input. */
 #include <stdbool.h>
@@ -30,6 +31,9 @@ static void decode(const uint8_t *msg, size_t len)
 	(void)csi_decode_probe(msg, len, &ready);
 	if (csi_decode_info(msg, len, &name, &name_len) == 0)
 		inside(name, name_len, msg, len);
+	if (csi_decode_string(msg, len, 2, &name, &name_len) == 0)
+		inside(name, name_len, msg, len);
+	(void)csi_decode_caps(msg, len, &ready);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -6,11 +6,21 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
 
   csi_plugin.py --socket PATH [--socket PATH2]... [--ready true|false|absent]
                 [--name NAME] [--control FILE]
+                [--flavour identity|node|controller|monolith]
+                [--answer-after SECONDS]
       Probe answers ready true, false, or without the field; GetPluginInfo
-      answers NAME (default csi.example.com).  With --control FILE, each
-      Probe reads FILE when it exists: `true', `false', `absent', or
-      `error CODE MESSAGE' (a gRPC error), so a test switches the answer at
-      run time by writing the file.
+      answers NAME (default csi.example.com) and version 1.0.0.  With
+      --control FILE, each Probe reads FILE when it exists: `true', `false',
+      `absent', or `error CODE MESSAGE' (a gRPC error), so a test switches
+      the answer at run time by writing the file.
+      --flavour: what discovery's identification finds.  identity (the
+      default) serves no GetPluginCapabilities and no csi.v1.Node service
+      (both UNIMPLEMENTED); controller lists CONTROLLER_SERVICE (and
+      VOLUME_ACCESSIBILITY_CONSTRAINTS); node lists only a volume expansion
+      and answers csi.v1.Node/NodeGetInfo; monolith does both.
+      --answer-after: every call fails UNAVAILABLE (`starting') until
+      SECONDS after the start: a plugin whose socket is there before it
+      answers.
   csi_plugin.py --hang PATH...
       Listens on every PATH, accepts connections and never answers (nor
       reads): a plugin that is stuck.
@@ -66,9 +76,33 @@ def info_response(name):
             field_bytes(3, entry))
 
 
+def caps_response(flavour):
+    """csi.v1.GetPluginCapabilitiesResponse: capabilities (1), each a
+    PluginCapability whose service (1) has a type (1: CONTROLLER_SERVICE,
+    2: VOLUME_ACCESSIBILITY_CONSTRAINTS) or whose volume_expansion (2) has
+    a type (1: ONLINE)."""
+    def service(t):
+        return field_bytes(1, field_bytes(1, field_varint(1, t)))
+    if flavour in ("controller", "monolith"):
+        return service(2) + service(1)
+    return field_bytes(1, field_bytes(2, field_varint(1, 1)))
+
+
+def node_info_response():
+    """csi.v1.NodeGetInfoResponse: node_id (1), max_volumes_per_node (2)."""
+    return field_bytes(1, b"node-1") + field_varint(2, 16)
+
+
 def serve_grpc(args):
     import grpc  # python3-grpcio
+    import time
     from concurrent import futures
+
+    started = time.monotonic()
+
+    def starting(context):
+        if args.answer_after and time.monotonic() - started < args.answer_after:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "starting")
 
     def current():
         if args.control and os.path.exists(args.control):
@@ -77,6 +111,7 @@ def serve_grpc(args):
         return args.ready
 
     def probe(request, context):
+        starting(context)
         mode = current()
         if mode.startswith("error"):
             parts = mode.split(None, 2)
@@ -87,15 +122,30 @@ def serve_grpc(args):
         return probe_response(mode)
 
     def info(request, context):
+        starting(context)
         return info_response(args.name)
+
+    def caps(request, context):
+        starting(context)
+        return caps_response(args.flavour)
+
+    def node_info(request, context):
+        starting(context)
+        return node_info_response()
 
     handlers = {
         "Probe": grpc.unary_unary_rpc_method_handler(probe),
         "GetPluginInfo": grpc.unary_unary_rpc_method_handler(info),
     }
+    if args.flavour != "identity":
+        handlers["GetPluginCapabilities"] = grpc.unary_unary_rpc_method_handler(caps)
+    generic = [grpc.method_handlers_generic_handler("csi.v1.Identity", handlers)]
+    if args.flavour in ("node", "monolith"):
+        generic.append(grpc.method_handlers_generic_handler(
+            "csi.v1.Node",
+            {"NodeGetInfo": grpc.unary_unary_rpc_method_handler(node_info)}))
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler("csi.v1.Identity", handlers),))
+    server.add_generic_rpc_handlers(tuple(generic))
     for path in args.socket:
         if os.path.exists(path):
             os.unlink(path)
@@ -131,6 +181,9 @@ def main():
     ap.add_argument("--ready", default="true", choices=["true", "false", "absent"])
     ap.add_argument("--name", default="csi.example.com")
     ap.add_argument("--control")
+    ap.add_argument("--flavour", default="identity",
+                    choices=["identity", "node", "controller", "monolith"])
+    ap.add_argument("--answer-after", type=float, default=0.0, metavar="SECONDS")
     ap.add_argument("--hang", nargs="+", metavar="PATH")
     args = ap.parse_args()
     if args.hang:

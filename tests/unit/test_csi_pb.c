@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "csi_pb.h"
@@ -116,6 +117,66 @@ static void test_info_name(void **state)
 	assert_int_equal(csi_decode_info(B(0x08, 0x01), 2, &name, &len), -1);
 }
 
+/* GetPluginInfoResponse's vendor_version, NodeGetInfoResponse's node_id. */
+static void test_string_field(void **state)
+{
+	const uint8_t msg[] = {0x0a, 0x03, 'a',	 'b',  'c',  0x12, 0x05, '1',  '.',  '2', '.',
+			       '3',  0x1a, 0x04, 0x0a, 0x00, 0x12, 0x00, 0x12, 0x01, '9'};
+	const uint8_t *s = NULL;
+	size_t n = 99;
+
+	(void)state;
+	/* The last occurrence wins, after a map entry (field 3) it skips. */
+	assert_int_equal(csi_decode_string(msg, sizeof(msg), 2, &s, &n), 0);
+	assert_int_equal(n, 1);
+	assert_memory_equal(s, "9", 1);
+	assert_int_equal(csi_decode_string(msg, sizeof(msg) - 3, 2, &s, &n), 0);
+	assert_int_equal(n, 5);
+	assert_memory_equal(s, "1.2.3", 5);
+	/* Absent: length 0. */
+	assert_int_equal(csi_decode_string(msg, sizeof(msg), 4, &s, &n), 0);
+	assert_int_equal(n, 0);
+	/* The field as a varint, or a truncated message: malformed. */
+	assert_int_equal(csi_decode_string(B(0x10, 0x01), 2, 2, &s, &n), -1);
+	assert_int_equal(csi_decode_string(B(0x12, 0x05, '1'), 3, 2, &s, &n), -1);
+}
+
+/* GetPluginCapabilitiesResponse: capabilities (1) of PluginCapability,
+ * whose service (1) has a type (1); CONTROLLER_SERVICE is 1. */
+static void test_caps(void **state)
+{
+	bool ctl = true;
+
+	(void)state;
+	/* No capabilities. */
+	assert_int_equal(csi_decode_caps(NULL, 0, &ctl), 0);
+	assert_false(ctl);
+	/* One: service CONTROLLER_SERVICE. */
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01), 6, &ctl), 0);
+	assert_true(ctl);
+	/* VOLUME_ACCESSIBILITY_CONSTRAINTS (2) and a volume expansion (2) only. */
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x04, 0x0a, 0x02, 0x08, 0x02, 0x0a, 0x04, 0x12,
+					   0x02, 0x08, 0x01),
+					 12, &ctl),
+			 0);
+	assert_false(ctl);
+	/* CONTROLLER_SERVICE after others, an unknown field (7, fixed32) first. */
+	assert_int_equal(csi_decode_caps(B(0x3d, 1, 2, 3, 4, 0x0a, 0x04, 0x0a, 0x02, 0x08, 0x03,
+					   0x0a, 0x04, 0x0a, 0x02, 0x08, 0x01),
+					 17, &ctl),
+			 0);
+	assert_true(ctl);
+	/* A service with no type: UNKNOWN, not a controller. */
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x02, 0x0a, 0x00), 4, &ctl), 0);
+	assert_false(ctl);
+	/* Malformed: capabilities as a varint, a service as a varint, a type
+	 * as a string, a truncated capability. */
+	assert_int_equal(csi_decode_caps(B(0x08, 0x01), 2, &ctl), -1);
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x02, 0x08, 0x01), 4, &ctl), -1);
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x05, 0x0a, 0x03, 0x0a, 0x01, 'x'), 7, &ctl), -1);
+	assert_int_equal(csi_decode_caps(B(0x0a, 0x04, 0x0a, 0x02, 0x08), 5, &ctl), -1);
+}
+
 static void test_grpc_frame(void **state)
 {
 	const uint8_t *msg = NULL;
@@ -147,9 +208,13 @@ static void test_grpc_frame(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_probe_ready),	    cmocka_unit_test(test_probe_unknown_fields),
-	    cmocka_unit_test(test_probe_malformed), cmocka_unit_test(test_info_name),
+	    cmocka_unit_test(test_probe_ready),
+	    cmocka_unit_test(test_probe_unknown_fields),
+	    cmocka_unit_test(test_probe_malformed),
+	    cmocka_unit_test(test_info_name),
 	    cmocka_unit_test(test_grpc_frame),
+	    cmocka_unit_test(test_string_field),
+	    cmocka_unit_test(test_caps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
