@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "clock.h"
 #include "log.h"
 #include "pathtrust.h"
+#include "thread.h"
 
 /* --- the loop and its timers --- */
 
@@ -280,7 +280,6 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 			 struct control_server **out, char *err, size_t errlen)
 {
 	struct control_server *srv = NULL;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -349,10 +348,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	srv->sub_id = rc;
 	/* Signals belong to the main thread (SIGTERM, SIGHUP). */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&srv->thread, NULL, server_thread, srv);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = plugfs_thread_start(&srv->thread, NULL, server_thread, srv);
 	if (rc) {
 		plugfs_seterr(err, errlen, "control: cannot start the server thread: %s",
 			      strerror(-rc));

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "log.h"
 #include "sdnotify.h"
+#include "thread.h"
 
 #define EXPIRY_INTERVAL_S 3600
 
@@ -112,19 +113,13 @@ static void *house_main(void *arg)
 
 int daemon_house_start(struct daemon *d)
 {
-	sigset_t stop, old;
-	int rc;
+	/* SIGTERM and SIGINT go to the FUSE loop (the main thread); the
+	 * thread takes its own with sigtimedwait. */
+	int rc = plugfs_thread_start(&d->house, NULL, house_main, d);
 
-	/* SIGTERM and SIGINT go to the FUSE loop (the main thread). */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, &old);
-	rc = pthread_create(&d->house, NULL, house_main, d);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc == 0)
 		d->house_started = true;
-	return -rc;
+	return rc;
 }
 
 void daemon_house_stop(struct daemon *d)

@@ -455,7 +455,4 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf);
  * refreshes what the kernel caches.  0 or -errno (logged). */
 int fs_resume_session(struct plugfs_fs *fs);
 
-/* Spawns a thread with SIGTERM, SIGINT, SIGHUP, SIGQUIT and SIGUSR2 blocked. */
-int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg);
-
 #endif

@@ -12,30 +12,13 @@
  * state, and the next readlink through the mount returns the new target.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs_internal.h"
 #include "array.h"
 #include "log.h"
-
-int fs_thread_spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t block, old;
-	int rc;
-
-	sigemptyset(&block);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
-	sigaddset(&block, SIGUSR2);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
-	rc = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
-}
+#include "thread.h"
 
 static void send_one(struct fs_notifier *nt, const struct fs_inval *it)
 {
@@ -107,7 +90,7 @@ int fs_notifier_start(struct fs_notifier *nt, struct fuse_session *se)
 
 	pthread_mutex_lock(&nt->mu);
 	nt->se = se;
-	rc = fs_thread_spawn(&nt->thread, notifier_main, nt);
+	rc = plugfs_thread_start(&nt->thread, NULL, notifier_main, nt);
 	if (rc == 0)
 		nt->started = true;
 	pthread_mutex_unlock(&nt->mu);

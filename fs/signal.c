@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "thread.h"
 
 /* The mount the signal handlers stop; one per process. */
 static struct plugfs_fs *volatile signal_fs;
@@ -119,16 +120,12 @@ static void *stopper_main(void *arg)
 
 int fs_stopper_start(struct plugfs_fs *fs)
 {
-	sigset_t all, old;
 	int e;
 
 	__atomic_store_n(&fs->stopper_quit, false, __ATOMIC_SEQ_CST);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	e = pthread_create(&fs->stopper, NULL, stopper_main, fs);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = plugfs_thread_start(&fs->stopper, NULL, stopper_main, fs);
 	if (e != 0)
-		return -e;
+		return e;
 	__atomic_store_n(&fs->stopper_started, true, __ATOMIC_SEQ_CST);
 	/* A stop asked before the thread ran: it has nothing to wait for. */
 	if (fuse_session_exited(fs->se))

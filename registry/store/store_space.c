@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "clock.h"
 #include "log.h"
 #include "space.h"
+#include "thread.h"
 
 #define DEFAULT_CHECKPOINT_BYTES (128u * 1024)
 #define DEFAULT_IDLE_MS 1000u
@@ -273,7 +273,6 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 	const struct registry_upkeep none = {0};
 	struct store_space *sp = NULL;
 	pthread_condattr_t ca;
-	sigset_t all, old;
 	size_t ckpt_bytes, limit_bytes;
 	int64_t page = 0;
 	char sql[64];
@@ -360,13 +359,10 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 	if ((rc = store_query_int(&r->st, sql, &page, "setting journal_size_limit", err, errlen)) <
 	    0)
 		goto fail;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	e = pthread_create(&sp->thread, NULL, space_main, sp);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	e = plugfs_thread_start(&sp->thread, NULL, space_main, sp);
 	if (e != 0) {
-		rc = plugfs_errf(err, errlen, -e, "cannot start the checkpointer thread: %s",
-				 strerror(e));
+		rc = plugfs_errf(err, errlen, e, "cannot start the checkpointer thread: %s",
+				 strerror(-e));
 		goto fail;
 	}
 	sp->started = true;
