@@ -88,7 +88,7 @@ int control_send(int fd, json_t *req, char *err, size_t errlen)
  */
 int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : plugfs_mono_ms() + timeout_ms;
+	int64_t deadline = plugfs_deadline_ms(timeout_ms);
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
 	json_error_t jerr;
@@ -97,15 +97,10 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 	*resp = NULL;
 	for (;;) {
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
-		int wait = -1;
+		int wait = plugfs_poll_ms(deadline);
 		char *nl;
 		ssize_t n;
 
-		if (deadline >= 0) {
-			int64_t left = deadline - plugfs_mono_ms();
-
-			wait = left < 0 ? 0 : (int)left;
-		}
 		rc = poll(&pfd, 1, wait);
 		if (rc < 0) {
 			if (errno == EINTR)
@@ -210,7 +205,7 @@ void control_reader_free(struct control_reader *rd)
 int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms, char *err,
 			size_t errlen)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : plugfs_mono_ms() + timeout_ms;
+	int64_t deadline = plugfs_deadline_ms(timeout_ms);
 	size_t scanned = 0;
 	json_error_t jerr;
 
@@ -221,7 +216,7 @@ int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms,
 						       rd->len - rd->off - scanned)
 					     : NULL;
 		struct pollfd pfd = {.fd = rd->fd, .events = POLLIN};
-		int wait = -1, rc;
+		int wait, rc;
 		ssize_t n;
 
 		if (nl) {
@@ -264,11 +259,7 @@ int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms,
 			rd->buf = nb;
 			rd->cap = ncap;
 		}
-		if (deadline >= 0) {
-			int64_t left = deadline - plugfs_mono_ms();
-
-			wait = left < 0 ? 0 : (int)left;
-		}
+		wait = plugfs_poll_ms(deadline);
 		rc = poll(&pfd, 1, wait);
 		if (rc < 0 && errno == EINTR)
 			continue;

@@ -96,8 +96,7 @@ static void *house_main(void *arg)
 			if (ping_at < wake)
 				wake = ping_at;
 		}
-		wait.tv_sec = (time_t)((wake - now) / 1000);
-		wait.tv_nsec = (long)((wake - now) % 1000) * 1000000L;
+		wait = plugfs_timespec_ms(wake - now);
 		sig = sigtimedwait(&hup, NULL, &wait);
 		if (__atomic_load_n(&d->stopping, __ATOMIC_SEQ_CST))
 			break;

@@ -17,6 +17,7 @@
 
 #include "fs_internal.h"
 #include "array.h"
+#include "clock.h"
 #include "log.h"
 #include "thread.h"
 
@@ -70,11 +71,7 @@ void fs_notifier_init(struct fs_notifier *nt)
 {
 	memset(nt, 0, sizeof(*nt));
 	pthread_mutex_init(&nt->mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&nt->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&nt->cond);
 }
 
 void fs_notifier_destroy(struct fs_notifier *nt)
@@ -144,7 +141,7 @@ void fs_notifier_post(struct fs_notifier *nt, struct fs_inval_batch *b)
 
 void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *arg)
 {
-	struct timespec deadline;
+	int64_t deadline;
 	bool aborted = false;
 
 	if (!nt->started)
@@ -155,15 +152,9 @@ void fs_notifier_stop(struct fs_notifier *nt, void (*abort_conn)(void *), void *
 	/* A notify call blocks while a lookup in that directory is outstanding;
 	 * with the request loop stopped nobody answers it.  Give it a moment,
 	 * then abort the connection, which fails the outstanding requests. */
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_nsec += 200 * 1000 * 1000;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	deadline = plugfs_mono_ms() + 200;
 	while (nt->busy) {
-		if (!aborted &&
-		    pthread_cond_timedwait(&nt->cond, &nt->mu, &deadline) == ETIMEDOUT) {
+		if (!aborted && plugfs_cond_wait_until(&nt->cond, &nt->mu, deadline) == ETIMEDOUT) {
 			pthread_mutex_unlock(&nt->mu);
 			log_warn(
 			    "fs: a kernel invalidation is blocked; aborting the FUSE connection");

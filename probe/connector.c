@@ -58,13 +58,9 @@ static unsigned n_cpus = 1; /* online, at the first batch: init_once */
 
 static void init_once(void)
 {
-	pthread_condattr_t ca;
 	long n;
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&work, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&work);
 	n = sysconf(_SC_NPROCESSORS_ONLN);
 	n_cpus = n > 1 ? (unsigned)(n < CONNECTOR_MAX_THREADS ? n : CONNECTOR_MAX_THREADS) : 1;
 }
@@ -128,18 +124,11 @@ static void run(struct job *j, int *spare)
  * been idle long enough to end. */
 static bool wait_for_job(void)
 {
-	struct timespec at;
+	int64_t at = plugfs_mono_ms() + CONNECTOR_IDLE_MS;
 
-	clock_gettime(CLOCK_MONOTONIC, &at);
-	at.tv_sec += CONNECTOR_IDLE_MS / 1000;
-	at.tv_nsec += (long)(CONNECTOR_IDLE_MS % 1000) * 1000000L;
-	if (at.tv_nsec >= 1000000000L) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000L;
-	}
 	n_idle++;
 	while (!queue_head) {
-		if (pthread_cond_timedwait(&work, &mu, &at) == ETIMEDOUT && !queue_head) {
+		if (plugfs_cond_wait_until(&work, &mu, at) == ETIMEDOUT && !queue_head) {
 			n_idle--;
 			return false;
 		}

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "err.h"
+#include "clock.h"
 #include "log.h"
 #include "probe.h"
 
@@ -40,19 +41,13 @@ static void *prober_main(void *arg)
 {
 	struct prober_thread *t = arg;
 	struct prober *p = t->p;
-	struct timespec at;
 	int rc;
 
 	pthread_mutex_lock(&p->mu);
 	while (!p->stop) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += t->interval_ms / 1000;
-		at.tv_nsec += (long)(t->interval_ms % 1000) * 1000000L;
-		if (at.tv_nsec >= 1000000000L) {
-			at.tv_sec++;
-			at.tv_nsec -= 1000000000L;
-		}
-		while (!p->stop && pthread_cond_timedwait(&p->cond, &p->mu, &at) != ETIMEDOUT)
+		int64_t at = plugfs_mono_ms() + t->interval_ms;
+
+		while (!p->stop && plugfs_cond_wait_until(&p->cond, &p->mu, at) != ETIMEDOUT)
 			;
 		if (p->stop)
 			break;
@@ -83,7 +78,6 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 		 size_t errlen)
 {
 	struct prober *p;
-	pthread_condattr_t ca;
 	int rc = -ENOMEM;
 
 	*out = NULL;
@@ -95,10 +89,7 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 	p->reg = r;
 	p->opts = *o;
 	pthread_mutex_init(&p->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&p->cond);
 	p->types = calloc(o->n_types ? o->n_types : 1, sizeof(*p->types));
 	p->threads = calloc(o->n_types ? o->n_types : 1, sizeof(*p->threads));
 	if (!p->types || !p->threads)

@@ -93,11 +93,9 @@ static int wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
 		 * WAL from its beginning.  (Not while checkpoints fail for a
 		 * full disk or an I/O error: waiting would not help.) */
 		uint64_t want = sp->begun + 1, end = (uint64_t)plugfs_mono_ms() + HOOK_WAIT_MS;
-		struct timespec ts = {.tv_sec = (time_t)(end / 1000),
-				      .tv_nsec = (long)(end % 1000) * 1000000L};
 
 		while (sp->complete < want && !sp->stop)
-			if (pthread_cond_timedwait(&sp->done, &sp->mu, &ts) != 0)
+			if (plugfs_cond_wait_until(&sp->done, &sp->mu, (int64_t)end) != 0)
 				break;
 	}
 	pthread_mutex_unlock(&sp->mu);
@@ -154,15 +152,10 @@ static bool checkpoint(struct store_space *sp, int mode)
 
 static void wait_until_ms(struct store_space *sp, uint64_t at)
 {
-	struct timespec ts;
-
-	if (at == UINT64_MAX) {
+	if (at == UINT64_MAX)
 		pthread_cond_wait(&sp->cond, &sp->mu);
-		return;
-	}
-	ts.tv_sec = (time_t)(at / 1000);
-	ts.tv_nsec = (long)(at % 1000) * 1000000L;
-	pthread_cond_timedwait(&sp->cond, &sp->mu, &ts);
+	else
+		plugfs_cond_wait_until(&sp->cond, &sp->mu, (int64_t)at);
 }
 
 static uint64_t min_u64(uint64_t a, uint64_t b)
@@ -272,7 +265,6 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 {
 	const struct registry_upkeep none = {0};
 	struct store_space *sp = NULL;
-	pthread_condattr_t ca;
 	size_t ckpt_bytes, limit_bytes;
 	int64_t page = 0;
 	char sql[64];
@@ -313,11 +305,8 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 	sp->pending = sp->dirty = true;
 	sp->last_commit_ms = (uint64_t)plugfs_mono_ms();
 	pthread_mutex_init(&sp->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&sp->cond, &ca);
-	pthread_cond_init(&sp->done, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&sp->cond);
+	plugfs_cond_init_mono(&sp->done);
 	if (asprintf(&sp->reserve_path, "%s-reserve", r->st.path) < 0) {
 		sp->reserve_path = NULL;
 		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
