@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "array.h"
 #include "control.h"
 #include "ctlcli.h"
 
@@ -94,15 +95,8 @@ static int table_add(struct table *t, json_t *p)
 	col[4] = str(act, "socket");
 	for (int i = 0; i < 5; i++)
 		len += strlen(col[i]) + 1;
-	if (t->n == t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 256;
-		struct row *nr = realloc(t->rows, ncap * sizeof(*nr));
-
-		if (!nr)
-			return -1;
-		t->rows = nr;
-		t->cap = ncap;
-	}
+	if (PLUGFS_GROW(t->rows, t->cap, t->n, 256) != 0)
+		return -1;
 	if (!(text = malloc(len)))
 		return -1;
 	for (int i = 0; i < 5; i++) {

@@ -5,15 +5,19 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-int plugfs_grow(void **items, size_t *cap, size_t n, size_t elem, size_t first)
+int plugfs_reserve(void **items, size_t *cap, size_t need, size_t elem, size_t first)
 {
-	size_t ncap;
+	size_t ncap = *cap ? *cap : first ? first : 1;
 	void *a;
 
-	if (n < *cap)
+	if (need <= *cap)
 		return 0;
-	ncap = *cap ? *cap * 2 : first;
-	if (ncap <= n || ncap > SIZE_MAX / elem)
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	if (elem == 0 || ncap > SIZE_MAX / elem)
 		return -ENOMEM;
 	a = realloc(*items, ncap * elem);
 	if (!a)
@@ -21,4 +25,13 @@ int plugfs_grow(void **items, size_t *cap, size_t n, size_t elem, size_t first)
 	*items = a;
 	*cap = ncap;
 	return 0;
+}
+
+int plugfs_grow(void **items, size_t *cap, size_t n, size_t elem, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	if (n == SIZE_MAX)
+		return -ENOMEM;
+	return plugfs_reserve(items, cap, n + 1, elem, first);
 }

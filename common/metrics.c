@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "metrics.h"
+#include "array.h"
 
 void metrics_free(struct metrics *m)
 {
@@ -37,19 +38,9 @@ static void put(struct metrics *m, const char *fmt, ...)
 			m->len += (size_t)n;
 			return;
 		}
-		{
-			size_t cap = m->cap ? m->cap * 2 : 4096;
-			char *b;
-
-			while (cap - m->len <= (size_t)n)
-				cap *= 2;
-			b = realloc(m->buf, cap);
-			if (!b) {
-				m->failed = true;
-				return;
-			}
-			m->buf = b;
-			m->cap = cap;
+		if (PLUGFS_RESERVE(m->buf, m->cap, m->len + (size_t)n + 1, 4096) != 0) {
+			m->failed = true;
+			return;
 		}
 	}
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "control_internal.h"
+#include "array.h"
 #include "clock.h"
 #include "pathtrust.h"
 
@@ -116,8 +117,6 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 			goto out;
 		}
 		if (cap - len < 65536) {
-			char *nbuf;
-
 			if (cap >= RESPONSE_MAX) {
 				rc = -EMSGSIZE;
 				plugfs_seterr(err, errlen,
@@ -125,14 +124,11 @@ int control_recv(int fd, json_t **resp, int timeout_ms, char *err, size_t errlen
 					      RESPONSE_MAX);
 				goto out;
 			}
-			cap = cap ? cap * 2 : 65536 * 2;
-			nbuf = realloc(buf, cap);
-			if (!nbuf) {
+			if (PLUGFS_RESERVE(buf, cap, len + 65536, 65536 * 2) != 0) {
 				rc = -ENOMEM;
 				plugfs_seterr(err, errlen, "out of memory");
 				goto out;
 			}
-			buf = nbuf;
 		}
 		n = recv(fd, buf + len, cap - len - 1, MSG_PEEK);
 		if (n < 0 && errno == ECONNRESET && len == 0) {
@@ -243,21 +239,15 @@ int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms,
 			rd->off = 0;
 		}
 		if (rd->cap - rd->len < 65536) {
-			size_t ncap = rd->cap ? rd->cap * 2 : 65536 * 2;
-			char *nb;
-
 			if (rd->cap >= RESPONSE_MAX) {
 				plugfs_seterr(err, errlen, "answer from the daemon exceeds %d bytes",
 					      RESPONSE_MAX);
 				return -EMSGSIZE;
 			}
-			nb = realloc(rd->buf, ncap);
-			if (!nb) {
+			if (PLUGFS_RESERVE(rd->buf, rd->cap, rd->len + 65536, 65536 * 2) != 0) {
 				plugfs_seterr(err, errlen, "out of memory");
 				return -ENOMEM;
 			}
-			rd->buf = nb;
-			rd->cap = ncap;
 		}
 		wait = plugfs_poll_ms(deadline);
 		rc = poll(&pfd, 1, wait);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "control_server_internal.h"
+#include "array.h"
 
 struct ctl_pending {
 	struct client *c;
@@ -30,17 +31,12 @@ int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_requ
 	struct ctl_pending *p;
 
 	if (srv->n_pending == srv->cap_pending) {
-		size_t cap = srv->cap_pending ? 2 * srv->cap_pending : 16;
-		struct ctl_pending *v = realloc(srv->pending, cap * sizeof(*v));
-		struct reg_mutation *m;
+		/* Two arrays of one capacity: it counts once both grew. */
+		size_t cap = srv->cap_pending, cap_m = srv->cap_pending;
 
-		if (!v)
+		if (PLUGFS_GROW(srv->pending, cap, srv->n_pending, 16) != 0 ||
+		    PLUGFS_GROW(srv->pending_m, cap_m, srv->n_pending, 16) != 0)
 			return -ENOMEM;
-		srv->pending = v;
-		m = realloc(srv->pending_m, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		srv->pending_m = m;
 		srv->cap_pending = cap;
 	}
 	p = &srv->pending[srv->n_pending];

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "control.h"
+#include "array.h"
 
 #define CURSOR_RUN 1024
 #define CURSOR_SLICE 4096
@@ -42,23 +43,6 @@ struct control_cursor {
 	int err; /* -ENOMEM while collecting */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 4096 / elem;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
 /* registry_each_plugin: under the registry mutex, plugins with a
  * registration only. */
 static int collect(void *arg, const struct reg_plugin *p)
@@ -68,8 +52,8 @@ static int collect(void *arg, const struct reg_plugin *p)
 
 	if (cur->type && strcmp(cur->type, p->type) != 0)
 		return 0;
-	if (grow((void **)&cur->arena, &cur->cap, cur->len + lt + ln, 1) ||
-	    grow((void **)&cur->off, &cur->n_cap, cur->n + 1, sizeof(*cur->off))) {
+	if (PLUGFS_RESERVE(cur->arena, cur->cap, cur->len + lt + ln, 4096) ||
+	    PLUGFS_RESERVE(cur->off, cur->n_cap, cur->n + 1, 4096 / sizeof(*cur->off))) {
 		cur->err = -ENOMEM;
 		return -ENOMEM;
 	}

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "control_internal.h"
+#include "array.h"
 
 void ctl_linebuf_init(struct ctl_linebuf *lb, size_t max)
 {
@@ -26,18 +27,8 @@ char *ctl_linebuf_space(struct ctl_linebuf *lb, size_t want, size_t *avail)
 		lb->len -= lb->start;
 		lb->start = 0;
 	}
-	if (lb->cap - lb->len < want + 1) {
-		size_t ncap = lb->cap ? lb->cap : 4096;
-		char *nbuf;
-
-		while (ncap - lb->len < want + 1)
-			ncap *= 2;
-		nbuf = realloc(lb->buf, ncap);
-		if (!nbuf)
-			return NULL;
-		lb->buf = nbuf;
-		lb->cap = ncap;
-	}
+	if (PLUGFS_RESERVE(lb->buf, lb->cap, lb->len + want + 1, 4096) != 0)
+		return NULL;
 	/* Keep one byte for the NUL that ctl_linebuf_next writes. */
 	*avail = lb->cap - lb->len - 1;
 	return lb->buf + lb->len;

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 
 #include "control_server_internal.h"
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 
@@ -51,18 +52,8 @@ void ctl_conn_flush(struct client *c)
 /* Appends n bytes to buf (len, cap); 0 or -ENOMEM. */
 static int buf_append(char **buf, size_t *len, size_t *cap, const char *data, size_t n)
 {
-	if (*cap - *len < n) {
-		size_t ncap = *cap ? *cap : 4096;
-		char *nbuf;
-
-		while (ncap - *len < n)
-			ncap *= 2;
-		nbuf = realloc(*buf, ncap);
-		if (!nbuf)
-			return -ENOMEM;
-		*buf = nbuf;
-		*cap = ncap;
-	}
+	if (PLUGFS_RESERVE(*buf, *cap, *len + n, 4096) != 0)
+		return -ENOMEM;
 	memcpy(*buf + *len, data, n);
 	*len += n;
 	return 0;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "control_server_internal.h"
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 #include "pathtrust.h"
@@ -126,21 +127,16 @@ static void *server_thread(void *arg)
 		ctl_events_count_listeners(srv);
 		reap_clients(srv);
 		if (cap < srv->n_clients + 2) {
-			size_t ncap = srv->n_clients + 16;
-			struct pollfd *np = realloc(pfds, ncap * sizeof(*np));
-			struct client **nw;
+			/* Two arrays of one capacity: it counts once both grew. */
+			size_t cap_p = cap, cap_w = cap;
 
-			if (np)
-				pfds = np;
-			nw = np ? realloc(who, ncap * sizeof(*nw)) : NULL;
-			if (nw)
-				who = nw;
-			if (!np || !nw) {
+			if (PLUGFS_RESERVE(pfds, cap_p, srv->n_clients + 2, 16) != 0 ||
+			    PLUGFS_RESERVE(who, cap_w, srv->n_clients + 2, 16) != 0) {
 				log_error("control: out of memory; retrying");
 				sleep(1);
 				continue;
 			}
-			cap = ncap;
+			cap = cap_p;
 		}
 		pfds[0] = (struct pollfd){.fd = srv->wake_fd, .events = POLLIN};
 		/* Resting after accept found no fd, or draining for a handover:

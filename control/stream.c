@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "control_server_internal.h"
+#include "array.h"
 #include "clock.h"
 #include "log.h"
 
@@ -30,18 +31,8 @@ struct ctl_stream {
 
 static int buf_add(struct ctl_stream *s, const char *data, size_t n)
 {
-	if (s->cap - s->len < n) {
-		size_t ncap = s->cap ? s->cap : STREAM_CHUNK_BYTES * 2;
-		char *nb;
-
-		while (ncap - s->len < n)
-			ncap *= 2;
-		nb = realloc(s->buf, ncap);
-		if (!nb)
-			return -ENOMEM;
-		s->buf = nb;
-		s->cap = ncap;
-	}
+	if (PLUGFS_RESERVE(s->buf, s->cap, s->len + n, STREAM_CHUNK_BYTES * 2) != 0)
+		return -ENOMEM;
 	memcpy(s->buf + s->len, data, n);
 	s->len += n;
 	return 0;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "array.h"
 #include "registry.h"
 #include "timefmt.h"
 
@@ -31,13 +32,8 @@ static int text_addf(char **text, size_t *len, size_t *cap, const char *fmt, ...
 			*len += (size_t)n;
 			return 0;
 		}
-		size_t ncap = *cap * 2 > *len + (size_t)n + 1 ? *cap * 2 : *len + (size_t)n + 1;
-		char *t = realloc(*text, ncap);
-
-		if (!t)
+		if (PLUGFS_RESERVE(*text, *cap, *len + (size_t)n + 1, 128) != 0)
 			return -ENOMEM;
-		*text = t;
-		*cap = ncap;
 	}
 }
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "fs_internal.h"
+#include "array.h"
 #include "log.h"
 
 /* Kernel protocol 7.40 and 7.44; Debian 12's <linux/fuse.h> lacks both. */
@@ -135,23 +136,14 @@ int fs_save_init(struct plugfs_fs *fs, const struct fuse_buf *buf)
 static void collect(struct fs_view *v, struct fs_node *n, struct fs_inval_batch *b, bool entries,
 		    int depth)
 {
-	struct fs_inval *a;
 	struct fs_node *c;
 	size_t need = b->n + 1 + fs_dir_count(n);
 
 	if (depth > 8)
 		return;
-	if (need > b->cap) {
-		size_t cap = b->cap ? b->cap : 16;
-
-		while (cap < need)
-			cap *= 2;
-		if (!(a = realloc(b->items, cap * sizeof(*a)))) {
-			b->oom = true;
-			return;
-		}
-		b->items = a;
-		b->cap = cap;
+	if (PLUGFS_RESERVE(b->items, b->cap, need, 16) != 0) {
+		b->oom = true;
+		return;
 	}
 	b->items[b->n++] = (struct fs_inval){.kind = FS_INVAL_INODE, .ino = fs_ino(n)};
 	for (size_t i = 0; (c = fs_dir_next(n, &i, NULL));) {

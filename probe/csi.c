@@ -23,6 +23,7 @@
 #include <sys/un.h>
 
 #include "csi_pb.h"
+#include "array.h"
 #include "clock.h"
 #include "probe_internal.h"
 
@@ -86,18 +87,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *arg)
 		c->body_overflow = true;
 		return 0; /* curl fails the transfer with CURLE_WRITE_ERROR */
 	}
-	if (c->body_len + len > c->body_cap) {
-		size_t cap = c->body_cap ? c->body_cap : 256;
-		uint8_t *grown;
-
-		while (cap < c->body_len + len)
-			cap *= 2;
-		grown = realloc(c->body, cap);
-		if (!grown)
-			return 0;
-		c->body = grown;
-		c->body_cap = cap;
-	}
+	if (PLUGFS_RESERVE(c->body, c->body_cap, c->body_len + len, 256) != 0)
+		return 0;
 	memcpy(c->body + c->body_len, data, len);
 	c->body_len += len;
 	return len;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "index.h"
+#include "array.h"
 #include "internal.h"
 #include "rcstr.h"
 
@@ -109,43 +110,30 @@ struct plugin_node *plugin_node_new(const char *type, const char *name, size_t t
 
 int plugin_reserve(struct plugin_node *p, size_t n)
 {
-	struct registration *v;
-	size_t cap = p->cap ? p->cap : 1;
+	size_t cap = p->cap;
 
-	if (n <= p->cap)
-		return 0;
-	while (cap < n)
-		cap *= 2;
-	if (cap > UINT32_MAX)
+	/* Capacities double from 1: above 2^31 the next is past UINT32_MAX. */
+	if (n > (size_t)1 << 31)
 		return -ENOMEM;
-	v = realloc(p->pub.regs, cap * sizeof(*v));
-	if (!v)
+	if (PLUGFS_RESERVE(p->pub.regs, cap, n, 1) != 0)
 		return -ENOMEM;
-	p->pub.regs = v;
 	p->cap = (uint32_t)cap;
 	return 0;
 }
 
 int alloc_set_reserve(struct alloc_set *s, size_t n)
 {
-	struct plugin_node **v;
-	size_t cap = s->cap > 1 ? s->cap : 2;
+	bool inline_v = s->v == &s->one_v; /* the one entry kept in the set */
+	struct plugin_node **v = inline_v ? NULL : s->v;
+	size_t cap = inline_v ? 0 : s->cap;
 
 	if (n <= s->cap)
 		return 0;
-	while (cap < n)
-		cap *= 2;
-	if (cap > UINT32_MAX)
+	/* Capacities double from 2: above 2^31 the next is past UINT32_MAX. */
+	if (n > (size_t)1 << 31 || PLUGFS_RESERVE(v, cap, n, 2) != 0)
 		return -ENOMEM;
-	if (s->v == &s->one_v) {
-		v = malloc(cap * sizeof(*v));
-		if (v)
-			memcpy(v, s->v, s->n * sizeof(*v));
-	} else {
-		v = realloc(s->v, cap * sizeof(*v));
-	}
-	if (!v)
-		return -ENOMEM;
+	if (inline_v)
+		memcpy(v, s->v, s->n * sizeof(*v));
 	s->v = v;
 	s->cap = (uint32_t)cap;
 	return 0;

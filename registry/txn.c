@@ -412,15 +412,8 @@ int txn_join(struct batch *g, struct batch *one)
 {
 	size_t n = g->n + one->n;
 
-	if (n > g->cap) {
-		size_t cap = n < 2 * g->cap ? 2 * g->cap : n;
-		struct change *c = realloc(g->c, cap * sizeof(*c));
-
-		if (!c)
-			return -ENOMEM;
-		g->c = c;
-		g->cap = cap;
-	}
+	if (PLUGFS_RESERVE(g->c, g->cap, n, 16) != 0)
+		return -ENOMEM;
 	memcpy(&g->c[g->n], one->c, one->n * sizeof(*one->c));
 	g->n = n;
 	free(one->c);

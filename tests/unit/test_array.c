@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "array.h"
 
@@ -54,12 +55,82 @@ static void test_grow_overflow(void **state)
 	free(v);
 }
 
+/* Room for need elements: doubling from first until it holds them, the
+ * contents kept. */
+static void test_reserve_doubles(void **state)
+{
+	char *b = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(PLUGFS_RESERVE(b, cap, 10, 4096), 0);
+	assert_int_equal(cap, 4096);
+	memset(b, 'x', 10);
+	assert_int_equal(PLUGFS_RESERVE(b, cap, 4097, 4096), 0);
+	assert_int_equal(cap, 8192);
+	assert_int_equal(PLUGFS_RESERVE(b, cap, 40000, 4096), 0);
+	assert_int_equal(cap, 65536);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(b[i], 'x');
+	free(b);
+}
+
+/* Elements of any size, and a first of 0 starts at 1. */
+static void test_reserve_elems(void **state)
+{
+	long *v = NULL;
+	size_t cap = 0;
+
+	(void)state;
+	assert_int_equal(PLUGFS_RESERVE(v, cap, 1, 0), 0);
+	assert_int_equal(cap, 1);
+	v[0] = 7;
+	assert_int_equal(PLUGFS_RESERVE(v, cap, 3, 0), 0);
+	assert_int_equal(cap, 4);
+	v[3] = 9;
+	assert_int_equal(v[0], 7);
+	free(v);
+}
+
+/* Enough room already: nothing moves, also for need 0. */
+static void test_reserve_noop(void **state)
+{
+	char *b = malloc(64), *before = b;
+	size_t cap = 64;
+
+	(void)state;
+	assert_int_equal(PLUGFS_RESERVE(b, cap, 64, 4096), 0);
+	assert_int_equal(PLUGFS_RESERVE(b, cap, 0, 4096), 0);
+	assert_ptr_equal(b, before);
+	assert_int_equal(cap, 64);
+	free(b);
+}
+
+/* A capacity or a size in bytes that would overflow is refused and changes
+ * nothing. */
+static void test_reserve_overflow(void **state)
+{
+	char *b = malloc(1), *before = b;
+	uint64_t *v = NULL;
+	size_t cap = SIZE_MAX / 2 + 1, vcap = 0;
+
+	(void)state;
+	assert_int_equal(plugfs_reserve((void **)&b, &cap, cap + 1, 1, 1), -ENOMEM);
+	assert_int_equal(cap, SIZE_MAX / 2 + 1);
+	assert_ptr_equal(b, before);
+	assert_int_equal(PLUGFS_RESERVE(v, vcap, SIZE_MAX / 4, 1), -ENOMEM);
+	assert_null(v);
+	assert_int_equal(vcap, 0);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_grow_appends),
-	    cmocka_unit_test(test_grow_noop),
-	    cmocka_unit_test(test_grow_overflow),
+	    cmocka_unit_test(test_grow_appends),     cmocka_unit_test(test_grow_noop),
+	    cmocka_unit_test(test_grow_overflow),    cmocka_unit_test(test_reserve_doubles),
+	    cmocka_unit_test(test_reserve_elems),    cmocka_unit_test(test_reserve_noop),
+	    cmocka_unit_test(test_reserve_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
