@@ -58,7 +58,19 @@ int daemon_probe_options(struct daemon *d)
 	    .failures = d->cfg.probe_failures,
 	    .types = d->probe_types,
 	    .n_types = d->cfg.n_types,
+	    /* The watches: never under the daemon's own mount (Hazards); the
+	     * control server's clients and a round's sockets keep their fds. */
+	    .watch = true,
+	    .watch_exclude = d->cfg.mountpoint,
+	    .fd_reserve = d->cfg.max_clients + PROBE_MAX_INFLIGHT + 64,
 	};
+#ifdef PLUGFS_FAULTS
+	/* Test knobs: the rounds alone (the baseline), no pidfd, a watch limit. */
+	d->probe.watch = !getenv("PLUGFS_FAULT_NO_WATCH");
+	d->probe.no_pidfd = getenv("PLUGFS_FAULT_NO_PIDFD") != NULL;
+	if (getenv("PLUGFS_FAULT_MAX_WATCHES"))
+		d->probe.max_watches = (unsigned)atoi(getenv("PLUGFS_FAULT_MAX_WATCHES"));
+#endif
 	return 0;
 }
 
@@ -78,6 +90,7 @@ void daemon_metrics(struct metrics *m, void *arg)
 	unsigned long long counts[FS_N_COUNTED_ERRNOS + 1];
 	size_t n = fs_error_counts(d->fs, names, counts, FS_N_COUNTED_ERRNOS + 1);
 	struct probe_stats ps;
+	struct probe_watch_stats ws;
 
 	metrics_family(m, "plugfs_fuse_requests_total", "counter",
 		       "FUSE requests the daemon answered (the kernel's cache answers the rest).");
@@ -107,6 +120,39 @@ void daemon_metrics(struct metrics *m, void *arg)
 	metrics_family(m, "plugfs_probe_round_seconds", "gauge",
 		       "How long the last round of probes took.");
 	metrics_sample(m, "plugfs_probe_round_seconds", NULL, (double)ps.last_round_ms / 1000.0);
+	prober_watch_stats(d->prober, &ws);
+	if (!ws.on)
+		return;
+	metrics_family(m, "plugfs_probe_watches", "gauge",
+		       "Probed registrations by watch kind: pidfd (its listener's process and its "
+		       "socket's name), inotify (its socket's name only), poll (neither: the "
+		       "rounds alone see it).");
+	metrics_sample(m, "plugfs_probe_watches", (const char *[]){"kind", "pidfd", NULL},
+		       (double)ws.pidfd);
+	metrics_sample(m, "plugfs_probe_watches", (const char *[]){"kind", "inotify", NULL},
+		       (double)ws.inotify);
+	metrics_sample(m, "plugfs_probe_watches", (const char *[]){"kind", "poll", NULL},
+		       (double)ws.poll);
+	metrics_family(m, "plugfs_probe_watched_directories", "gauge",
+		       "Directories with an inotify watch (one however many sockets in it).");
+	metrics_sample(m, "plugfs_probe_watched_directories", NULL, (double)ws.dirs);
+	metrics_family(m, "plugfs_probe_watch_events_total", "counter",
+		       "Events of the watches (a listener's exit, a socket's name changed), each "
+		       "probed at once.");
+	metrics_sample(m, "plugfs_probe_watch_events_total", NULL, (double)ws.events);
+	metrics_family(m, "plugfs_probe_watch_probes_total", "counter",
+		       "Probes the watches' events made (beside the rounds').");
+	metrics_sample(m, "plugfs_probe_watch_probes_total", NULL, (double)ws.probes);
+	metrics_family(m, "plugfs_probe_watch_fallbacks_total", "counter",
+		       "Watches that could not be had, by reason: no_pidfd (pidfd_open refused: an "
+		       "old kernel, EPERM, a pid gone), watch_limit (fs.inotify.max_user_watches), "
+		       "fds_short (RLIMIT_NOFILE's reserve).");
+	metrics_sample(m, "plugfs_probe_watch_fallbacks_total",
+		       (const char *[]){"reason", "no_pidfd", NULL}, (double)ws.no_pidfd);
+	metrics_sample(m, "plugfs_probe_watch_fallbacks_total",
+		       (const char *[]){"reason", "watch_limit", NULL}, (double)ws.watch_limit);
+	metrics_sample(m, "plugfs_probe_watch_fallbacks_total",
+		       (const char *[]){"reason", "fds_short", NULL}, (double)ws.fds_short);
 }
 
 static bool str_eq(const char *a, const char *b)

@@ -70,6 +70,15 @@ static void set_outcome(struct probe_result *res, int e)
 }
 
 /* A connect in progress became writable: its outcome. */
+/* The listener's pid of a connected socket (0 when unknown). */
+static void peer_pid(int fd, struct probe_result *res)
+{
+	struct ucred uc = {0};
+	socklen_t len = sizeof(uc);
+
+	res->pid = res->ok && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 ? uc.pid : 0;
+}
+
 static void finish_connect(int fd, struct probe_result *res)
 {
 	int e = 0;
@@ -78,6 +87,7 @@ static void finish_connect(int fd, struct probe_result *res)
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &len) < 0)
 		e = errno;
 	set_outcome(res, e);
+	peer_pid(fd, res);
 }
 
 /* One probe in flight, by connector slot. */
@@ -110,8 +120,11 @@ static void take_returned(struct connector_batch *b, struct slot *slot, struct p
 			continue;
 		}
 		set_outcome(&out[slot[s].idx], e);
-		if (fd >= 0)
+		out[slot[s].idx].pid = 0;
+		if (fd >= 0) {
+			peer_pid(fd, &out[slot[s].idx]);
 			close(fd);
+		}
 		end_slot(&slot[s], out, t, timeout_ms, live);
 	}
 }
@@ -164,6 +177,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 		connector_start_many(b, qslot, qpath, nq, qrc);
 		for (size_t i = 0; i < nq; i++, next++) {
 			out[next].took_ms = 0;
+			out[next].pid = 0;
 			if (qrc[i] < 0) {
 				set_outcome(&out[next], -qrc[i]);
 				continue;

@@ -33,4 +33,35 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
 		    unsigned timeout_ms, struct probe_result *out, const bool *stop);
 
+/*
+ * What a round of the prober asks the watches (probe/live.c gives them;
+ * round.c calls them through these pointers, so neither file calls the
+ * other's functions).  arg is live's.
+ */
+struct probe_hooks {
+	void *arg;
+	/* Before a round copies the registry: a mark of the verdicts the
+	 * events applied so far; end when the round applied its own. */
+	uint64_t (*begin)(void *arg);
+	void (*end)(void *arg, uint64_t mark);
+	/* Whether registration id, of health rt, needs no probe this round:
+	 * what it would find is what the watches see. */
+	bool (*skip)(void *arg, int64_t id, enum probe_mode mode, const struct reg_runtime *rt);
+	/* Whether an event applied a verdict on id after mark: the round's
+	 * result is older and is not applied. */
+	bool (*newer)(void *arg, int64_t id, uint64_t mark);
+	/* A round's result of id, applied (the listener's pid, to watch). */
+	void (*result)(void *arg, int64_t id, const struct probe_result *res);
+};
+
+struct live;
+/* The watches of the registrations of r probed by o (the prober's copy,
+ * which outlives it): a watcher, a registry subscription and the thread
+ * that probes what the events name.  0 or -errno with err. */
+int live_start(struct registry *r, const struct probe_options *o, struct live **out, char *err,
+	       size_t errlen);
+const struct probe_hooks *live_hooks(struct live *l);
+void live_stop(struct live *l);
+void live_stats(struct live *l, struct probe_watch_stats *out);
+
 #endif

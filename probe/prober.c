@@ -15,7 +15,7 @@
 #include "err.h"
 #include "clock.h"
 #include "log.h"
-#include "probe.h"
+#include "probe_internal.h"
 
 struct prober_thread {
 	struct prober *p;
@@ -31,10 +31,12 @@ struct prober {
 	struct probe_type_options *types; /* copies, with their own strings */
 	struct prober_thread *threads;
 	size_t n_threads;
+	struct live *live; /* the watches; NULL when off */
 	pthread_mutex_t mu; /* guards stop; taken alone */
 	pthread_cond_t cond;
 	bool stop;
 	bool cancel; /* opts.stop: set (atomically) by prober_stop, read by rounds */
+	char *exclude; /* opts.watch_exclude's copy */
 };
 
 static void *prober_main(void *arg)
@@ -69,6 +71,7 @@ static void prober_free(struct prober *p)
 		free((char *)p->types[i].type);
 	free(p->types);
 	free(p->threads);
+	free(p->exclude);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->mu);
 	free(p);
@@ -102,6 +105,18 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 	}
 	p->opts.types = p->types;
 	p->opts.stop = &p->cancel;
+	p->opts.hooks = NULL;
+	p->opts.watch_exclude = NULL; /* the caller's: not kept */
+	if (o->watch) {
+		p->exclude = o->watch_exclude ? strdup(o->watch_exclude) : NULL;
+		p->opts.watch_exclude = p->exclude;
+		rc = live_start(r, &p->opts, &p->live, err, errlen);
+		if (rc < 0) {
+			prober_stop(p);
+			return rc;
+		}
+		p->opts.hooks = live_hooks(p->live);
+	}
 	if (o->n_types == 0) {
 		p->threads[0] = (struct prober_thread){.p = p, .interval_ms = o->interval_ms};
 		p->n_threads = 1;
@@ -137,5 +152,11 @@ void prober_stop(struct prober *p)
 	for (size_t i = 0; i < p->n_threads; i++)
 		if (p->threads[i].started)
 			pthread_join(p->threads[i].thread, NULL);
+	live_stop(p->live); /* after the rounds: they call its hooks */
 	prober_free(p);
+}
+
+void prober_watch_stats(struct prober *p, struct probe_watch_stats *out)
+{
+	live_stats(p ? p->live : NULL, out);
 }

@@ -227,19 +227,23 @@ static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum prob
 
 static int round_of(struct registry *r, const struct probe_options *o, const char *type)
 {
+	const struct probe_hooks *h = o->hooks;
 	struct reg_probe_targets snap = {0};
 	struct probe_settings *set = NULL;
+	bool *seen = NULL; /* what the watches see: not probed this round */
 	struct batch batches[BATCH_MAX];
 	size_t n, nb = 0, probed = 0;
+	uint64_t mark = h ? h->begin(h->arg) : 0;
 	int64_t now, t0;
 	int rc;
 
 	if ((rc = registry_probe_targets(r, type, &snap)) < 0)
-		return rc;
+		goto out;
 	n = snap.n;
 	set = calloc(n ? n : 1, sizeof(*set));
+	seen = calloc(n ? n : 1, sizeof(*seen));
 	rc = -ENOMEM;
-	if (!set)
+	if (!set || !seen)
 		goto out;
 	for (size_t k = 0; k < n; k++) {
 		const struct reg_probe_target *g = &snap.t[k];
@@ -249,6 +253,10 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		set[k].mode = probe_mode_for(o, g->type, g->probe);
 		if (set[k].mode == PROBE_MODE_NONE)
 			continue;
+		if (h && h->skip(h->arg, g->id, set[k].mode, &g->runtime)) {
+			seen[k] = true;
+			continue;
+		}
 		b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms, o->stop);
 		if (!b)
 			goto out;
@@ -274,11 +282,16 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			struct reg_runtime rt;
 			char err[REG_ERR_MAX];
 
+			/* An event's verdict came after this round's copy. */
+			if (h && h->newer(h->arg, g->id, mark))
+				continue;
 			probe_next_runtime(&g->runtime, &batches[i].res[j],
 					   set[batches[i].idx[j]].failures, now, &rt);
 			/* -ENOENT: deregistered meanwhile; nothing to do. */
 			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &rt, NULL, err,
 						   sizeof(err));
+			if (h)
+				h->result(h->arg, g->id, &batches[i].res[j]);
 			probed++;
 		}
 	}
@@ -288,14 +301,18 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		const struct reg_probe_target *g = &snap.t[i];
 		char err[REG_ERR_MAX];
 
-		if (set[i].mode == PROBE_MODE_NONE && g->runtime.health != REG_HEALTH_UNKNOWN)
+		if (set[i].mode == PROBE_MODE_NONE && !seen[i] &&
+		    g->runtime.health != REG_HEALTH_UNKNOWN)
 			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &unknown, NULL,
 						   err, sizeof(err));
 	}
 	rc = (int)probed;
 out:
+	if (h)
+		h->end(h->arg, mark);
 	free_batches(batches, nb);
 	free(set);
+	free(seen);
 	reg_probe_targets_free(&snap);
 	return rc;
 }

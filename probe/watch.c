@@ -47,6 +47,11 @@
 	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |     \
 	 IN_ONLYDIR)
 
+/* The state's high bit: a pidfd of its listener was refused (kept until
+ * its socket changes, so that no round asks again). */
+#define W_REFUSED 0x80
+#define ST(e) ((e)->state & ~W_REFUSED)
+
 enum went_state {
 	W_QUEUED,   /* for the adder */
 	W_ATTACHED, /* by_name linked: waits on socket[0, off + len) */
@@ -122,7 +127,7 @@ static size_t *count_of(struct watch *w, const struct went *e)
 {
 	if (e->pidfd >= 0)
 		return &w->n_pidfd;
-	return e->state == W_ATTACHED ? &w->n_inotify : &w->n_poll;
+	return ST(e) == W_ATTACHED ? &w->n_inotify : &w->n_poll;
 }
 
 static struct went *went_find(struct watch *w, int64_t key)
@@ -167,7 +172,7 @@ static void went_detach(struct watch *w, struct went *e)
 {
 	struct wdir *d;
 
-	if (e->state != W_ATTACHED)
+	if (ST(e) != W_ATTACHED)
 		return;
 	htab_remove(&w->by_name, &e->by_name);
 	d = dir_find(w, e->socket, dir_len(e->off));
@@ -211,7 +216,7 @@ static void went_requeue(struct watch *w, struct went *e)
 
 	(*c)--;
 	went_detach(w, e);
-	e->state = W_QUEUED;
+	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
 	(*count_of(w, e))++;
 	queue_push(w, (int64_t)e->by_key.key);
 }
@@ -223,16 +228,16 @@ static int went_attach(struct watch *w, struct went *e, struct wdir *d, size_t o
 	int rc;
 
 	went_detach(w, e);
-	e->state = W_QUEUED;
+	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
 	e->off = (uint16_t)off;
 	e->len = (uint8_t)len;
 	rc = len > UINT8_MAX ? -ENAMETOOLONG
 			     : htab_insert(&w->by_name, &e->by_name, path_key(e->socket, off + len));
 	if (rc == 0) {
-		e->state = W_ATTACHED;
+		e->state = (uint8_t)((e->state & W_REFUSED) | W_ATTACHED);
 		d->n++;
 	} else {
-		e->state = W_POLL;
+		e->state = (uint8_t)((e->state & W_REFUSED) | W_POLL);
 	}
 	(*c)--;
 	(*count_of(w, e))++;
@@ -340,7 +345,7 @@ static void went_poll(struct watch *w, struct went *e)
 	size_t *c = count_of(w, e);
 
 	went_detach(w, e);
-	e->state = W_POLL;
+	e->state = (uint8_t)((e->state & W_REFUSED) | W_POLL);
 	(*c)--;
 	(*count_of(w, e))++;
 }
@@ -364,7 +369,7 @@ static bool adder_place(struct watch *w, int64_t key)
 
 	pthread_mutex_lock(&w->mu);
 	e = went_find(w, key);
-	if (!e || e->state != W_QUEUED) {
+	if (!e || ST(e) != W_QUEUED) {
 		pthread_mutex_unlock(&w->mu);
 		return false;
 	}
@@ -410,7 +415,7 @@ static bool adder_place(struct watch *w, int64_t key)
 				if (!d && !dir_by_wd(w, wd))
 					(void)inotify_rm_watch(w->ifd, wd);
 				e = went_find(w, key);
-				if (e && e->socket == sock && e->state == W_QUEUED) {
+				if (e && e->socket == sock && ST(e) == W_QUEUED) {
 					if (d && went_attach(w, e, d, off, comp_len(sock, off, n)) == 0)
 						found = true;
 					else
@@ -425,7 +430,7 @@ static bool adder_place(struct watch *w, int64_t key)
 				pthread_mutex_lock(&w->mu);
 				add_failed(w, sock, wd);
 				e = went_find(w, key);
-				if (e && e->socket == sock && e->state == W_QUEUED)
+				if (e && e->socket == sock && ST(e) == W_QUEUED)
 					went_poll(w, e);
 				pthread_mutex_unlock(&w->mu);
 				break;
@@ -441,7 +446,7 @@ static bool adder_place(struct watch *w, int64_t key)
 
 		pthread_mutex_lock(&w->mu);
 		e = went_find(w, key);
-		if (!e || e->socket != sock || e->state != W_ATTACHED) {
+		if (!e || e->socket != sock || ST(e) != W_ATTACHED) {
 			pthread_mutex_unlock(&w->mu);
 			goto out;
 		}
@@ -458,7 +463,7 @@ static bool adder_place(struct watch *w, int64_t key)
 			goto out; /* its creation will be seen */
 		pthread_mutex_lock(&w->mu);
 		e = went_find(w, key);
-		if (e && e->socket == sock && e->state == W_ATTACHED && e->off == off) {
+		if (e && e->socket == sock && ST(e) == W_ATTACHED && e->off == off) {
 			struct wdir *d = wd >= 0 ? dir_take(w, sock, dl, wd) : NULL;
 
 			if (wd < 0)
@@ -557,7 +562,7 @@ static void dir_gone(struct watch *w, struct wdir *d, bool rm, struct due *due)
 	while ((n = htab_next(&w->by_key, &pos, n))) {
 		struct went *e = htab_entry(n, struct went, by_key);
 
-		if (e->state != W_ATTACHED || dir_len(e->off) != d->len ||
+		if (ST(e) != W_ATTACHED || dir_len(e->off) != d->len ||
 		    memcmp(e->socket, d->path, d->len) != 0)
 			continue;
 		if (e->socket[e->off + e->len] == '\0')
@@ -566,7 +571,7 @@ static void dir_gone(struct watch *w, struct wdir *d, bool rm, struct due *due)
 		htab_remove(&w->by_name, &e->by_name);
 		d->n--;
 		w->n_inotify -= e->pidfd < 0;
-		e->state = W_QUEUED;
+		e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
 		w->n_poll += e->pidfd < 0;
 		queue_push(w, (int64_t)e->by_key.key);
 	}
@@ -592,9 +597,10 @@ static void name_event(struct watch *w, struct wdir *d, const char *name, uint32
 		next = htab_find(&w->by_name, n->key, n);
 		if (e->off != off || e->len != nl || memcmp(e->socket, path, pl + nl) != 0)
 			continue;
-		if (e->socket[off + nl] == '\0')
+		if (e->socket[off + nl] == '\0') {
+			e->state &= (uint8_t)~W_REFUSED; /* perhaps another listener */
 			due_add(due, (int64_t)e->by_key.key, WATCH_EV_SOCKET);
-		else if (mask & (IN_CREATE | IN_MOVED_TO))
+		} else if (mask & (IN_CREATE | IN_MOVED_TO))
 			went_requeue(w, e); /* a directory on its way appeared */
 	}
 }
@@ -619,7 +625,7 @@ static void read_inotify(struct watch *w, struct due *due)
 				while ((n = htab_next(&w->by_key, &pos, n))) {
 					struct went *e = htab_entry(n, struct went, by_key);
 
-					if (e->state == W_ATTACHED &&
+					if (ST(e) == W_ATTACHED &&
 					    e->socket[e->off + e->len] != '\0')
 						went_requeue(w, e);
 					else
@@ -655,6 +661,7 @@ static void pidfd_event(struct watch *w, int64_t key, struct due *due)
 			w->n_pidfd--;
 			pidfd_close(w, e);
 			(*count_of(w, e))++;
+			e->state &= (uint8_t)~W_REFUSED;
 			due_add(due, key, WATCH_EV_EXIT);
 		}
 	}
@@ -875,7 +882,7 @@ int watch_add(struct watch *w, int64_t key, char *socket)
 		goto out;
 	}
 	e->pidfd = -1;
-	e->state = W_QUEUED;
+	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
 	if ((rc = htab_insert(&w->by_key, &e->by_key, (uint64_t)key)) < 0) {
 		pool_free(&w->ents, e);
 		goto out;
@@ -964,11 +971,14 @@ int watch_set_pid(struct watch *w, int64_t key, pid_t pid)
 			(*count_of(w, e))--;
 			e->pidfd = fd;
 			w->n_pidfd++;
+			e->state &= (uint8_t)~W_REFUSED;
 			rc = 1;
 		} else {
 			rc = fd;
 		}
 	}
+	if (rc < 0)
+		e->state |= W_REFUSED;
 	if (rc == -EMFILE || rc == -ENFILE) {
 		w->fds_short++;
 		if (!w->logged_fds) {
@@ -1000,10 +1010,24 @@ unsigned watch_of(struct watch *w, int64_t key)
 	e = went_find(w, key);
 	if (e) {
 		m |= e->pidfd >= 0 ? WATCH_HAS_PIDFD : 0;
-		m |= e->state == W_ATTACHED ? WATCH_HAS_DIR : 0;
+		m |= ST(e) == W_ATTACHED ? WATCH_HAS_DIR : 0;
+		m |= e->state & W_REFUSED ? WATCH_PID_REFUSED : 0;
 	}
 	pthread_mutex_unlock(&w->mu);
 	return m;
+}
+
+char *watch_socket(struct watch *w, int64_t key)
+{
+	struct went *e;
+	char *s = NULL;
+
+	pthread_mutex_lock(&w->mu);
+	e = went_find(w, key);
+	if (e)
+		s = rcstr_ref(e->socket);
+	pthread_mutex_unlock(&w->mu);
+	return s;
 }
 
 void watch_counts(struct watch *w, struct watch_counts *out)

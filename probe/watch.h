@@ -93,7 +93,12 @@ int watch_set_pid(struct watch *w, int64_t key, pid_t pid);
 #define WATCH_HAS_PIDFD 1u /* a pidfd of its listener, not exited */
 #define WATCH_HAS_DIR 2u   /* its socket's name is watched (in its directory,
 			      or its path's from an ancestor) */
+#define WATCH_PID_REFUSED 4u /* watch_set_pid failed since its socket last
+				changed or its pidfd last fired: not asked again */
 unsigned watch_of(struct watch *w, int64_t key);
+
+/* A reference to key's socket (rcstr_unref it), NULL when not watched. */
+char *watch_socket(struct watch *w, int64_t key);
 
 struct watch_counts {
 	size_t pidfd;	/* registrations with a pidfd */

@@ -131,6 +131,7 @@ int registry_probe_targets(struct registry *r, const char *type, struct reg_prob
 			const struct registration *g = &q->pub.regs[j];
 			struct reg_probe_target *t = &out->t[k++];
 
+			t->id = g->id;
 			t->type = ty;
 			t->name = name;
 			t->alloc = put(&at, g->alloc);

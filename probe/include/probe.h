@@ -41,6 +41,8 @@ struct probe_type_options {
 	struct probe_settings s;
 };
 
+struct probe_hooks;
+
 struct probe_options {
 	/* The default ([probe]): for a type that is not in types. */
 	enum probe_mode mode; /* PROBE_MODE_NONE: not probed */
@@ -60,6 +62,18 @@ struct probe_options {
 	 * prober sets its own, so that prober_stop does not wait for a
 	 * round of hung probes. */
 	const bool *stop;
+	/* The watches (probe/watch.c, started by prober_start when watch is
+	 * true): a listener's exit and a socket's creation, removal or
+	 * replacement probed at once, and the rounds skip what the watches
+	 * see (docs/design.md, "Semantics"). */
+	bool watch;
+	const char *watch_exclude; /* nothing under it is watched: the daemon's mount */
+	unsigned fd_reserve;	   /* descriptors no pidfd may take (the control server's) */
+	unsigned max_watches;	   /* test knob: directories watched at most (0: the kernel's) */
+	bool no_pidfd;		   /* test knob: every pidfd_open refused */
+	/* Set by the prober on its own copy (NULL: a round of its own): what
+	 * a round asks the watches (probe_internal.h). */
+	const struct probe_hooks *hooks;
 };
 
 /* The settings registrations of type are probed with: its entry in
@@ -78,6 +92,10 @@ struct probe_result {
 	/* Not probed: this process had no fd (or memory) for the socket.  Says
 	 * nothing of the plugin; its state stays as it was. */
 	bool skipped;
+	/* A connect probe that connected: the pid of the process that called
+	 * listen() on the socket, in this pid namespace (SO_PEERCRED); 0
+	 * when unknown. */
+	int pid;
 	char error[REG_HEALTH_ERR_MAX]; /* "" when ok: "connection refused",
 					   "no such file", "timeout", or strerror */
 };
@@ -210,5 +228,17 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 /* Stops the threads (a round under way ends within 50 ms, its results not
  * applied) and frees p.  NULL is a no-op. */
 void prober_stop(struct prober *p);
+
+/* What the watches see, for metrics (zero when none run). */
+struct probe_watch_stats {
+	bool on;
+	size_t pidfd, inotify, poll; /* registrations by watch kind */
+	size_t dirs;		     /* directories watched */
+	uint64_t events;	     /* events since the start */
+	uint64_t probes;	     /* probes events made */
+	uint64_t no_pidfd, watch_limit, fds_short; /* fallbacks since the start */
+};
+/* Any thread; p may be NULL. */
+void prober_watch_stats(struct prober *p, struct probe_watch_stats *out);
 
 #endif

@@ -236,6 +236,7 @@ int registry_snapshot(struct registry *r, const char *type, struct reg_snapshot 
  * reg_probe_targets_free (a zeroed value may be freed).
  */
 struct reg_probe_target {
+	int64_t id; /* the registration's persisted id */
 	const char *type, *name, *alloc, *socket;
 	const char *csi_name; /* "" when not given */
 	enum reg_probe probe;

@@ -357,7 +357,7 @@ static void test_no_pidfd_fallback(void **state)
 	assert_int_equal(watch_add(f->w, 5, s), 0);
 	assert_int_equal(watch_set_pid(f->w, 5, getpid()), -EPERM);
 	assert_int_equal(watch_settle(f->w, SETTLE_MS), 0);
-	assert_int_equal(watch_of(f->w, 5), WATCH_HAS_DIR);
+	assert_int_equal(watch_of(f->w, 5), WATCH_HAS_DIR | WATCH_PID_REFUSED);
 	watch_counts(f->w, &c);
 	assert_int_equal(c.no_pidfd, 1);
 	assert_int_equal(c.pidfd, 0);
