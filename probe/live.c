@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "array.h"
+#include "clock.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
@@ -84,14 +85,6 @@ struct live {
 	size_t n_marks;
 	uint64_t probes; /* atomic */
 };
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static int64_t wall_now(const struct probe_options *o)
 {
@@ -356,7 +349,7 @@ static void apply(struct live *l, struct job *j)
 	if (!res->ok && (what & WATCH_EV_SOCKET) && !(what & (WATCH_EV_EXIT | L_VERIFY)) &&
 	    j->it.tries < REFUSED_RETRIES && strcmp(res->error, "connection refused") == 0) {
 		/* Bound, perhaps not listening yet: look again shortly. */
-		push(l, j->it.id, what, 0, j->it.tries + 1, mono_ms() + (1 << j->it.tries));
+		push(l, j->it.id, what, 0, j->it.tries + 1, plugfs_mono_ms() + (1 << j->it.tries));
 		return;
 	}
 	if (lookup(l, type, name, alloc, &probe, &old) < 0)
@@ -433,7 +426,7 @@ static void *live_main(void *arg)
 
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop) {
-		int64_t now = mono_ms(), next = INT64_MAX;
+		int64_t now = plugfs_mono_ms(), next = INT64_MAX;
 		size_t n = 0;
 
 		/* The items due, merged by id (one probe each). */

@@ -53,6 +53,7 @@
 
 #include "bench_cached.h"
 #include "bench_scale.h"
+#include "bench_watch.h"
 #include "clock.h"
 #include "fs.h"
 #include "log.h"
@@ -417,6 +418,21 @@ static int run_scale(const char *plugfs_arg, const char *sizes, const char *disk
 	return rc;
 }
 
+static int run_watch(const char *plugfs_arg, const struct bench_watch_opts *o)
+{
+	char plugfs[PATH_MAX], tmp[256];
+	int rc;
+
+	if (plugfs_arg)
+		snprintf(plugfs, sizeof(plugfs), "%s", plugfs_arg);
+	else
+		default_plugfs(plugfs, sizeof(plugfs));
+	bench_tmpdir("plugfs-bench", "plugfs-bench", tmp, sizeof(tmp));
+	rc = bench_watch(plugfs, tmp, o);
+	bench_tmpdir_remove("plugfs-bench", tmp);
+	return rc;
+}
+
 /* The cached path: readlink, stat and connect through the mount against a
  * tmpfs symlink of the same depth (what is left is the kernel's FUSE code:
  * no request reaches the daemon), listings, switches, stale reads.  0, or 1
@@ -491,13 +507,21 @@ int main(int argc, char *argv[])
 	    {"scale", required_argument, NULL, 'S'},
 	    {"plugfs", required_argument, NULL, 'P'},
 	    {"disk", required_argument, NULL, 'D'},
+	    {"watch", no_argument, NULL, 'W'},
+	    {"kills", required_argument, NULL, 'K'},
+	    {"baseline-kills", required_argument, NULL, 'B'},
+	    {"interval", required_argument, NULL, 'I'},
+	    {"missing", required_argument, NULL, 'M'},
+	    {"live", required_argument, NULL, 'L'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
 	struct bench b = {
 	    .iterations = 1000000, .connects = 200000, .switches = 1000, .cache_timeout = 60};
 	const char *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
-	bool quick = false;
+	struct bench_watch_opts wo = {
+	    .interval = 30, .kills = 200, .baseline_kills = 3, .n = 100000, .live = 1000};
+	bool quick = false, watch = false;
 	int c, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -516,6 +540,26 @@ int main(int argc, char *argv[])
 			b.connects = 5000;
 			b.switches = 50;
 			quick = true;
+			wo = (struct bench_watch_opts){
+			    .interval = 1, .kills = 5, .baseline_kills = 1, .n = 300, .live = 20};
+			break;
+		case 'W':
+			watch = true;
+			break;
+		case 'K':
+			wo.kills = atoi(optarg);
+			break;
+		case 'B':
+			wo.baseline_kills = atoi(optarg);
+			break;
+		case 'I':
+			wo.interval = atof(optarg);
+			break;
+		case 'M':
+			wo.n = atol(optarg);
+			break;
+		case 'L':
+			wo.live = atol(optarg);
 			break;
 		case 'S':
 			scale = optarg;
@@ -530,6 +574,8 @@ int main(int argc, char *argv[])
 			printf("usage: plugfs-bench [--iterations N] [--connects N] [--switches N] "
 			       "[--quick]\n       plugfs-bench --scale N[,N...] [--plugfs PATH] "
 			       "[--disk DIR] "
+			       "[--quick]\n       plugfs-bench --watch [--plugfs PATH] [--kills N] "
+			       "[--baseline-kills N] [--interval S] [--missing N] [--live N] "
 			       "[--quick]\n");
 			return 0;
 		default:
@@ -545,6 +591,14 @@ int main(int argc, char *argv[])
 	}
 	if (!bench_fuse_usable("plugfs-bench", &rc))
 		return rc;
+	if (wo.kills < 1 || wo.baseline_kills < 1 || wo.interval < 0.05 || wo.n < 1 ||
+	    wo.live < 1) {
+		fprintf(stderr, "plugfs-bench: --kills, --baseline-kills, --missing and --live must "
+				"be >= 1, --interval >= 0.05\n");
+		return 2;
+	}
+	if (watch)
+		return run_watch(plugfs, &wo);
 	if (scale) {
 		/* The whole picture in one run: the daemon at each size, then the
 		 * cached path against tmpfs. */
