@@ -26,6 +26,12 @@ reg csi-node p a2
 kill -KILL "$pid_a2"
 wait "$pid_a2" 2>/dev/null
 wait_until 10 "csi.sock fails over to a1" link_is a1
+# Its exit was seen at once (a pidfd); the rounds go on probing it.
+rounds_failed() {
+	scrape && [ "$(metric plugfs_probe_rounds_total)" -ge 1 ] &&
+		[ "$(metric 'plugfs_probes_total{result="failed"}')" -ge 3 ]
+}
+wait_until 10 "the rounds found a2 dead three times" rounds_failed
 plugfs register --type csi-node --name 'bad name' --alloc x --socket /x 2>/dev/null
 check_eq "a bad register is refused" 1 $?
 getfattr -n user.nope "$E/info" >/dev/null 2>&1 # ENODATA, from the daemon
@@ -52,6 +58,13 @@ check "failed probes counted (a2: at least failures = 3)" \
 	test "$(metric 'plugfs_probes_total{result="failed"}')" -ge 3
 check "successful probes counted" test "$(metric 'plugfs_probes_total{result="ok"}')" -ge 1
 check "probe rounds counted" test "$(metric plugfs_probe_rounds_total)" -ge 1
+check_eq "both registrations watched (one kind each)" 2 \
+	"$(($(metric 'plugfs_probe_watches{kind="pidfd"}') + $(metric 'plugfs_probe_watches{kind="inotify"}') + $(metric 'plugfs_probe_watches{kind="poll"}')))"
+check_eq "a1's listener has a pidfd (a2's fired)" 1 "$(metric 'plugfs_probe_watches{kind="pidfd"}')"
+check "a2's exit counted as an event" test "$(metric plugfs_probe_watch_events_total)" -ge 1
+check "the event's probe counted" test "$(metric plugfs_probe_watch_probes_total)" -ge 1
+check_eq "no fallback" 0 "$(metric 'plugfs_probe_watch_fallbacks_total{reason="no_pidfd"}')"
+check_eq "one directory per socket" 2 "$(metric plugfs_probe_watched_directories)"
 check "commits counted (two registrations at least)" \
 	test "$(metric plugfs_commit_duration_seconds_count)" -ge 2
 check_eq "the +Inf bucket holds every commit" "$(metric plugfs_commit_duration_seconds_count)" \
