@@ -94,11 +94,15 @@ struct watch {
 	int64_t *queue; /* the adder's keys, a ring */
 	size_t q_head, q_n, q_cap;
 	bool adder_busy;
+	bool in_callback; /* the adder calls back (watch_stop waits for it) */
+	bool orphaned;	  /* watch_stop left the adder in a system call: it frees w */
 	uint64_t passes, pass_asked; /* loop passes made, asked for (settle) */
 	size_t n_pidfd, n_inotify, n_poll, n_dirs;
 	uint64_t events, no_pidfd, watch_limit, fds_short;
 	bool logged_no_pidfd, logged_limit, logged_fds, logged_other;
 };
+
+static void watch_free(struct watch *w);
 
 /* FNV-1a over n bytes, from h (start: path_key). */
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
@@ -514,13 +518,24 @@ static void *adder_main(void *arg)
 			w->q_cap = w->q_head = 0;
 		}
 		pthread_mutex_unlock(&w->mu);
-		if (adder_place(w, key)) {
+		bool due = adder_place(w, key);
+		pthread_mutex_lock(&w->mu);
+		if (due && !w->stop) {
+			w->in_callback = true;
+			pthread_mutex_unlock(&w->mu);
 			__atomic_fetch_add(&w->events, 1, __ATOMIC_RELAXED);
 			w->o.event(w->o.arg, key, WATCH_EV_SOCKET);
+			pthread_mutex_lock(&w->mu);
+			w->in_callback = false;
+			pthread_cond_broadcast(&w->cond);
 		}
-		pthread_mutex_lock(&w->mu);
 	}
 	w->adder_busy = false;
+	if (w->orphaned) {
+		pthread_mutex_unlock(&w->mu);
+		watch_free(w); /* watch_stop returned long ago */
+		return NULL;
+	}
 	pthread_mutex_unlock(&w->mu);
 	return NULL;
 }
@@ -805,9 +820,6 @@ fail:
 
 void watch_stop(struct watch *w)
 {
-	size_t pos = 0;
-	struct htab_node *n = NULL;
-
 	if (!w)
 		return;
 	pthread_mutex_lock(&w->mu);
@@ -818,8 +830,29 @@ void watch_stop(struct watch *w)
 		wake(w);
 		pthread_join(w->loop, NULL);
 	}
-	if (w->adder_started)
+	if (w->adder_started) {
+		pthread_mutex_lock(&w->mu);
+		while (w->in_callback)
+			pthread_cond_wait(&w->cond, &w->mu);
+		if (w->adder_busy) {
+			/* In a path lookup, perhaps on a hung filesystem for good:
+			 * it calls back no more and frees w when it returns. */
+			w->orphaned = true;
+			pthread_mutex_unlock(&w->mu);
+			pthread_detach(w->adder);
+			return;
+		}
+		pthread_mutex_unlock(&w->mu);
 		pthread_join(w->adder, NULL);
+	}
+	watch_free(w);
+}
+
+static void watch_free(struct watch *w)
+{
+	size_t pos = 0;
+	struct htab_node *n = NULL;
+
 	while ((n = htab_next(&w->by_key, &pos, n))) {
 		struct went *e = htab_entry(n, struct went, by_key);
 

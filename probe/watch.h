@@ -64,7 +64,9 @@ struct watch;
  * instance left, no thread). */
 int watch_start(const struct watch_options *o, struct watch **out, char *err, size_t errlen);
 /* Stops both threads, closes every descriptor and frees w (NULL: no-op).
- * No callback runs after it returned. */
+ * No callback runs after it returned.  An adder still in a path lookup
+ * (a hung filesystem) is not waited for: it frees w when it returns (or
+ * ends with the process). */
 void watch_stop(struct watch *w);
 
 /* Watches the socket of registration key; socket is a reference-counted
