@@ -30,7 +30,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,6 +41,7 @@
 #include "log.h"
 #include "probe_internal.h"
 #include "rcstr.h"
+#include "thread.h"
 #include "watch.h"
 
 /* Item flags beyond the watcher's WATCH_EV_*. */
@@ -465,18 +465,7 @@ static void *live_main(void *arg)
 			if (next == INT64_MAX) {
 				pthread_cond_wait(&l->cond, &l->mu);
 			} else {
-				struct timespec at;
-				int64_t ms;
-
-				clock_gettime(CLOCK_MONOTONIC, &at);
-				ms = next - now;
-				at.tv_sec += ms / 1000;
-				at.tv_nsec += (ms % 1000) * 1000000L;
-				if (at.tv_nsec >= 1000000000L) {
-					at.tv_sec++;
-					at.tv_nsec -= 1000000000L;
-				}
-				pthread_cond_timedwait(&l->cond, &l->mu, &at);
+				(void)plugfs_cond_wait_until(&l->cond, &l->mu, next);
 			}
 			continue;
 		}
@@ -501,8 +490,6 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 	    .no_pidfd = o->no_pidfd,
 	    .event = on_watch_event,
 	};
-	pthread_condattr_t ca;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -511,10 +498,7 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 	l->reg = r;
 	l->o = o;
 	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&l->cond);
 	l->hooks = (struct probe_hooks){.arg = l,
 					.begin = hook_begin,
 					.end = hook_end,
@@ -524,11 +508,7 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 	wo.arg = l;
 	if ((rc = watch_start(&wo, &l->w, err, errlen)) < 0)
 		goto fail;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&l->thread, NULL, live_main, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc < 0) {
+	if ((rc = plugfs_thread_start(&l->thread, NULL, live_main, l)) < 0) {
 		plugfs_seterr(err, errlen, "watch: cannot start a thread: %s", strerror(-rc));
 		goto fail;
 	}

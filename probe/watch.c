@@ -14,7 +14,6 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,11 +27,13 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "clock.h"
 #include "err.h"
 #include "hash.h"
 #include "log.h"
 #include "pool.h"
 #include "rcstr.h"
+#include "thread.h"
 #include "watch.h"
 
 #ifndef SYS_pidfd_open
@@ -746,18 +747,6 @@ static void wake(struct watch *w)
 
 /* ---- the API ------------------------------------------------------------ */
 
-static int start_thread(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(t, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return -rc;
-}
-
 int watch_start(const struct watch_options *o, struct watch **out, char *err, size_t errlen)
 {
 	struct watch *w = calloc(1, sizeof(*w));
@@ -770,7 +759,7 @@ int watch_start(const struct watch_options *o, struct watch **out, char *err, si
 	w->o = *o;
 	w->ep = w->ifd = w->wake = -1;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->cond, NULL);
+	plugfs_cond_init_mono(&w->cond);
 	pool_init(&w->ents, sizeof(struct went));
 	if (o->exclude && *o->exclude) {
 		w->exclude = strdup(o->exclude);
@@ -801,12 +790,12 @@ int watch_start(const struct watch_options *o, struct watch **out, char *err, si
 		rc = plugfs_errf(err, errlen, -errno, "watch: epoll_ctl: %s", strerror(errno));
 		goto fail;
 	}
-	if ((rc = start_thread(&w->loop, loop_main, w)) < 0) {
+	if ((rc = plugfs_thread_start(&w->loop, NULL, loop_main, w)) < 0) {
 		plugfs_seterr(err, errlen, "watch: cannot start a thread: %s", strerror(-rc));
 		goto fail;
 	}
 	w->loop_started = true;
-	if ((rc = start_thread(&w->adder, adder_main, w)) < 0) {
+	if ((rc = plugfs_thread_start(&w->adder, NULL, adder_main, w)) < 0) {
 		plugfs_seterr(err, errlen, "watch: cannot start a thread: %s", strerror(-rc));
 		goto fail;
 	}
@@ -1081,29 +1070,22 @@ void watch_counts(struct watch *w, struct watch_counts *out)
 
 int watch_settle(struct watch *w, unsigned timeout_ms)
 {
-	struct timespec at;
+	int64_t until = plugfs_deadline_ms(timeout_ms);
 	uint64_t want;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &at);
-	at.tv_sec += timeout_ms / 1000;
-	at.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (at.tv_nsec >= 1000000000L) {
-		at.tv_sec++;
-		at.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&w->mu);
 	while (rc == 0 && (w->q_n > 0 || w->adder_busy))
-		rc = pthread_cond_timedwait(&w->cond, &w->mu, &at);
+		rc = plugfs_cond_wait_until(&w->cond, &w->mu, until);
 	want = ++w->pass_asked;
 	pthread_mutex_unlock(&w->mu);
 	wake(w);
 	pthread_mutex_lock(&w->mu);
 	while (rc == 0 && w->passes < want)
-		rc = pthread_cond_timedwait(&w->cond, &w->mu, &at);
+		rc = plugfs_cond_wait_until(&w->cond, &w->mu, until);
 	/* What the loop queued for the adder meanwhile (a directory seen). */
 	while (rc == 0 && (w->q_n > 0 || w->adder_busy))
-		rc = pthread_cond_timedwait(&w->cond, &w->mu, &at);
+		rc = plugfs_cond_wait_until(&w->cond, &w->mu, until);
 	pthread_mutex_unlock(&w->mu);
 	return rc ? -ETIMEDOUT : 0;
 }
