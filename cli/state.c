@@ -57,9 +57,8 @@ struct sub {
 static int read_file(const char *path, char **out, size_t *len_out, char *err, size_t errlen)
 {
 	char *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t len = 0;
 	int fd = -1, rc = 0;
-	ssize_t n;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
@@ -67,38 +66,20 @@ static int read_file(const char *path, char **out, size_t *len_out, char *err, s
 		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
 		goto out;
 	}
-	for (;;) {
-		if (cap - len < 2) {
-			char *grown;
-
-			if (cap >= IMPORT_FILE_MAX) {
-				rc = -EFBIG;
-				snprintf(err, errlen, "%s: larger than %d MiB", path,
-					 IMPORT_FILE_MAX / (1024 * 1024));
-				goto out;
-			}
-			cap = cap ? cap * 2 : 64 * 1024;
-			grown = realloc(buf, cap + 1);
-			if (!grown) {
-				rc = -ENOMEM;
-				snprintf(err, errlen, "%s: out of memory", path);
-				goto out;
-			}
-			buf = grown;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
+	rc = plugfs_read_fd(fd, IMPORT_FILE_MAX, &buf, &len);
+	if (rc == -EFBIG) {
+		snprintf(err, errlen, "%s: larger than %d MiB", path,
+			 IMPORT_FILE_MAX / (1024 * 1024));
+		goto out;
 	}
-	buf[len] = '\0';
+	if (rc == -ENOMEM) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		goto out;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
+		goto out;
+	}
 	if (strlen(buf) != len) {
 		rc = -EINVAL;
 		snprintf(err, errlen, "%s: NUL byte in the file; expected JSON text", path);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include "array.h"
 #include "err.h"
 #include "log.h"
 #include "pathtrust.h"
@@ -83,4 +85,46 @@ bool plugfs_file_empty(const char *path)
 	struct stat st;
 
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
+}
+
+/* The first buffer of plugfs_read_fd, unless max says less. */
+#define READ_FIRST (64 * 1024)
+
+int plugfs_read_fd(int fd, size_t max, char **out, size_t *len_out)
+{
+	size_t len = 0, cap = 0, first = max < READ_FIRST - 2 ? max + 2 : READ_FIRST;
+	char *buf = NULL;
+	ssize_t n;
+	int rc = 0;
+
+	*out = NULL;
+	*len_out = 0;
+	for (;;) {
+		/* Room for one byte past max (a file that is too long) and the NUL. */
+		if (PLUGFS_RESERVE(buf, cap, len + 2, first) != 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			rc = -EFBIG;
+			goto out;
+		}
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*len_out = len;
+	buf = NULL;
+out:
+	free(buf);
+	return rc;
 }

@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "registry.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
@@ -328,7 +329,6 @@ int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t e
 	size_t len = 0;
 	struct stat st;
 	int fd = -1, rc = 0;
-	ssize_t n;
 
 	memset(cfg, 0, sizeof(*cfg));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -353,29 +353,18 @@ int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t e
 			 CONFIG_FILE_MAX);
 		goto out;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		rc = -ENOMEM;
+	rc = plugfs_read_fd(fd, (size_t)st.st_size, &buf, &len);
+	if (rc == -ENOMEM) {
 		snprintf(err, errlen, "config file %s: out of memory", path);
 		goto out;
 	}
-	while (len <= (size_t)st.st_size) {
-		n = read(fd, buf + len, (size_t)st.st_size + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot read config file %s: %s", path,
-				 strerror(-rc));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > (size_t)st.st_size) {
+	if (rc == -EFBIG) {
 		rc = -EAGAIN;
 		snprintf(err, errlen, "config file %s changed while it was read", path);
+		goto out;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	rc = parse_text(buf, len, path, cfg, err, errlen);

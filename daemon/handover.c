@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "log.h"
 #include "sdnotify.h"
 
@@ -107,32 +108,31 @@ int handover_from_systemd(struct fs_handover *h)
  * allocation), so that a re-exec runs the same command line. */
 static char **own_argv(void)
 {
-	char buf[16384], **argv;
+	char *buf = NULL, **argv = NULL, *str;
 	size_t n = 0, count = 0;
-	ssize_t r;
-	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC), rc;
 
 	if (fd < 0)
 		return NULL;
-	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
-		n += (size_t)r;
+	/* Below 16 KiB: a longer command line is not run again. */
+	rc = plugfs_read_fd(fd, 16382, &buf, &n);
 	close(fd);
-	if (n == 0 || n >= sizeof(buf) - 1)
-		return NULL;
-	buf[n] = '\0';
+	if (rc != 0 || n == 0)
+		goto out;
 	for (size_t i = 0; i < n; i++)
 		count += buf[i] == '\0';
 	argv = malloc((count + 1) * sizeof(*argv) + n + 1);
 	if (!argv)
-		return NULL;
-	char *str = (char *)(argv + count + 1);
-
+		goto out;
+	str = (char *)(argv + count + 1);
 	memcpy(str, buf, n + 1);
 	for (size_t i = 0, k = 0; k < count; k++) {
 		argv[k] = str + i;
 		i += strlen(str + i) + 1;
 	}
 	argv[count] = NULL;
+out:
+	free(buf);
 	return argv;
 }
 

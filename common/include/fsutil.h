@@ -40,4 +40,15 @@ int plugfs_prepare_file(const char *field, const char *path, char *err, size_t e
  * empty database). */
 bool plugfs_file_empty(const char *path);
 
+/*
+ * Reads what is left of fd up to its end into *out: a malloc'd buffer the
+ * caller frees, NUL-terminated after its *len bytes (which may hold NULs
+ * of their own).  At most max bytes: a file with more is refused.  A read
+ * that EINTR interrupts goes on.
+ *
+ * 0, or -EFBIG (more than max bytes), -ENOMEM, or read's -errno; *out is
+ * NULL and *len 0 on an error.  fd stays open: the caller closes it.
+ */
+int plugfs_read_fd(int fd, size_t max, char **out, size_t *len);
+
 #endif

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,12 +127,105 @@ static void test_path_trust(void **state)
 			 -EINVAL);
 }
 
+/* A file of n bytes (byte i is i % 251, NULs among them) at base/name,
+ * opened for reading. */
+static int file_of(const char *name, size_t n)
+{
+	char p[128];
+	char *data = malloc(n ? n : 1);
+	int fd;
+
+	assert_non_null(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (char)(i % 251);
+	snprintf(p, sizeof(p), "%s/%s", base, name);
+	fd = open(p, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, n), (ssize_t)n);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	free(data);
+	return fd;
+}
+
+/* The whole file, NULs and all, NUL-terminated; larger than the first
+ * buffer, so the buffer grows on the way. */
+static void test_read_fd_whole(void **state)
+{
+	size_t n = 300 * 1000, len = 1;
+	char *buf = NULL;
+	int fd = file_of("big", n);
+
+	(void)state;
+	assert_int_equal(plugfs_read_fd(fd, 1 << 20, &buf, &len), 0);
+	assert_int_equal(len, n);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal((unsigned char)buf[i], i % 251);
+	assert_int_equal(buf[n], '\0');
+	free(buf);
+	close(fd);
+}
+
+/* max bytes are read, max + 1 refused, with nothing handed back. */
+static void test_read_fd_bound(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int fd;
+
+	(void)state;
+	fd = file_of("max", 100);
+	assert_int_equal(plugfs_read_fd(fd, 100, &buf, &len), 0);
+	assert_int_equal(len, 100);
+	free(buf);
+	close(fd);
+	fd = file_of("over", 101);
+	buf = (char *)&len;
+	assert_int_equal(plugfs_read_fd(fd, 100, &buf, &len), -EFBIG);
+	assert_null(buf);
+	assert_int_equal(len, 0);
+	close(fd);
+	/* The same past the first buffer. */
+	fd = file_of("over-big", 200 * 1000 + 1);
+	assert_int_equal(plugfs_read_fd(fd, 200 * 1000, &buf, &len), -EFBIG);
+	assert_null(buf);
+	close(fd);
+	fd = file_of("empty", 0);
+	assert_int_equal(plugfs_read_fd(fd, 0, &buf, &len), 0);
+	assert_int_equal(len, 0);
+	assert_string_equal(buf, "");
+	free(buf);
+	close(fd);
+}
+
+/* A pipe (no size to go by) is read to its end; a read error is read's. */
+static void test_read_fd_pipe_and_error(void **state)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int p[2];
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(write(p[1], "{\"a\": 1}\n", 9), 9);
+	close(p[1]);
+	assert_int_equal(plugfs_read_fd(p[0], 64, &buf, &len), 0);
+	assert_string_equal(buf, "{\"a\": 1}\n");
+	assert_int_equal(len, 9);
+	free(buf);
+	close(p[0]);
+	assert_int_equal(plugfs_read_fd(p[0], 64, &buf, &len), -EBADF);
+	assert_null(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_creates_parents_with_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_what_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_path_trust, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_fd_whole, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_fd_bound, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_read_fd_pipe_and_error, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
