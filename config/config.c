@@ -44,6 +44,7 @@
 
 #include "fsutil.h"
 #include "registry.h"
+#include "strutil.h"
 
 /* inih hands the reader a buffer of INI_MAX_LINE bytes; it needs room for the
  * newline and the NUL, and treats a full buffer as an overlong line. */
@@ -179,7 +180,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		    c, c->lineno, -EINVAL,
 		    "unknown section [%s]; expected [mount], [state], [control], [registry], "
 		    "[probe], [probe.TYPE], [discover.NAME] or [log]",
-		    reg_quote(qbuf, sizeof(qbuf), name));
+		    plugfs_quote(qbuf, sizeof(qbuf), name));
 	else if (type && !(c->probe_section = config_probe_type_entry(c->cfg, type, c->lineno)))
 		config_fail(c, c->lineno, -ENOMEM, "out of memory");
 	else if (dname && !(c->discover_section =

@@ -86,7 +86,7 @@ __attribute__((format(printf, 4, 5))) void config_fail(struct parse_ctx *c, unsi
 						       const char *fmt, ...);
 
 /* message.c: text of the file as messages show it, into buf (QUOTE_BUF
- * bytes): cut after VALUE_QUOTE_MAX bytes, and through reg_quote, so that
+ * bytes): cut after VALUE_QUOTE_MAX bytes, and through plugfs_quote, so that
  * control characters, stray bytes and `\' come out as \xNN and a message
  * cannot drive the terminal.  Returns buf. */
 #define QUOTE_BUF (4 * (VALUE_QUOTE_MAX + 3) + 1)

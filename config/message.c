@@ -12,6 +12,7 @@
 
 #include "err.h"
 #include "registry.h"
+#include "strutil.h"
 
 void config_fail(struct parse_ctx *c, unsigned line, int code, const char *fmt, ...)
 {
@@ -39,5 +40,5 @@ const char *config_quote(const char *v, char *buf, size_t len)
 
 	snprintf(cut, sizeof(cut), "%.*s%s", VALUE_QUOTE_MAX, v,
 		 strlen(v) > VALUE_QUOTE_MAX ? "..." : "");
-	return reg_quote(buf, len, cut);
+	return plugfs_quote(buf, len, cut);
 }

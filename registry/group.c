@@ -11,6 +11,7 @@
 
 #include "core.h"
 #include "store/space.h"
+#include "strutil.h"
 
 /* The most mutations in one transaction (the conflict check is quadratic
  * in the group). */
@@ -39,7 +40,7 @@ static int check_register(struct registry *r, const char *const *types, size_t n
 			if (strcmp(types[i], types[j]) == 0)
 				return plugfs_errf(err, errlen, -EINVAL,
 						   "type `%s': given more than once",
-						   reg_quote(q, sizeof(q), types[i]));
+						   plugfs_quote(q, sizeof(q), types[i]));
 	}
 	return reg_validate_spec(spec, (const char *const *)r->roots, r->n_roots, err, errlen);
 }

@@ -17,6 +17,7 @@
 
 #include "hash.h"
 #include "array.h"
+#include "strutil.h"
 #include "utf8.h"
 #include "internal.h"
 
@@ -93,7 +94,7 @@ static int shape_error(char *err, size_t errlen, const char *type, const char *n
 	char qt[128], qn[128];
 
 	return plugfs_errf(err, errlen, -EINVAL, "legacy JSON: Plugins.%s.%s%s%s: %s",
-			   reg_quote(qt, sizeof(qt), type), reg_quote(qn, sizeof(qn), name),
+			   plugfs_quote(qt, sizeof(qt), type), plugfs_quote(qn, sizeof(qn), name),
 			   field[0] ? "." : "", field, rule);
 }
 
@@ -444,7 +445,7 @@ int legacy_validate(const struct legacy_entry *e, const char *const *types, size
 		rc = reg_validate_spec(&spec, roots, n_roots, msg, sizeof(msg));
 	if (rc < 0)
 		return plugfs_errf(err, errlen, rc, "Plugins.%s.%s: %s",
-				   reg_quote(qt, sizeof(qt), e->type),
-				   reg_quote(qn, sizeof(qn), e->name), msg);
+				   plugfs_quote(qt, sizeof(qt), e->type),
+				   plugfs_quote(qn, sizeof(qn), e->name), msg);
 	return 0;
 }

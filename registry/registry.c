@@ -12,6 +12,7 @@
 
 #include "core.h"
 #include "store/space.h"
+#include "strutil.h"
 
 int64_t registry_now(const struct registry *r)
 {
@@ -373,7 +374,7 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 			if (strcmp(o->types[i], o->types[j]) == 0)
 				return plugfs_errf(err, errlen, -EINVAL,
 						   "registry.types: `%s' given more than once",
-						   reg_quote(q, sizeof(q), o->types[i]));
+						   plugfs_quote(q, sizeof(q), o->types[i]));
 	}
 	for (size_t i = 0; i < o->n_socket_roots; i++) {
 		/* `/' is a root too: it covers every socket (reg_path_under). */

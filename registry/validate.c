@@ -80,49 +80,8 @@ int reg_validate_name(const char *field, const char *s, char *err, size_t errlen
 		return plugfs_errf(
 		    err, errlen, -EINVAL,
 		    "%s `%s': must be 1-%d characters of [A-Za-z0-9._-], not starting with `.'",
-		    field, reg_quote(q, sizeof(q), s), REG_NAME_MAX);
+		    field, plugfs_quote(q, sizeof(q), s), REG_NAME_MAX);
 	return 0;
-}
-
-const char *reg_quote(char *buf, size_t len, const char *s)
-{
-	const size_t shown = 80; /* input bytes shown before "..." */
-	size_t o = 0;
-
-	if (len == 0)
-		return buf;
-	/* Valid, printable UTF-8 is copied; anything else (control
-	 * characters, stray bytes, the backslash itself) becomes \xNN, so a
-	 * message is always valid UTF-8 and safe on a terminal. */
-	for (size_t i = 0; s && s[i];) {
-		const unsigned char *u = (const unsigned char *)s + i;
-		uint32_t cp = 0;
-		size_t n = plugfs_utf8_decode((const char *)u, &cp);
-		bool ok =
-		    n > 0 && cp >= 0x20 && cp != 0x7f && !(cp >= 0x80 && cp < 0xa0) && cp != '\\';
-
-		if (i >= shown) {
-			if (o + 4 > len)
-				break;
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (!ok) {
-			if (o + 5 > len)
-				break;
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", u[0]);
-			i++;
-			continue;
-		}
-		if (o + n + 1 > len)
-			break;
-		memcpy(buf + o, u, n);
-		o += n;
-		i += n;
-	}
-	buf[o] = '\0';
-	return buf;
 }
 
 int reg_validate_printable(const char *field, const char *s, char *err, size_t errlen)
@@ -136,18 +95,18 @@ int reg_validate_printable(const char *field, const char *s, char *err, size_t e
 	if (len > REG_VALUE_MAX)
 		return plugfs_errf(err, errlen, -EINVAL,
 				   "%s `%s': must be at most %d bytes (is %zu)", field,
-				   reg_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
+				   plugfs_quote(q, sizeof(q), s), REG_VALUE_MAX, len);
 	for (size_t i = 0; i < len;) {
 		uint32_t cp;
 		size_t n = plugfs_utf8_decode(s + i, &cp);
 
 		if (n == 0)
 			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
-					   field, reg_quote(q, sizeof(q), s));
+					   field, plugfs_quote(q, sizeof(q), s));
 		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0))
 			return plugfs_errf(err, errlen, -EINVAL,
 					   "%s `%s': must be printable (no control characters)",
-					   field, reg_quote(q, sizeof(q), s));
+					   field, plugfs_quote(q, sizeof(q), s));
 		i += n;
 	}
 	return 0;
@@ -166,11 +125,11 @@ int reg_validate_path(const char *field, const char *s, bool root_ok, char *err,
 	len = strlen(s);
 	if (s[0] != '/')
 		return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", field,
-				   reg_quote(q, sizeof(q), s));
+				   plugfs_quote(q, sizeof(q), s));
 	if (len >= PATH_MAX)
 		return plugfs_errf(err, errlen, -EINVAL,
 				   "%s `%s': must be shorter than %d bytes (is %zu)", field,
-				   reg_quote(q, sizeof(q), s), PATH_MAX, len);
+				   plugfs_quote(q, sizeof(q), s), PATH_MAX, len);
 	/* C0 controls, DEL, and C1 controls (U+0080-U+009F, 0xc2 0x80-0x9f in
 	 * UTF-8: a terminal reads U+009B as CSI).  Other bytes are allowed: a
 	 * path need not be UTF-8. */
@@ -181,7 +140,7 @@ int reg_validate_path(const char *field, const char *s, bool root_ok, char *err,
 		    (c == 0xc2 && ((unsigned char)s[i + 1] & 0xe0) == 0x80))
 			return plugfs_errf(err, errlen, -EINVAL,
 					   "%s `%s': must not contain control characters", field,
-					   reg_quote(q, sizeof(q), s));
+					   plugfs_quote(q, sizeof(q), s));
 	}
 	if (root_ok && strcmp(s, "/") == 0)
 		return 0;
@@ -194,7 +153,7 @@ int reg_validate_path(const char *field, const char *s, bool root_ok, char *err,
 
 		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
 			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': %s", field,
-					   reg_quote(q, sizeof(q), s), normal_rule);
+					   plugfs_quote(q, sizeof(q), s), normal_rule);
 		if (!end)
 			break;
 		c = end + 1;
@@ -216,7 +175,7 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
 	for (size_t i = 0, n; s[i]; i += n)
 		if ((n = plugfs_utf8_decode(s + i, &cp)) == 0)
 			return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be valid UTF-8",
-					   field, reg_quote(q, sizeof(q), s));
+					   field, plugfs_quote(q, sizeof(q), s));
 	return 0;
 }
 
@@ -237,7 +196,7 @@ int reg_find_type(const char *type, const char *const *types, size_t n_types, si
 		return plugfs_errf(err, errlen, -EINVAL, "type: missing; must be one of %s", list);
 	return plugfs_errf(err, errlen, -EINVAL,
 			   "type `%s': must be one of the configured types (%s)",
-			   reg_quote(q, sizeof(q), type), list);
+			   plugfs_quote(q, sizeof(q), type), list);
 }
 
 bool reg_path_under(const char *path, const char *root)
@@ -265,7 +224,7 @@ int reg_validate_socket(const char *field, const char *s, const char *const *roo
 	plugfs_join(list, sizeof(list), roots, n_roots, ", ");
 	return plugfs_errf(err, errlen, -EINVAL,
 			   "%s `%s': must be under one of the socket roots (%s)", field,
-			   reg_quote(q, sizeof(q), s), list);
+			   plugfs_quote(q, sizeof(q), s), list);
 }
 
 static int option_cmp(const void *a, const void *b)
@@ -303,7 +262,7 @@ static int check_duplicate_keys(const struct reg_option *o, size_t n, char *err,
 		if (strcmp(keys[i - 1], keys[i]) == 0) {
 			rc = plugfs_errf(err, errlen, -EINVAL,
 					 "option key `%s': given more than once",
-					 reg_quote(q, sizeof(q), keys[i]));
+					 plugfs_quote(q, sizeof(q), keys[i]));
 			goto out;
 		}
 	}
@@ -315,7 +274,7 @@ out:
 int reg_validate_csi_name(const char *field, const char *s, char *err, size_t errlen)
 {
 	size_t n = s ? strlen(s) : 0;
-	char q[4 * 80 + 4];
+	char q[PLUGFS_QUOTE_MAX];
 	bool ok = n >= 1 && n <= REG_CSI_NAME_MAX;
 
 	for (size_t i = 0; ok && i < n; i++) {
@@ -328,7 +287,7 @@ int reg_validate_csi_name(const char *field, const char *s, char *err, size_t er
 		return plugfs_errf(err, errlen, -EINVAL,
 				   "%s `%s': must be a CSI plugin name: 1-%d of [A-Za-z0-9.-], "
 				   "beginning and ending with a letter or a digit",
-				   field, reg_quote(q, sizeof(q), s ? s : ""), REG_CSI_NAME_MAX);
+				   field, plugfs_quote(q, sizeof(q), s ? s : ""), REG_CSI_NAME_MAX);
 	return 0;
 }
 

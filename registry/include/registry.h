@@ -426,10 +426,5 @@ int reg_validate_socket_path(const char *field, const char *s, char *err, size_t
  * symlink is followed (both sides passed reg_validate_path).
  */
 bool reg_path_under(const char *path, const char *root);
-/* Writes s into buf (len bytes, always NUL-terminated) for a message:
- * valid, printable UTF-8 as it is; control characters, stray bytes and `\'
- * as \xNN; cut with "..." after 80 bytes of s.  A buffer of 4 * 80 + 4
- * bytes holds any answer.  Returns buf. */
-const char *reg_quote(char *buf, size_t len, const char *s);
 
 #endif

@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "schema.h"
 #include "store.h"
+#include "strutil.h"
 
 /* "state file `P': table `T', row ID: MSG" (what names the row further). */
 static int row_error(struct store *s, const char *table, sqlite3_int64 id, const char *what,
@@ -87,8 +88,8 @@ static void plugin_names(struct store *s, sqlite3_int64 id, char *type, char *na
 			       -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) == SQLITE_ROW) {
-			reg_quote(type, len, col(st, 0));
-			reg_quote(name, len, col(st, 1));
+			plugfs_quote(type, len, col(st, 0));
+			plugfs_quote(name, len, col(st, 1));
 		}
 	}
 	sqlite3_finalize(st);
@@ -119,15 +120,15 @@ static int check_registrations(struct store *s, char *err, size_t errlen)
 		    (rc = reg_kind_parse(col(st, 6), &kind)) < 0 ||
 		    (col(st, 7) && *col(st, 7) && (rc = reg_probe_parse(col(st, 7), &probe)) < 0 &&
 		     snprintf(msg, sizeof(msg), "probe `%s': must be one of none, connect, csi",
-			      reg_quote(q[0], sizeof(q[0]), col(st, 7))) > 0) ||
+			      plugfs_quote(q[0], sizeof(q[0]), col(st, 7))) > 0) ||
 		    (rc = reg_validate_probe(probe, col(st, 8), msg, sizeof(msg))) < 0) {
 			if (!msg[0])
 				snprintf(msg, sizeof(msg),
 					 "kind `%s': must be one of controller, node, monolith",
-					 reg_quote(q[0], sizeof(q[0]), col(st, 6)));
+					 plugfs_quote(q[0], sizeof(q[0]), col(st, 6)));
 			plugin_names(s, sqlite3_column_int64(st, 0), q[0], q[1], sizeof(q[0]));
 			snprintf(who, sizeof(who), "(%s/%s %s)", q[0], q[1],
-				 reg_quote(q[2], sizeof(q[2]), col(st, 3)));
+				 plugfs_quote(q[2], sizeof(q[2]), col(st, 3)));
 			rc = row_error(s, "registrations", sqlite3_column_int64(st, 2), who, msg,
 				       err, errlen);
 			goto out;
@@ -153,7 +154,8 @@ static int check_options(struct store *s, char *err, size_t errlen)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *key = col(st, 1);
 
-		snprintf(field, sizeof(field), "option `%s' value", reg_quote(q, sizeof(q), key));
+		snprintf(field, sizeof(field), "option `%s' value",
+			 plugfs_quote(q, sizeof(q), key));
 		if ((rc = reg_validate_name("option key", key, msg, sizeof(msg))) < 0 ||
 		    (rc = reg_validate_printable(field, col(st, 2), msg, sizeof(msg))) < 0) {
 			snprintf(who, sizeof(who), "(key `%s' of registration %lld)", q,
