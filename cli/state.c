@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "config.h"
 #include "control.h"
+#include "err.h"
 #include "fsutil.h"
 #include "registry.h"
 #include "timefmt.h"
@@ -63,26 +64,26 @@ static int read_file(const char *path, char **out, size_t *len_out, char *err, s
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot open %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	rc = plugfs_read_fd(fd, IMPORT_FILE_MAX, &buf, &len);
 	if (rc == -EFBIG) {
-		snprintf(err, errlen, "%s: larger than %d MiB", path,
-			 IMPORT_FILE_MAX / (1024 * 1024));
+		plugfs_seterr(err, errlen, "%s: larger than %d MiB", path,
+			      IMPORT_FILE_MAX / (1024 * 1024));
 		goto out;
 	}
 	if (rc == -ENOMEM) {
-		snprintf(err, errlen, "%s: out of memory", path);
+		plugfs_seterr(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot read %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if (strlen(buf) != len) {
-		rc = -EINVAL;
-		snprintf(err, errlen, "%s: NUL byte in the file; expected JSON text", path);
+		rc = plugfs_errf(err, errlen, -EINVAL,
+				 "%s: NUL byte in the file; expected JSON text", path);
 		goto out;
 	}
 	*out = buf;

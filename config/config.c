@@ -42,6 +42,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "fsutil.h"
 #include "registry.h"
 #include "strutil.h"
@@ -335,37 +336,36 @@ int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t e
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot open config file %s: %s", path, strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot open config file %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot stat config file %s: %s", path, strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot stat config file %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
 		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-		snprintf(err, errlen, "config file %s: expected a regular file", path);
+		plugfs_seterr(err, errlen, "config file %s: expected a regular file", path);
 		goto out;
 	}
 	if (st.st_size > CONFIG_FILE_MAX) {
-		rc = -EFBIG;
-		snprintf(err, errlen, "config file %s: larger than %d bytes", path,
-			 CONFIG_FILE_MAX);
+		rc = plugfs_errf(err, errlen, -EFBIG, "config file %s: larger than %d bytes", path,
+				 CONFIG_FILE_MAX);
 		goto out;
 	}
 	rc = plugfs_read_fd(fd, (size_t)st.st_size, &buf, &len);
 	if (rc == -ENOMEM) {
-		snprintf(err, errlen, "config file %s: out of memory", path);
+		plugfs_seterr(err, errlen, "config file %s: out of memory", path);
 		goto out;
 	}
 	if (rc == -EFBIG) {
-		rc = -EAGAIN;
-		snprintf(err, errlen, "config file %s changed while it was read", path);
+		rc = plugfs_errf(err, errlen, -EAGAIN, "config file %s changed while it was read",
+				 path);
 		goto out;
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read config file %s: %s", path, strerror(-rc));
+		plugfs_seterr(err, errlen, "cannot read config file %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	rc = parse_text(buf, len, path, cfg, err, errlen);

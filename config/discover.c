@@ -17,6 +17,7 @@
 
 #include "config_discover.h"
 #include "config_internal.h"
+#include "err.h"
 #include "registry.h"
 #include "strutil.h"
 
@@ -185,7 +186,7 @@ int config_discover_finish(struct plugfs_config *cfg, unsigned mount_line, unsig
 		bool known = false;
 
 		if (!e->root) {
-			snprintf(
+			plugfs_seterr(
 			    msg, len,
 			    "[%s%s]: `root' is required; expected the directory to watch, e.g. "
 			    "root = /var/lib/nomad/client/csi/plugins",
@@ -198,7 +199,7 @@ int config_discover_finish(struct plugfs_config *cfg, unsigned mount_line, unsig
 		if (e->type && !known) {
 			plugfs_join(types, sizeof(types), (const char *const *)cfg->types,
 				    cfg->n_types, ", ");
-			snprintf(
+			plugfs_seterr(
 			    msg, len,
 			    "[%s%s] type = `%s': expected auto or one of [registry] types (%s)",
 			    DISCOVER_SECTION_PREFIX, e->name, e->type, types);
@@ -206,12 +207,12 @@ int config_discover_finish(struct plugfs_config *cfg, unsigned mount_line, unsig
 			return -EINVAL;
 		}
 		if (overlap(e->root, cfg->mountpoint)) {
-			snprintf(msg, len,
-				 "[%s%s] root `%s' overlaps [mount] mountpoint `%s'; expected a "
-				 "directory neither in nor above the mount",
-				 DISCOVER_SECTION_PREFIX, e->name,
-				 config_quote(e->root, q1, sizeof(q1)),
-				 config_quote(cfg->mountpoint, q2, sizeof(q2)));
+			plugfs_seterr(
+			    msg, len,
+			    "[%s%s] root `%s' overlaps [mount] mountpoint `%s'; expected a "
+			    "directory neither in nor above the mount",
+			    DISCOVER_SECTION_PREFIX, e->name, config_quote(e->root, q1, sizeof(q1)),
+			    config_quote(cfg->mountpoint, q2, sizeof(q2)));
 			*line = rl > mount_line ? rl : mount_line;
 			return -EINVAL;
 		}
@@ -220,13 +221,14 @@ int config_discover_finish(struct plugfs_config *cfg, unsigned mount_line, unsig
 
 			if (!overlap(e->root, o->root))
 				continue;
-			snprintf(msg, len,
-				 "[%s%s] root `%s' overlaps [%s%s] root `%s'; expected roots "
-				 "neither the same nor one inside another (a socket is found by "
-				 "one section)",
-				 DISCOVER_SECTION_PREFIX, e->name,
-				 config_quote(e->root, q1, sizeof(q1)), DISCOVER_SECTION_PREFIX,
-				 o->name, config_quote(o->root, q2, sizeof(q2)));
+			plugfs_seterr(
+			    msg, len,
+			    "[%s%s] root `%s' overlaps [%s%s] root `%s'; expected roots "
+			    "neither the same nor one inside another (a socket is found by "
+			    "one section)",
+			    DISCOVER_SECTION_PREFIX, e->name, config_quote(e->root, q1, sizeof(q1)),
+			    DISCOVER_SECTION_PREFIX, o->name,
+			    config_quote(o->root, q2, sizeof(q2)));
 			*line = rl > o->key_line[PLUGFS_DK_ROOT] ? rl : o->key_line[PLUGFS_DK_ROOT];
 			return -EINVAL;
 		}

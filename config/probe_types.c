@@ -14,6 +14,7 @@
 
 #include "config_internal.h"
 #include "config_probe.h"
+#include "err.h"
 #include "registry.h"
 #include "strutil.h"
 
@@ -106,10 +107,10 @@ int config_probe_types_finish(struct plugfs_config *cfg, unsigned *line, char *m
 		if (!known) {
 			plugfs_join(types, sizeof(types), (const char *const *)cfg->types,
 				    cfg->n_types, ", ");
-			snprintf(msg, len,
-				 "[%s%s]: `%s' is not one of [registry] types (%s); a "
-				 "[probe.TYPE] section sets the probes of one registered type",
-				 PROBE_SECTION_PREFIX, e->type, e->type, types);
+			plugfs_seterr(msg, len,
+				      "[%s%s]: `%s' is not one of [registry] types (%s); a "
+				      "[probe.TYPE] section sets the probes of one registered type",
+				      PROBE_SECTION_PREFIX, e->type, e->type, types);
 			*line = e->line;
 			return -EINVAL;
 		}

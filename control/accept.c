@@ -18,6 +18,7 @@
 
 #include "control_server_internal.h"
 #include "clock.h"
+#include "err.h"
 #include "log.h"
 
 /* Sends one `unavailable' line to fd; best effort, never blocks. */
@@ -186,15 +187,16 @@ static bool make_room(struct control_server *srv, const struct ctl_peer *peer, c
 		return true;
 	}
 	if (all >= srv->opt.max_clients)
-		snprintf(msg, msglen,
-			 "too many clients: %u connected, none idle (control.max_clients); try "
-			 "again later",
-			 srv->opt.max_clients);
+		plugfs_seterr(
+		    msg, msglen,
+		    "too many clients: %u connected, none idle (control.max_clients); try "
+		    "again later",
+		    srv->opt.max_clients);
 	else
-		snprintf(msg, msglen,
-			 "too many clients: the %u slots not reserved for root are busy "
-			 "(control.max_clients %u); try again later",
-			 cap, srv->opt.max_clients);
+		plugfs_seterr(msg, msglen,
+			      "too many clients: the %u slots not reserved for root are busy "
+			      "(control.max_clients %u); try again later",
+			      cap, srv->opt.max_clients);
 	return false;
 }
 
