@@ -3,15 +3,20 @@
  * stdout or into a file for node_exporter's textfile collector. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cliutil.h"
 #include "commands.h"
 #include "ctlcli.h"
+#include "pathtrust.h"
 
 #define CMD "metrics"
 
@@ -42,24 +47,57 @@ static int metrics_request(void *st, const struct cli_args *args, json_t **req, 
 }
 
 /* Writes len bytes of text to path as a whole: a temporary file in the same
- * directory, then rename(), so a collector never reads half a file. */
+ * directory, then renameat(), so a collector never reads half a file.  The
+ * directory is opened first and must be trusted (plugfs_trusted_dir_open:
+ * this runs as root from plugfs-metrics.service, and a symlink someone else
+ * planted, or a directory others may write, would let them choose where root
+ * writes); both names are taken relative to its fd, so nothing renamed
+ * above it afterwards moves the write. */
 static int write_atomically(const char *path, const char *text, size_t len)
 {
-	size_t n = strlen(path) + 16;
-	char *tmp = malloc(n);
-	int fd = -1, rc = EXIT_FAILED;
+	char dir[PATH_MAX], name[NAME_MAX + 1], tmp[NAME_MAX + 16], why[PATH_MAX + 256];
+	char *slash;
+	int dfd = -1, fd = -1, rc = EXIT_FAILED;
+	bool created = false;
 
-	if (!tmp) {
-		cli_error(CMD, "out of memory");
-		return EXIT_FAILED;
+	if (path[0] == '/') {
+		if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+			goto too_long;
+	} else if (!getcwd(dir, sizeof(dir)) || strlen(dir) + 1 + strlen(path) >= sizeof(dir)) {
+		goto too_long;
+	} else {
+		size_t n = strlen(dir);
+
+		snprintf(dir + n, sizeof(dir) - n, "%s%s", strcmp(dir, "/") == 0 ? "" : "/", path);
 	}
-	snprintf(tmp, n, "%s.tmpXXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC);
+	slash = strrchr(dir, '/');
+	if (snprintf(name, sizeof(name), "%s", slash + 1) >= (int)sizeof(name) ||
+	    strlen(name) + 11 > NAME_MAX)
+		goto too_long;
+	slash[slash == dir ? 1 : 0] = '\0';
+	dfd = plugfs_trusted_dir_open("directory", dir, why, sizeof(why));
+	if (dfd < 0) {
+		cli_error(CMD, "--textfile `%s': %s", path, why);
+		goto out;
+	}
+	/* A new name of our own beside it (O_EXCL: never someone else's file
+	 * or symlink). */
+	for (unsigned i = 0; fd < 0 && i < 16; i++) {
+		uint32_t r = 0;
+
+		if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+			r = (uint32_t)getpid() * 2654435761u + i;
+		snprintf(tmp, sizeof(tmp), "%s.tmp%08x", name, (unsigned)r);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			break;
+	}
 	if (fd < 0) {
 		cli_error(CMD, "--textfile `%s': cannot create a file beside it: %s", path,
 			  strerror(errno));
 		goto out;
 	}
+	created = true;
 	for (size_t off = 0; off < len;) {
 		ssize_t w = write(fd, text + off, len - off);
 
@@ -78,18 +116,23 @@ static int write_atomically(const char *path, const char *text, size_t len)
 		goto out;
 	}
 	fd = -1;
-	if (rename(tmp, path) != 0) {
+	if (renameat(dfd, tmp, dfd, name) != 0) {
 		cli_error(CMD, "--textfile `%s': renaming %s onto it: %s", path, tmp,
 			  strerror(errno));
 		goto out;
 	}
+	created = false;
 	rc = EXIT_OK;
+	goto out;
+too_long:
+	cli_error(CMD, "--textfile `%s': the path is too long", path);
 out:
 	if (fd >= 0)
 		close(fd);
-	if (rc != EXIT_OK)
-		unlink(tmp);
-	free(tmp);
+	if (created)
+		unlinkat(dfd, tmp, 0);
+	if (dfd >= 0)
+		close(dfd);
 	return rc;
 }
 

@@ -2,6 +2,7 @@
 #include "pathtrust.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -148,4 +149,137 @@ int plugfs_path_trust(const char *what, const char *path, unsigned flags, char *
 				   "%s `%s': owned by uid %u, not root or uid %u: refusing it", what,
 				   path, (unsigned)st.st_uid, (unsigned)geteuid());
 	return 0;
+}
+
+/* dfd's path `shown' plus the component name[0, n), for messages. */
+static void join_shown(char *out, size_t outlen, const char *shown, const char *name, size_t n)
+{
+	snprintf(out, outlen, "%s%s%.*s", shown, strcmp(shown, "/") == 0 ? "" : "/", (int)n, name);
+}
+
+/* Opens path, from base when it is relative, by components (see
+ * plugfs_trusted_dir_open); shown is base's path, for messages.  An fd or
+ * -errno. */
+static int open_walk(const char *what, const char *orig, int base, const char *shown,
+		     const char *path, int depth, char *err, size_t errlen)
+{
+	char at[PATH_MAX], next[PATH_MAX], target[PATH_MAX];
+	const char *p = path;
+	struct stat st;
+	int cur, fd, rc;
+
+	if (path[0] == '/') {
+		cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(at, sizeof(at), "/");
+	} else {
+		cur = fcntl(base, F_DUPFD_CLOEXEC, 0);
+		snprintf(at, sizeof(at), "%s", shown);
+	}
+	if (cur < 0)
+		return plugfs_errf(err, errlen, -errno, "%s `%s': `%s': %s", what, orig, at,
+				   strerror(errno));
+	for (;;) {
+		const char *end;
+		size_t n;
+		ssize_t len;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			return cur;
+		end = strchr(p, '/');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n >= NAME_MAX + 1) {
+			rc = plugfs_errf(err, errlen, -ENAMETOOLONG, "%s `%s': too long", what, orig);
+			goto fail;
+		}
+		join_shown(next, sizeof(next), at, p, n);
+		memcpy(target, p, n);
+		target[n] = '\0';
+		p += n;
+		if (strcmp(target, ".") == 0)
+			continue;
+		fd = openat(cur, target, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			rc = plugfs_errf(err, errlen, -errno, "%s `%s': `%s': %s", what, orig, next,
+					 strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			goto fail;
+		}
+		if (S_ISLNK(st.st_mode)) {
+			if (!trusted_uid(st.st_uid)) {
+				rc = plugfs_errf(
+				    err, errlen, -EPERM,
+				    "%s `%s': `%s' is a symlink owned by uid %u, not root or uid %u: "
+				    "refusing to follow it",
+				    what, orig, next, (unsigned)st.st_uid, (unsigned)geteuid());
+				close(fd);
+				goto fail;
+			}
+			len = depth < TRUST_DEPTH ? readlinkat(fd, "", target, sizeof(target) - 1)
+						  : -1;
+			close(fd);
+			if (depth >= TRUST_DEPTH) {
+				rc = plugfs_errf(err, errlen, -ELOOP, "%s `%s': too many symlinks",
+						 what, orig);
+				goto fail;
+			}
+			if (len < 0 || (size_t)len >= sizeof(target) - 1) {
+				rc = plugfs_errf(err, errlen, len < 0 ? -errno : -ENAMETOOLONG,
+						 "%s `%s': `%s': cannot read the symlink", what,
+						 orig, next);
+				goto fail;
+			}
+			target[len] = '\0';
+			fd = open_walk(what, orig, cur, at, target, depth + 1, err, errlen);
+			if (fd < 0) {
+				rc = fd;
+				goto fail;
+			}
+			snprintf(at, sizeof(at), "%s", next);
+			close(cur);
+			cur = fd;
+			continue;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			close(fd);
+			rc = plugfs_errf(err, errlen, -ENOTDIR, "%s `%s': `%s' is not a directory",
+					 what, orig, next);
+			goto fail;
+		}
+		snprintf(at, sizeof(at), "%s", next);
+		close(cur);
+		cur = fd;
+	}
+fail:
+	close(cur);
+	return rc;
+}
+
+int plugfs_trusted_dir_open(const char *what, const char *dir, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, rc;
+
+	if (!dir || dir[0] != '/')
+		return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", what,
+				   dir ? dir : "");
+	fd = open_walk(what, dir, -1, "/", dir, 0, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) != 0) {
+		rc = plugfs_errf(err, errlen, -errno, "%s `%s': %s", what, dir, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		rc = plugfs_errf(err, errlen, -ENOTDIR, "%s `%s': not a directory", what, dir);
+		goto fail;
+	}
+	if ((rc = check_dir(what, dir, dir, &st, err, errlen)) < 0)
+		goto fail;
+	return fd;
+fail:
+	close(fd);
+	return rc;
 }

@@ -30,4 +30,18 @@
 int plugfs_path_trust(const char *what, const char *path, unsigned flags, char *err,
 		      size_t errlen);
 
+/*
+ * Opens the directory dir (absolute) for the *at() calls of a privileged
+ * writer, as O_PATH: every component is opened relative to the one before
+ * (O_NOFOLLOW), a symlink on the way is followed only when it is owned by
+ * root or the effective uid, and the directory reached must be a trusted
+ * one (owned by root or the effective uid; writable by others, or by a group
+ * other than root's, only with the sticky bit).  The directories above it
+ * may be anyone's (Debian's /var/lib/prometheus is the prometheus user's):
+ * what is written through the fd lands in that directory whatever is
+ * renamed above it later.  Returns the fd (close-on-exec, the caller's), or
+ * -errno with "<what> `<dir>': ..." in err.
+ */
+int plugfs_trusted_dir_open(const char *what, const char *dir, char *err, size_t errlen);
+
 #endif

@@ -86,9 +86,53 @@ check_eq "the textfile is mode 644" 644 "$(stat -c %a "$T/textfile/plugfs.prom")
 check_eq "nothing else in the textfile directory" "plugfs.prom" "$(ls "$T/textfile")"
 plugfs metrics --textfile "$T/nowhere/plugfs.prom" 2>"$T/err"
 check_eq "--textfile in a missing directory: exit 1" 1 $?
-check "it says where and why" grep -q "\-\-textfile \`$T/nowhere/plugfs.prom': cannot create a file beside it: No such file or directory" "$T/err"
+check "it says where and why" grep -q "\-\-textfile \`$T/nowhere/plugfs.prom': directory \`$T/nowhere': \`$T/nowhere': No such file or directory" "$T/err"
 plugfs metrics --textfile "$T/textfile/" 2>"$T/err"
 check_eq "--textfile naming a directory: exit 2" 2 $?
 check "it names the option and the rule" grep -q "must name a file" "$T/err"
+
+# --textfile runs as root (plugfs-metrics.service): it writes only into a
+# directory nobody else can change, reached by no symlink someone else
+# planted (docs/design.md, "Path trust").  refused_textfile DESC DIR PATTERN:
+# exit 1, PATTERN said, nothing written where DIR leads.
+VICTIM=$T/victim
+mkdir -m 0755 "$VICTIM"
+refused_textfile() {
+	plugfs metrics --textfile "$2/plugfs.prom" 2>"$T/err"
+	check_eq "$1: exit 1" 1 $?
+	check "$1: it says why" grep -q -- "$3" "$T/err" || sed 's/^/# /' "$T/err"
+	check_eq "$1: nothing written in the victim directory" "" "$(ls -A "$VICTIM")"
+}
+mkdir -m 1777 "$T/sticky"
+as_nobody ln -s "$VICTIM" "$T/sticky/out"
+refused_textfile "a symlink nobody planted" "$T/sticky/out" \
+	"\`$T/sticky/out' is a symlink owned by uid $(id -u nobody), not root"
+as_nobody mkdir "$T/sticky/sub"
+as_nobody ln -s "$VICTIM" "$T/sticky/sub/out"
+refused_textfile "a symlink nobody planted, further down" "$T/sticky/sub/out/." \
+	"\`$T/sticky/sub/out' is a symlink owned by uid $(id -u nobody)"
+mkdir -m 0777 "$T/ww"
+refused_textfile "a directory others may write" "$T/ww" \
+	"directory \`$T/ww' is writable by others (mode 0777) without the sticky bit"
+check_eq "nothing written in it" "" "$(ls -A "$T/ww")"
+as_nobody mkdir "$T/sticky/nobodys"
+refused_textfile "a directory of nobody's" "$T/sticky/nobodys" \
+	"directory \`$T/sticky/nobodys' is owned by uid $(id -u nobody), not root"
+check_eq "nothing written in it" "" "$(ls -A "$T/sticky/nobodys")"
+mkdir -m 0775 "$T/gw" && chgrp nogroup "$T/gw"
+refused_textfile "a directory its group may write" "$T/gw" \
+	"directory \`$T/gw' is writable by group $(getent group nogroup | cut -d: -f3)"
+# Debian's layout: /var/lib/prometheus is the prometheus user's, its
+# node-exporter directory root's.  What is written lands in that directory
+# (through its fd), whatever the owner of the one above renames later.
+mkdir -m 0755 "$T/prom" && chown nobody "$T/prom" && mkdir -m 0755 "$T/prom/node-exporter"
+plugfs metrics --textfile "$T/prom/node-exporter/plugfs.prom" 2>"$T/err"
+check_eq "a root's directory in nobody's: written" 0 $?
+check "promtool accepts it" promtool check metrics <"$T/prom/node-exporter/plugfs.prom"
+ln -s "$T/prom/node-exporter" "$T/rootlink"
+plugfs metrics --textfile "$T/rootlink/again.prom" 2>"$T/err"
+check_eq "through root's own symlink: written" 0 $?
+check "it is in the symlink's target" test -s "$T/prom/node-exporter/again.prom"
+check_eq "nothing else beside them" "again.prom plugfs.prom" "$(ls "$T/prom/node-exporter" | tr '\n' ' ' | sed 's/ $//')"
 stop_daemon
 finish
