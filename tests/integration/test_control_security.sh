@@ -57,8 +57,40 @@ check_eq "deregister --alloc by nobody exits 1" 1 $?
 out=$(printf '{"op":"register","types":["csi-node"],"name":"evil","alloc":"x","socket":"/x"}\n' |
 	as_nobody "$T/ctlraw" "$CTL" | jq -r .error.code)
 check_eq "raw register by nobody: permission_denied" permission_denied "$out"
+out=$(printf '{"op":"deregister","type":"csi-node","name":"kept","alloc":"a0"}\n' |
+	as_nobody "$T/ctlraw" "$CTL" | jq -r .error.code)
+check_eq "raw deregister by nobody: permission_denied" permission_denied "$out"
+# reload changes the daemon too (its log level, the cache timeout).
+nobody_cli reload 2>"$T/err"
+check_eq "reload by nobody exits 1" 1 $?
+check "reload by nobody: permission_denied" grep -q 'plugfs reload: changes need' "$T/err"
+check "the daemon did not reload" bash -c "! grep -q 'reloaded ' '$DAEMON_LOG'"
+# Root of a user namespace of its own is still uid 65534 to the daemon
+# (SO_PEERCRED reports the peer in the daemon's namespace): refused.  The
+# raw client, since the CLI refuses a socket it sees owned by the overflow
+# uid before it sends a byte.
+if as_nobody unshare -r true 2>/dev/null; then
+	out=$(printf '{"op":"register","types":["csi-node"],"name":"evil","alloc":"x","socket":"/x"}\n' |
+		as_nobody unshare -r "$T/ctlraw" "$CTL" | jq -r .error.code)
+	check_eq "register by root of nobody's user namespace: permission_denied" \
+		permission_denied "$out"
+	check "the daemon names the real uid" \
+		grep -q "control: register from pid [0-9]* uid $(id -u nobody) refused: permission denied" "$DAEMON_LOG"
+elif [ "${CI:-}" = true ]; then
+	die "nobody cannot create a user namespace here (CI=true: not skipping that check)"
+else
+	echo "# SKIP: nobody cannot create a user namespace here"
+fi
 check_eq "nothing changed" "$before" "$(plugfs list --json)"
 check "no directory for the rejected plugin" test ! -e "$MNT/plugins/csi-node/evil"
+
+# The primary group counts as membership too.
+out=$(printf '{"op":"register","types":["csi-node"],"name":"primary","alloc":"a0","socket":"%s"}\n' \
+	"$(sock_of a0)" | setpriv --reuid=nobody --regid=daemon --clear-groups -- "$T/ctlraw" "$CTL" |
+	jq -r .ok)
+check_eq "nobody with control.group as primary group may register" true "$out"
+plugfs deregister --type csi-node --name primary --alloc a0 >/dev/null
+before=$(plugfs list --json)
 
 # A supplementary member of control.group may change things.
 member_cli register --type csi-node --name member --alloc a0 --socket "$(sock_of a0)" >/dev/null 2>"$T/err"
