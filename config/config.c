@@ -333,7 +333,9 @@ int config_load(const char *path, struct plugfs_config *cfg, char *err, size_t e
 	int fd = -1, rc = 0;
 
 	memset(cfg, 0, sizeof(*cfg));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO (or a device) put in the file's place would
+	 * block the open until a writer comes; it is refused just below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		rc = -errno;
 		plugfs_seterr(err, errlen, "cannot open config file %s: %s", path, strerror(-rc));

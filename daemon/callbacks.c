@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "confread.h"
 #include "daemon_internal.h"
 #include "clock.h"
 #include "log.h"
@@ -212,8 +213,9 @@ static void reload_discover(struct daemon *d, struct plugfs_config *nc)
  * mounted, names what cannot.  0 with *info (NULL when out of memory)
  * {"config": the file read or "", "restart_needed": [settings], "applied":
  * [settings]}; -EINVAL with err naming the file, line and key when the new
- * config is refused, and then nothing changed.  Either thread may call it;
- * d->reload_lock makes one reload at a time.
+ * config is refused, -EBUSY when it could not be read in time; then nothing
+ * changed.  Either thread may call it; the file is read with no lock held,
+ * and d->reload_lock makes one comparison and application at a time.
  */
 static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 {
@@ -224,15 +226,19 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 	int rc;
 
 	*info = NULL;
-	pthread_mutex_lock(&d->reload_lock);
 	/* Type=notify-reload wants the monotonic time with RELOADING=1. */
 	snprintf(msg, sizeof(msg), "RELOADING=1\nMONOTONIC_USEC=%llu",
 		 (unsigned long long)(plugfs_mono_ns() / 1000));
 	sd_notify_send(msg);
-	rc = config_resolve(d->config_path, &nc, err, errlen);
+	/* Read with no lock held and bounded in time (confread.c): a config
+	 * replaced by a FIFO, or on a filesystem that stopped answering,
+	 * never holds this thread (the housekeeping thread's signals and
+	 * watchdog pings, the control server's clients) past the deadline. */
+	rc = daemon_config_read(d->config_path, DAEMON_CONFIG_READ_MS, &nc, err, errlen);
+	pthread_mutex_lock(&d->reload_lock);
 	if (rc != 0) {
 		log_error("reload failed, keeping the running config: %s", err);
-		rc = -EINVAL;
+		rc = rc == -ETIMEDOUT || rc == -EBUSY ? -EBUSY : -EINVAL;
 		goto out;
 	}
 	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "confread.h"
 #include "clock.h"
 #include "daemon_internal.h"
 #include "err.h"
@@ -106,7 +107,9 @@ static void stop_signals(sigset_t *set)
  * [mount] mountpoint and --debug over [log] level. */
 static int load_config(struct daemon *d, const struct daemon_args *a, char *err, size_t errlen)
 {
-	int rc = config_resolve(a->config_path, &d->cfg, err, errlen);
+	/* Bounded in time like a reload (confread.c): a start, or a re-exec
+	 * that must take over the mount, never waits for good on it. */
+	int rc = daemon_config_read(a->config_path, DAEMON_CONFIG_READ_MS, &d->cfg, err, errlen);
 
 	if (rc < 0)
 		return rc;
