@@ -18,15 +18,14 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
 #include "err.h"
+#include "thread.h"
 
 #define READER_STACK (256 * 1024)
 
@@ -95,10 +94,7 @@ int daemon_config_read(const char *path, unsigned timeout_ms, struct plugfs_conf
 		       char *err, size_t errlen)
 {
 	struct read_job *j = NULL;
-	pthread_condattr_t ca;
 	pthread_attr_t attr;
-	sigset_t all, old;
-	struct timespec at;
 	pthread_t th;
 	int64_t now = plugfs_mono_ms(), deadline;
 	int rc;
@@ -123,32 +119,24 @@ int daemon_config_read(const char *path, unsigned timeout_ms, struct plugfs_conf
 	}
 	j->refs = 2;
 	pthread_mutex_init(&j->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&j->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	plugfs_cond_init_mono(&j->cv);
 
 	/* The reader takes no signal: they are the daemon's other threads'. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&attr, READER_STACK);
-	rc = pthread_create(&th, &attr, reader_main, j);
+	rc = plugfs_thread_start(&th, &attr, reader_main, j);
 	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
 		j->refs = 1;
 		job_put(j);
-		return plugfs_errf(err, errlen, -rc, "%s: cannot start a thread to read it: %s",
-				   shown(path), strerror(rc));
+		return plugfs_errf(err, errlen, rc, "%s: cannot start a thread to read it: %s",
+				   shown(path), strerror(-rc));
 	}
 
-	deadline = now + timeout_ms;
-	at.tv_sec = (time_t)(deadline / 1000);
-	at.tv_nsec = (long)(deadline % 1000) * 1000000L;
+	deadline = plugfs_deadline_ms(timeout_ms);
 	pthread_mutex_lock(&j->mu);
-	while (!j->done && pthread_cond_timedwait(&j->cv, &j->mu, &at) != ETIMEDOUT)
+	while (!j->done && plugfs_cond_wait_until(&j->cv, &j->mu, deadline) != ETIMEDOUT)
 		;
 	if (j->done) {
 		*cfg = j->cfg;
