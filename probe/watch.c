@@ -551,19 +551,13 @@ struct due {
 
 static void due_add(struct due *d, int64_t key, unsigned what)
 {
-	size_t cap = d->cap;
+	/* Two arrays of one capacity: it counts once both grew. */
+	size_t cap_k = d->cap, cap_w = d->cap;
 
-	if (PLUGFS_GROW(d->keys, d->cap, d->n, 16) < 0)
+	if (PLUGFS_GROW(d->keys, cap_k, d->n, 16) != 0 ||
+	    PLUGFS_GROW(d->what, cap_w, d->n, 16) != 0)
 		return;
-	if (d->cap != cap) {
-		unsigned *v = realloc(d->what, d->cap * sizeof(*v));
-
-		if (!v) {
-			d->cap = cap;
-			return;
-		}
-		d->what = v;
-	}
+	d->cap = cap_k;
 	d->keys[d->n] = key;
 	d->what[d->n++] = what;
 }
