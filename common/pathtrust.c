@@ -151,10 +151,13 @@ int plugfs_path_trust(const char *what, const char *path, unsigned flags, char *
 	return 0;
 }
 
-/* dfd's path `shown' plus the component name[0, n), for messages. */
+/* dfd's path `shown' plus the component name[0, n), for messages: cut to
+ * outlen - 1 bytes when longer. */
 static void join_shown(char *out, size_t outlen, const char *shown, const char *name, size_t n)
 {
-	snprintf(out, outlen, "%s%s%.*s", shown, strcmp(shown, "/") == 0 ? "" : "/", (int)n, name);
+	if (snprintf(out, outlen, "%s%s%.*s", shown, strcmp(shown, "/") == 0 ? "" : "/", (int)n,
+		     name) < 0)
+		out[0] = '\0';
 }
 
 /* Opens path, from base when it is relative, by components (see
