@@ -35,3 +35,16 @@ int plugfs_grow(void **items, size_t *cap, size_t n, size_t elem, size_t first)
 		return -ENOMEM;
 	return plugfs_reserve(items, cap, n + 1, elem, first);
 }
+
+int plugfs_grow_exact(void **items, size_t n, size_t elem)
+{
+	void *a;
+
+	if (elem == 0 || n >= SIZE_MAX / elem)
+		return -ENOMEM;
+	a = realloc(*items, (n + 1) * elem);
+	if (!a)
+		return -ENOMEM;
+	*items = a;
+	return 0;
+}

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "config_discover.h"
+#include "array.h"
 #include "config_internal.h"
 #include "err.h"
 #include "registry.h"
@@ -37,7 +38,7 @@ const char *discover_layout_name(enum plugfs_discover_layout l)
 struct plugfs_discover *config_discover_entry(struct plugfs_config *cfg, const char *name,
 					      unsigned line, bool *too_many)
 {
-	struct plugfs_discover *grown, *e;
+	struct plugfs_discover *e;
 
 	*too_many = false;
 	for (size_t i = 0; i < cfg->n_discover; i++)
@@ -47,11 +48,9 @@ struct plugfs_discover *config_discover_entry(struct plugfs_config *cfg, const c
 		*too_many = true;
 		return NULL;
 	}
-	grown = realloc(cfg->discover, (cfg->n_discover + 1) * sizeof(*grown));
-	if (!grown)
+	if (PLUGFS_GROW_EXACT(cfg->discover, cfg->n_discover) != 0)
 		return NULL;
-	cfg->discover = grown;
-	e = &grown[cfg->n_discover];
+	e = &cfg->discover[cfg->n_discover];
 	memset(e, 0, sizeof(*e));
 	e->name = strdup(name);
 	e->socket = strdup("csi.sock");

@@ -6,6 +6,7 @@
  * (log_level_name, probe_mode_name).
  */
 #include "config.h"
+#include "array.h"
 #include "config_internal.h"
 #include "config_discover.h"
 #include "config_probe.h"
@@ -167,7 +168,6 @@ void config_set_list(struct parse_ctx *c, const struct key_def *def, const char 
 		goto out;
 	}
 	for (tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-		char **grown;
 
 		if (def->kind == K_TYPES) {
 			if (reg_validate_name("[registry] types: type", tok, msg, sizeof(msg)) <
@@ -191,14 +191,12 @@ void config_set_list(struct parse_ctx *c, const struct key_def *def, const char 
 				goto out;
 			}
 		}
-		grown = realloc(*listp, (*np + 1) * sizeof(*grown));
-		if (!grown) {
+		if (PLUGFS_GROW_EXACT(*listp, *np) != 0) {
 			config_fail(c, c->lineno, -ENOMEM, "out of memory");
 			goto out;
 		}
-		*listp = grown;
-		grown[*np] = strdup(tok);
-		if (!grown[*np]) {
+		(*listp)[*np] = strdup(tok);
+		if (!(*listp)[*np]) {
 			config_fail(c, c->lineno, -ENOMEM, "out of memory");
 			goto out;
 		}

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config_internal.h"
+#include "array.h"
 #include "config_probe.h"
 #include "err.h"
 #include "registry.h"
@@ -76,16 +77,14 @@ int config_probe_type_key(struct parse_ctx *c, const char *name, const char *val
 struct plugfs_probe_type *config_probe_type_entry(struct plugfs_config *cfg, const char *type,
 						  unsigned line)
 {
-	struct plugfs_probe_type *grown, *e;
+	struct plugfs_probe_type *e;
 
 	for (size_t i = 0; i < cfg->n_probe_types; i++)
 		if (strcmp(cfg->probe_types[i].type, type) == 0)
 			return &cfg->probe_types[i];
-	grown = realloc(cfg->probe_types, (cfg->n_probe_types + 1) * sizeof(*grown));
-	if (!grown)
+	if (PLUGFS_GROW_EXACT(cfg->probe_types, cfg->n_probe_types) != 0)
 		return NULL;
-	cfg->probe_types = grown;
-	e = &grown[cfg->n_probe_types];
+	e = &cfg->probe_types[cfg->n_probe_types];
 	memset(e, 0, sizeof(*e));
 	e->type = strdup(type);
 	if (!e->type)

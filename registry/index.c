@@ -269,10 +269,8 @@ int index_load_option(struct reg_index *ix, const char *type, const char *name, 
 				   "state file: an option of %s/%s alloc %s, which has no registration",
 				   type, name, alloc);
 	g = &p->pub.regs[idx];
-	o = realloc(g->options, (g->n_options + 1) * sizeof(*o));
-	if (!o)
+	if (PLUGFS_GROW_EXACT(g->options, g->n_options) != 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	g->options = o;
 	o = &g->options[g->n_options];
 	o->key = strdup(key);
 	o->value = strdup(value);

@@ -30,4 +30,16 @@ int plugfs_grow(void **items, size_t *cap, size_t n, size_t elem, size_t first);
 #define PLUGFS_GROW(arr, cap, n, first)                                                            \
 	plugfs_grow((void **)&(arr), &(cap), (n), sizeof(*(arr)), (first))
 
+/*
+ * Room for element n of an array kept at exactly its n elements (no
+ * capacity beside it: config lists, a registration's options, where a
+ * capacity field and the room doubling leaves cost more than a realloc per
+ * element): reallocates *items to n + 1 elements.  0, or -ENOMEM with the
+ * array unchanged (also when the size would overflow).
+ */
+int plugfs_grow_exact(void **items, size_t n, size_t elem);
+
+/* plugfs_grow_exact for an array of any type: PLUGFS_GROW_EXACT(v, n). */
+#define PLUGFS_GROW_EXACT(arr, n) plugfs_grow_exact((void **)&(arr), (n), sizeof(*(arr)))
+
 #endif

@@ -124,13 +124,34 @@ static void test_reserve_overflow(void **state)
 	free(b);
 }
 
+/* An array kept at exactly its n elements: each call makes room for one
+ * more, the contents kept; an overflowing size is refused, the array as
+ * it was. */
+static void test_grow_exact(void **state)
+{
+	long *v = NULL, *before;
+
+	(void)state;
+	for (size_t n = 0; n < 100; n++) {
+		assert_int_equal(PLUGFS_GROW_EXACT(v, n), 0);
+		v[n] = (long)n * 3;
+	}
+	for (size_t n = 0; n < 100; n++)
+		assert_int_equal(v[n], (long)n * 3);
+	before = v;
+	assert_int_equal(PLUGFS_GROW_EXACT(v, SIZE_MAX / sizeof(*v)), -ENOMEM);
+	assert_ptr_equal(v, before);
+	assert_int_equal(v[99], 297);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_grow_appends),     cmocka_unit_test(test_grow_noop),
 	    cmocka_unit_test(test_grow_overflow),    cmocka_unit_test(test_reserve_doubles),
 	    cmocka_unit_test(test_reserve_elems),    cmocka_unit_test(test_reserve_noop),
-	    cmocka_unit_test(test_reserve_overflow),
+	    cmocka_unit_test(test_reserve_overflow), cmocka_unit_test(test_grow_exact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
