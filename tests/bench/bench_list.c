@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bench_list.h"
+#include "array.h"
 #include "bench_util.h"
 #include "clock.h"
 
@@ -171,15 +172,9 @@ static int status_latency(const char *socket, struct lister *l, double *p50, dou
 				plugfs_mono_ns() - start < BUSY_MAX_S * 1000000000ull)) {
 		uint64_t t0 = plugfs_mono_ns();
 
-		if (n == cap) {
-			double *nt = realloc(t, 2 * cap * sizeof(*t));
-
-			if (!nt) {
-				free(t);
-				return -1;
-			}
-			t = nt;
-			cap *= 2;
+		if (PLUGFS_GROW(t, cap, n, STATUS_N) != 0) {
+			free(t);
+			return -1;
 		}
 		if (exchange(socket, "{\"op\":\"status\"}\n", "\n") != 0) {
 			free(t);

@@ -19,14 +19,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsutil.h"
+
 int main(int argc, char *argv[])
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	char buf[65536];
 	bool hold = argc > 1 && strcmp(argv[1], "--hold") == 0;
-	int fd, timeout_ms;
-	size_t off = 0, len = 0, cap = 1 << 20;
-	char *in = malloc(cap);
+	int fd, timeout_ms, e;
+	size_t off = 0, len = 0;
+	char *in = NULL;
 	ssize_t n;
 
 	if (hold) {
@@ -34,20 +36,14 @@ int main(int argc, char *argv[])
 		argv++;
 	}
 	timeout_ms = argc > 2 ? atoi(argv[2]) * 1000 : 10000;
-	if (argc < 2 || strlen(argv[1]) >= sizeof(sa.sun_path) || !in) {
+	if (argc < 2 || strlen(argv[1]) >= sizeof(sa.sun_path)) {
 		fprintf(stderr,
 			"usage: plugfs-test-ctlraw [--hold] SOCKET [TIMEOUT_S] < request-bytes\n");
 		return 2;
 	}
-	while ((n = read(0, buf, sizeof(buf))) > 0) {
-		if (len + (size_t)n > cap) {
-			cap = (len + (size_t)n) * 2;
-			in = realloc(in, cap);
-			if (!in)
-				return 1;
-		}
-		memcpy(in + len, buf, (size_t)n);
-		len += (size_t)n;
+	if ((e = plugfs_read_fd(STDIN_FILENO, (size_t)1 << 30, &in, &len)) != 0) {
+		fprintf(stderr, "plugfs-test-ctlraw: reading the request: %s\n", strerror(-e));
+		return 1;
 	}
 	strcpy(sa.sun_path, argv[1]);
 	fd = socket(AF_UNIX, SOCK_STREAM, 0);

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "fs_internal.h"
+#include "array.h"
 
 struct fixture {
 	struct fs_view v;
@@ -68,11 +69,7 @@ static struct fs_node *add(struct fixture *f, struct fs_node *dir, const char *n
 	c->name = strdup(name);
 	assert_non_null(c->name);
 	c->kind = FS_LINK;
-	if (f->n_kids == f->cap_kids) {
-		f->cap_kids = f->cap_kids ? 2 * f->cap_kids : 64;
-		f->kids = realloc(f->kids, f->cap_kids * sizeof(*f->kids));
-		assert_non_null(f->kids);
-	}
+	assert_int_equal(PLUGFS_GROW(f->kids, f->cap_kids, f->n_kids, 64), 0);
 	f->kids[f->n_kids++] = c;
 	assert_int_equal(fs_dir_link(&f->v, dir, c), 0);
 	assert_int_equal(fs_node_parent(c), fs_ino(dir));
