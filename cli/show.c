@@ -69,6 +69,8 @@ static int show_print(void *st, const struct cli_args *args, json_t *resp,
 			       json_string_value(json_object_get(r, "csi_name"))
 				   ? json_string_value(json_object_get(r, "csi_name"))
 				   : "");
+		if (json_string_value(json_object_get(r, "source")))
+			printf("    source %s\n", str(r, "source"));
 		json_object_foreach(json_object_get(r, "options"), key, v)
 		    printf("    option %s=%s\n", key, json_string_value(v));
 	}

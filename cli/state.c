@@ -179,6 +179,8 @@ static void print_registration(const struct registration *r, bool active)
 		printf("      probe       %s%s%s\n", reg_probe_name(r->probe),
 		       r->csi_name && *r->csi_name ? "  plugin name " : "",
 		       r->csi_name && *r->csi_name ? r->csi_name : "");
+	if (r->source && *r->source)
+		printf("      source      %s\n", r->source);
 	printf("      registered  %s", reg_at);
 	if (r->updated_at != r->registered_at)
 		printf("  updated %s", upd_at);

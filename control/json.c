@@ -83,6 +83,8 @@ json_t *control_json_registration(const struct registration *r)
 	    (r->probe != REG_PROBE_DEFAULT &&
 	     !set(obj, "probe", string_or_null(reg_probe_name(r->probe)))) ||
 	    (r->csi_name && *r->csi_name && !set(obj, "csi_name", ctl_json_text(r->csi_name))) ||
+	    /* "control", or the [discover.NAME] section that found it. */
+	    !set(obj, "source", ctl_json_text(reg_source_name(r->source))) ||
 	    !set(obj, "seq", json_integer(r->seq)) ||
 	    !set(obj, "registered_at", json_string(reg_at)) ||
 	    !set(obj, "updated_at", json_string(upd_at))) {

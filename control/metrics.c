@@ -8,6 +8,7 @@
  * thread; the per-type counts are taken under the registry mutex, without
  * a copy of it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,12 +17,39 @@
 #include "log.h"
 #include "metrics.h"
 
+/* At most this many sources are counted by name: "control" and one per
+ * [discover.NAME] section (at most 64, plugfs.ini(5)); registrations of
+ * any beyond (sections since removed) are counted under "other". */
+#define SOURCES_MAX 65
+
+struct source_count {
+	char name[REG_NAME_MAX + sizeof(REG_SOURCE_DISCOVER)];
+	size_t n;
+};
+
 struct type_counts {
 	const char *const *types;
 	size_t n_types;
 	size_t *plugins, *regs, *none;
 	size_t (*by_health)[3];
+	struct source_count *sources; /* SOURCES_MAX + 1: the last is "other" */
+	size_t n_sources;
 };
+
+/* One registration of source into the counts by source. */
+static void count_source(struct type_counts *tc, const char *source)
+{
+	const char *name = reg_source_name(source);
+	size_t i = 0;
+
+	while (i < tc->n_sources && strcmp(tc->sources[i].name, name) != 0)
+		i++;
+	if (i == tc->n_sources && i < SOURCES_MAX && strlen(name) < sizeof(tc->sources[i].name)) {
+		snprintf(tc->sources[i].name, sizeof(tc->sources[i].name), "%s", name);
+		tc->n_sources++;
+	}
+	tc->sources[i < tc->n_sources ? i : SOURCES_MAX].n++;
+}
 
 /* registry_each_plugin: one plugin into the counts of its type. */
 static int count_plugin(void *arg, const struct reg_plugin *p)
@@ -40,6 +68,7 @@ static int count_plugin(void *arg, const struct reg_plugin *p)
 
 		tc->by_health[t][h < 3 ? h : 0]++;
 		dead += h == REG_HEALTH_DEAD;
+		count_source(tc, p->regs[j].source);
 	}
 	tc->none[t] += p->n_regs > 0 && dead == p->n_regs;
 	return 0;
@@ -57,9 +86,11 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 	size_t *regs = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t *none = calloc(n_types ? n_types : 1, sizeof(size_t));
 	size_t(*by_health)[3] = calloc(n_types ? n_types : 1, sizeof(*by_health));
-	struct type_counts tc = {types, n_types, plugins, regs, none, by_health};
+	struct source_count *sources = calloc(SOURCES_MAX + 1, sizeof(*sources));
+	struct type_counts tc = {types, n_types, plugins, regs, none, by_health, sources, 0};
+	size_t i;
 
-	if (!plugins || !regs || !none || !by_health ||
+	if (!plugins || !regs || !none || !by_health || !sources ||
 	    registry_each_plugin(srv->reg, count_plugin, &tc)) {
 		m->failed = true;
 		goto out;
@@ -73,6 +104,22 @@ static void registry_metrics(struct control_server *srv, struct metrics *m)
 	for (size_t t = 0; t < n_types; t++)
 		metrics_sample(m, "plugfs_registrations", (const char *[]){"type", types[t], NULL},
 			       (double)regs[t]);
+	metrics_family(m, "plugfs_registrations_by_source", "gauge",
+		       "Registrations, by source: control (the control socket) or the "
+		       "[discover.NAME] section that found them, discover.NAME.");
+	for (i = 0; i < tc.n_sources && strcmp(sources[i].name, "control") != 0; i++)
+		;
+	if (i == tc.n_sources) /* none yet: said as 0 */
+		metrics_sample(m, "plugfs_registrations_by_source",
+			       (const char *[]){"source", "control", NULL}, 0);
+	for (i = 0; i < tc.n_sources; i++)
+		metrics_sample(m, "plugfs_registrations_by_source",
+			       (const char *[]){"source", sources[i].name, NULL},
+			       (double)sources[i].n);
+	if (sources[SOURCES_MAX].n)
+		metrics_sample(m, "plugfs_registrations_by_source",
+			       (const char *[]){"source", "other", NULL},
+			       (double)sources[SOURCES_MAX].n);
 	if (srv->opt.probe) {
 		metrics_family(m, "plugfs_registrations_health", "gauge",
 			       "Registrations by type and health (unknown: not probed yet).");
@@ -126,6 +173,7 @@ out:
 	free(regs);
 	free(none);
 	free(by_health);
+	free(sources);
 }
 
 static void control_metrics(struct control_server *srv, struct metrics *m,

@@ -54,7 +54,7 @@ const char *reg_strings_at(const char *first, enum reg_string i)
 	return first;
 }
 
-_Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 136,
+_Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 144,
 	       "struct registration has a hole (registry.h)");
 
 void registration_free_contents(struct registration *g)
@@ -127,15 +127,15 @@ int reg_options_copy(const struct reg_option *src, size_t n, struct reg_option *
 
 int registration_copy(const struct registration *src, struct registration *dst)
 {
-	const char *in[] = {src->socket, src->alloc,   src->type,
-			    src->name,	 src->version, src->csi_name};
-	char **out[] = {&dst->socket, &dst->alloc,   &dst->type,
-			&dst->name,   &dst->version, &dst->csi_name};
+	const char *in[] = {src->socket,  src->alloc,	 src->type,  src->name,
+			    src->version, src->csi_name, src->source};
+	char **out[] = {&dst->socket,  &dst->alloc,    &dst->type,  &dst->name,
+			&dst->version, &dst->csi_name, &dst->source};
 
 	*dst = *src;
 	dst->options = NULL;
 	dst->n_options = 0;
-	if (!reg_strings_pack(in, out, 6)) {
+	if (!reg_strings_pack(in, out, 7)) {
 		memset(dst, 0, sizeof(*dst));
 		return -ENOMEM;
 	}
@@ -174,7 +174,8 @@ bool registration_same_data(const struct registration *a, const struct registrat
 {
 	if (strcmp(a->socket, b->socket) != 0 || strcmp(a->version, b->version) != 0 ||
 	    a->kind != b->kind || a->n_options != b->n_options || a->probe != b->probe ||
-	    strcmp(a->csi_name ? a->csi_name : "", b->csi_name ? b->csi_name : "") != 0)
+	    strcmp(a->csi_name ? a->csi_name : "", b->csi_name ? b->csi_name : "") != 0 ||
+	    strcmp(a->source ? a->source : "", b->source ? b->source : "") != 0)
 		return false;
 	for (size_t i = 0; i < a->n_options; i++)
 		if (strcmp(a->options[i].key, b->options[i].key) != 0 ||

@@ -323,6 +323,7 @@ int txn_plan_register(struct registry *r, struct batch *b, size_t ti, const stru
 	    .n_options = spec->n_options,
 	    .probe = spec->probe,
 	    .csi_name = (char *)spec->csi_name,
+	    .source = (char *)spec->source,
 	    .registered_at = t,
 	    .updated_at = t,
 	};

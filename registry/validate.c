@@ -291,6 +291,21 @@ int reg_validate_csi_name(const char *field, const char *s, char *err, size_t er
 	return 0;
 }
 
+int reg_validate_source(const char *source, char *err, size_t errlen)
+{
+	const size_t n = strlen(REG_SOURCE_DISCOVER);
+	char q[PLUGFS_QUOTE_MAX];
+
+	if (!source || !*source)
+		return 0;
+	if (strncmp(source, REG_SOURCE_DISCOVER, n) != 0)
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "source `%s': must be empty (the control socket) or "
+				   "discover.NAME",
+				   plugfs_quote(q, sizeof(q), source));
+	return reg_validate_name("source: discover.NAME", source + n, err, errlen);
+}
+
 int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, size_t errlen)
 {
 	if (probe != REG_PROBE_DEFAULT && !reg_probe_name(probe))
@@ -320,7 +335,8 @@ int reg_validate_spec(const struct reg_spec *spec, const char *const *roots, siz
 	if (spec->version &&
 	    (rc = reg_validate_printable("version", spec->version, err, errlen)) < 0)
 		return rc;
-	if ((rc = reg_validate_probe(spec->probe, spec->csi_name, err, errlen)) < 0)
+	if ((rc = reg_validate_probe(spec->probe, spec->csi_name, err, errlen)) < 0 ||
+	    (rc = reg_validate_source(spec->source, err, errlen)) < 0)
 		return rc;
 	if (spec->kind != REG_KIND_UNSET && !reg_kind_name(spec->kind))
 		return plugfs_errf(err, errlen, -EINVAL,

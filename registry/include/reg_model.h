@@ -88,7 +88,7 @@ static inline const char *reg_runtime_error(const struct reg_runtime *rt)
 	return rt->error ? rt->error : "";
 }
 
-/* 136 bytes on LP64 (a 144-byte malloc chunk in a plugin's list of one):
+/* 144 bytes on LP64 (a 160-byte malloc chunk in a plugin's list of one):
  * the fields are in an order without holes; keep it so. */
 struct registration {
 	int64_t id; /* persisted row id, never reused in a state file */
@@ -102,6 +102,7 @@ struct registration {
 	struct reg_option *options; /* sorted by key */
 	size_t n_options;
 	char *csi_name;		    /* "" or, with probe csi, the name GetPluginInfo must give */
+	char *source;		    /* "" = the control socket, else "discover.NAME" */
 	int64_t seq;		    /* place in the list: higher is more recent */
 	int64_t registered_at;	    /* unix seconds, UTC */
 	int64_t updated_at;	    /* unix seconds, UTC */
@@ -179,6 +180,7 @@ enum reg_string {
 	REG_STR_NAME,
 	REG_STR_VERSION,
 	REG_STR_CSI_NAME,
+	REG_STR_SOURCE,
 };
 const char *reg_strings_at(const char *first, enum reg_string i);
 /* Whether registry_set_runtime sees a change from a to b worth an event:
@@ -186,7 +188,8 @@ const char *reg_strings_at(const char *first, enum reg_string i);
  * without an event (a probe round that changed nothing wakes nobody). */
 bool reg_runtime_differs(const struct reg_runtime *a, const struct reg_runtime *b);
 /* Whether a and b register the same thing: socket, version, kind, options
- * (both sorted by key), probe and csi_name.  Ids, seq and times are not compared. */
+ * (both sorted by key), probe, csi_name and source.  Ids, seq and times are
+ * not compared. */
 bool registration_same_data(const struct registration *a, const struct registration *b);
 
 /* What a caller asks to register; strings are borrowed. */
@@ -204,6 +207,9 @@ struct reg_spec {
 	 * [A-Za-z0-9.-], beginning and ending alphanumeric (the CSI spec's
 	 * plugin name) */
 	const char *csi_name;
+	/* NULL or "" = registered over the control socket; "discover.NAME":
+	 * found by the [discover.NAME] section NAME (a name). */
+	const char *source;
 	/* NULL, or the runtime state a registration that is new (inserted,
 	 * not updated) starts with, e.g. the result of a probe made before
 	 * registering, so that a dead socket never becomes active even for a

@@ -408,6 +408,15 @@ int reg_validate_csi_name(const char *field, const char *s, char *err, size_t er
  * ("" or NULL = none) comes only with probe csi and follows
  * reg_validate_csi_name. */
 int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, size_t errlen);
+/* A registration's source: NULL or "" (the control socket), or
+ * REG_SOURCE_DISCOVER followed by a name (reg_validate_name). */
+#define REG_SOURCE_DISCOVER "discover."
+int reg_validate_source(const char *source, char *err, size_t errlen);
+/* How a source is shown: "control" for NULL or "", else source. */
+static inline const char *reg_source_name(const char *source)
+{
+	return source && *source ? source : "control";
+}
 /*
  * The path rules, the same for sockets, socket roots and the config's
  * paths: absolute, normalised (no empty, `.' or `..' component, no

@@ -104,7 +104,8 @@ static int check_registrations(struct store *s, char *err, size_t errlen)
 	 * ran first), not joined for each of them. */
 	int rc = sqlite3_prepare_v2(s->db,
 				    "SELECT r.plugin_id, NULL, r.id, r.alloc, r.socket, r.version,"
-				    " r.kind, r.probe, r.csi_name FROM registrations r ORDER BY r.id",
+				    " r.kind, r.probe, r.csi_name, r.source FROM registrations r"
+				    " ORDER BY r.id",
 				    -1, &st, NULL);
 
 	if (rc != SQLITE_OK)
@@ -121,7 +122,8 @@ static int check_registrations(struct store *s, char *err, size_t errlen)
 		    (col(st, 7) && *col(st, 7) && (rc = reg_probe_parse(col(st, 7), &probe)) < 0 &&
 		     snprintf(msg, sizeof(msg), "probe `%s': must be one of none, connect, csi",
 			      plugfs_quote(q[0], sizeof(q[0]), col(st, 7))) > 0) ||
-		    (rc = reg_validate_probe(probe, col(st, 8), msg, sizeof(msg))) < 0) {
+		    (rc = reg_validate_probe(probe, col(st, 8), msg, sizeof(msg))) < 0 ||
+		    (rc = reg_validate_source(col(st, 9), msg, sizeof(msg))) < 0) {
 			if (!msg[0])
 				snprintf(msg, sizeof(msg),
 					 "kind `%s': must be one of controller, node, monolith",

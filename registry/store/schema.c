@@ -5,8 +5,10 @@
  * means: one step {N, N+1, vN_to_vN1} at the end of migrations[], and
  * SCHEMA_VERSION = N+1.
  *
- * Version 3 (the tables of store.h): version 2 and each registration's
- *   probe override (probe, csi_name).
+ * Version 4 (the tables of store.h): version 3 and each registration's
+ *   source ('' = the control socket, 'discover.NAME': found by discovery).
+ * Version 3: version 2 and each registration's probe override (probe,
+ *   csi_name).
  * Version 2: the registry in rows.
  * Version 1: the singleton layout of earlier registries, a table
  *   kv(key TEXT PRIMARY KEY, value TEXT) whose row `dynamic_plugin_registry'
@@ -49,6 +51,10 @@ static const char v3_sql[] =
     "ALTER TABLE registrations ADD COLUMN probe TEXT NOT NULL DEFAULT ''"
     " CHECK (probe IN ('', 'none', 'connect', 'csi'));"
     "ALTER TABLE registrations ADD COLUMN csi_name TEXT NOT NULL DEFAULT '';";
+
+/* Version 4: where a registration came from ('' = the control socket). */
+static const char v4_sql[] =
+    "ALTER TABLE registrations ADD COLUMN source TEXT NOT NULL DEFAULT '';";
 
 /* A new file: the tables of version 2. */
 static int v0_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -124,6 +130,12 @@ static int v2_to_v3(struct store *s, int64_t now, char *err, size_t errlen)
 	return store_exec(s, v3_sql, "adding the probe columns", err, errlen);
 }
 
+static int v3_to_v4(struct store *s, int64_t now, char *err, size_t errlen)
+{
+	(void)now;
+	return store_exec(s, v4_sql, "adding the source column", err, errlen);
+}
+
 /* The legacy document into version-2 rows; the `kv' table is dropped (the
  * backup keeps it). */
 static int v1_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -162,6 +174,7 @@ static const struct migration migrations[] = {
     {0, 2, v0_to_v2},
     {1, 2, v1_to_v2},
     {2, 3, v2_to_v3},
+    {3, 4, v3_to_v4},
 };
 
 static const struct migration *step_from(int64_t version)

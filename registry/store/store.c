@@ -22,9 +22,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 		      " registered_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
     [ST_INSERT_REG_PROBE] =
 	"INSERT INTO registrations(plugin_id, alloc, socket, version, kind, seq, registered_at,"
-	" updated_at, probe, csi_name) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+	" updated_at, probe, csi_name, source)"
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     [ST_UPDATE_REG] = "UPDATE registrations SET socket = ?2, version = ?3, kind = ?4,"
-		      " updated_at = ?5, probe = ?6, csi_name = ?7 WHERE id = ?1",
+		      " updated_at = ?5, probe = ?6, csi_name = ?7, source = ?8 WHERE id = ?1",
     [ST_DELETE_REG] = "DELETE FROM registrations WHERE id = ?1",
     [ST_DELETE_OPTIONS] = "DELETE FROM reg_options WHERE reg_id = ?1",
     [ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
@@ -285,7 +286,8 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 	/* Every plugin, with its registrations or one row of NULLs. */
 	rc = sqlite3_prepare_v2(s->db,
 				"SELECT t.name, p.id, p.name, r.id, r.alloc, r.socket, r.version,"
-				" r.kind, r.seq, r.registered_at, r.updated_at, r.probe, r.csi_name"
+				" r.kind, r.seq, r.registered_at, r.updated_at, r.probe,"
+				" r.csi_name, r.source"
 				" FROM plugins p JOIN types t ON t.id = p.type_id"
 				" LEFT JOIN registrations r ON r.plugin_id = p.id"
 				" ORDER BY p.id",
@@ -338,6 +340,7 @@ int store_load(struct store *s, const char *const *types, size_t n_types, store_
 			b.socket = (char *)col_text_or_empty(st, 5);
 			b.version = (char *)col_text_or_empty(st, 6);
 			b.csi_name = (char *)col_text_or_empty(st, 12);
+			b.source = (char *)col_text_or_empty(st, 13);
 			if (registration_copy(&b, &r) < 0) {
 				rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 				goto out;
@@ -434,10 +437,11 @@ int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r,
 		     size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
-	/* Without the probe columns when they keep their defaults, so that
-	 * the version-1 migration, which stores into version-2 tables, can
-	 * use it too. */
-	bool probe = r->probe != REG_PROBE_DEFAULT || (r->csi_name && *r->csi_name);
+	/* Without the probe and source columns when they keep their
+	 * defaults, so that the version-1 migration, which stores into
+	 * version-2 tables, can use it too. */
+	bool probe = r->probe != REG_PROBE_DEFAULT || (r->csi_name && *r->csi_name) ||
+		     (r->source && *r->source);
 	int rc = stmt(s, probe ? ST_INSERT_REG_PROBE : ST_INSERT_REG, &st, err, errlen);
 
 	if (rc < 0)
@@ -445,6 +449,7 @@ int store_insert_reg(struct store *s, int64_t plugin_id, struct registration *r,
 	if (probe) {
 		bind_text(st, 9, reg_probe_name(r->probe) ? reg_probe_name(r->probe) : "");
 		bind_text(st, 10, r->csi_name ? r->csi_name : "");
+		bind_text(st, 11, r->source ? r->source : "");
 	}
 	sqlite3_bind_int64(st, 1, plugin_id);
 	bind_text(st, 2, r->alloc);
@@ -474,6 +479,7 @@ int store_update_reg(struct store *s, const struct registration *r, char *err, s
 	sqlite3_bind_int64(st, 5, r->updated_at);
 	bind_text(st, 6, reg_probe_name(r->probe) ? reg_probe_name(r->probe) : "");
 	bind_text(st, 7, r->csi_name ? r->csi_name : "");
+	bind_text(st, 8, r->source ? r->source : "");
 	if ((rc = run(s, st, "updating a registration", err, errlen)) < 0)
 		return rc;
 	if ((rc = stmt(s, ST_DELETE_OPTIONS, &st, err, errlen)) < 0)

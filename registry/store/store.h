@@ -5,12 +5,12 @@
  * their migrations).  The caller (txn.c) wraps mutations in store_begin ...
  * store_commit and serialises every call with the registry mutex.
  *
- * Schema (SCHEMA_VERSION 2):
+ * Schema (SCHEMA_VERSION 4):
  *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
  *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
  *   plugins(id AUTOINCREMENT, type_id, name, UNIQUE(type_id, name))
  *   registrations(id AUTOINCREMENT, plugin_id, alloc, socket, version, kind, probe, csi_name,
- *                 seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
+ *                 source, seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
  *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
  *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
  * AUTOINCREMENT ids are never reused, so inode numbers derived from them
@@ -34,7 +34,7 @@ enum store_stmt {
 	ST_GET_TOMBSTONE,
 	ST_DELETE_TOMBSTONE,
 	ST_PUT_TOMBSTONE,
-	ST_INSERT_REG,	     /* without probe and csi_name (their defaults; also on version 2) */
+	ST_INSERT_REG,	     /* without probe, csi_name, source (defaults; also on version 2) */
 	ST_INSERT_REG_PROBE, /* with them */
 	ST_UPDATE_REG,
 	ST_DELETE_REG,

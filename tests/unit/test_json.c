@@ -67,7 +67,7 @@ static void test_registration(void **state)
 	assert_dump(j,
 		    "{\"alloc\":\"a1\",\"socket\":\"/var/nomad/a1/csi.sock\",\"version\":\"v0.2\","
 		    "\"kind\":\"node\",\"options\":{\"ContainerMountPoint\":\"/csi\","
-		    "\"Provider\":\"demo\"},\"seq\":5,"
+		    "\"Provider\":\"demo\"},\"source\":\"control\",\"seq\":5,"
 		    "\"registered_at\":\"2026-11-30T09:19:05Z\","
 		    "\"updated_at\":\"2026-11-30T09:20:05Z\"}");
 	json_decref(j);
@@ -140,7 +140,8 @@ static void test_plugin(void **state)
 	j = control_json_plugin(&p);
 	assert_dump(j, "{\"type\":\"csi-node\",\"name\":\"plugin-2\",\"active\":\"a0\","
 		       "\"registrations\":[{\"alloc\":\"a0\",\"socket\":\"/var/nomad/a0/csi.sock\","
-		       "\"version\":\"\",\"kind\":\"monolith\",\"options\":{},\"seq\":2,"
+		       "\"version\":\"\",\"kind\":\"monolith\",\"options\":{},"
+		       "\"source\":\"control\",\"seq\":2,"
 		       "\"registered_at\":\"1970-01-01T00:00:00Z\","
 		       "\"updated_at\":\"1970-01-01T00:00:00Z\"}]}");
 	json_decref(j);

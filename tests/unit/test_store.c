@@ -207,7 +207,7 @@ static void test_wal_and_schema_version(void **state)
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(st, 0), 3);
+	assert_int_equal(sqlite3_column_int(st, 0), 4);
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -228,14 +228,14 @@ static void test_newer_version_refused(void **state)
 
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	close_registry(f);
-	exec_sql(f->path, "PRAGMA user_version = 4");
+	exec_sql(f->path, "PRAGMA user_version = 5");
 	assert_int_equal(try_open(f, err, sizeof(err)), -ENOTSUP);
-	assert_non_null(strstr(err, "schema version 4 is newer than this plugfs supports (3)"));
+	assert_non_null(strstr(err, "schema version 5 is newer than this plugfs supports (4)"));
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -ENOTSUP);
 	assert_non_null(strstr(err, "newer"));
-	/* Untouched: still version 4 with its row. */
+	/* Untouched: still version 5 with its row. */
 	assert_int_equal(count_rows(f, "registrations"), 1);
-	exec_sql(f->path, "PRAGMA user_version = 3");
+	exec_sql(f->path, "PRAGMA user_version = 4");
 	reopen(f);
 	assert_string_equal(active(f, "csi-node", "p"), "a0");
 }
@@ -316,8 +316,8 @@ static void check_migrated(struct fixture *f)
 	assert_int_equal(query_int(bak, "SELECT count(*) FROM kv WHERE key ="
 					" 'dynamic_plugin_registry' AND value LIKE '%\"p1\"%'"),
 			 1);
-	/* The state file is version 3 without kv, lists right. */
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 3);
+	/* The state file is version 4 without kv, lists right. */
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master WHERE name = 'kv'"),
 			 0);
 	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p1", &p), 0);
@@ -653,7 +653,7 @@ static void test_missing_table(void **state)
 
 	close_registry(f);
 	exec_sql(f->path, "DROP TABLE tombstones");
-	snprintf(want, sizeof(want), "state file `%s': schema version 3 without table `tombstones'",
+	snprintf(want, sizeof(want), "state file `%s': schema version 4 without table `tombstones'",
 		 f->path);
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
 	assert_string_equal(err, want);
@@ -755,17 +755,18 @@ static void test_migrate_v2_probe(void **state)
 	close_registry(f);
 	exec_sql(f->path, "ALTER TABLE registrations DROP COLUMN probe;"
 			  "ALTER TABLE registrations DROP COLUMN csi_name;"
+			  "ALTER TABLE registrations DROP COLUMN source;"
 			  "PRAGMA user_version = 2");
 	assert_int_equal(query_int(f->path,
 				   "SELECT count(*) FROM pragma_table_info('registrations')"
 				   " WHERE name IN ('probe', 'csi_name')"),
 			 0);
 	reopen(f);
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 3);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
 	assert_int_equal(query_int(f->path,
 				   "SELECT count(*) FROM pragma_table_info('registrations')"
-				   " WHERE name IN ('probe', 'csi_name')"),
-			 2);
+				   " WHERE name IN ('probe', 'csi_name', 'source')"),
+			 3);
 	snprintf(bak, sizeof(bak), "%s.v2.bak", f->path);
 	assert_int_equal(query_int(bak, "PRAGMA user_version"), 2);
 	assert_int_equal(query_int(bak, "SELECT count(*) FROM registrations"), 2);
@@ -828,6 +829,100 @@ static void test_probe_override_persists(void **state)
 	assert_string_equal(probe_of(f, "csi-node", "a0"), "- -");
 }
 
+/* The source of each registration of (type, "p") at alloc, or "?". */
+static const char *source_of(struct fixture *f, const char *type, const char *alloc)
+{
+	static char buf[160];
+	struct reg_plugin p;
+
+	snprintf(buf, sizeof(buf), "?");
+	assert_int_equal(registry_get_plugin(f->r, type, "p", &p), 0);
+	for (size_t i = 0; i < p.n_regs; i++)
+		if (strcmp(p.regs[i].alloc, alloc) == 0)
+			snprintf(buf, sizeof(buf), "%s", reg_source_name(p.regs[i].source));
+	reg_plugin_free_contents(&p);
+	return buf;
+}
+
+/* A version-3 file (registrations without their source) climbs to 4:
+ * backed up first, its rows kept, from the control socket. */
+static void test_migrate_v3_source(void **state)
+{
+	struct fixture *f = *state;
+	char bak[256];
+
+	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
+	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
+	close_registry(f);
+	exec_sql(f->path, "ALTER TABLE registrations DROP COLUMN source;"
+			  "PRAGMA user_version = 3");
+	reopen(f);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
+	assert_int_equal(query_int(f->path,
+				   "SELECT count(*) FROM pragma_table_info('registrations')"
+				   " WHERE name = 'source'"),
+			 1);
+	snprintf(bak, sizeof(bak), "%s.v3.bak", f->path);
+	assert_int_equal(query_int(bak, "PRAGMA user_version"), 3);
+	assert_int_equal(query_int(bak, "SELECT count(*) FROM registrations"), 2);
+	assert_int_equal(query_int(bak, "SELECT count(*) FROM pragma_table_info('registrations')"
+					" WHERE name = 'source'"),
+			 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
+	assert_string_equal(source_of(f, "csi-node", "a0"), "control");
+	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
+}
+
+/* A registration's source: stored, loaded, changed by a register of the
+ * same alloc, checked; a bad one refused with nothing stored. */
+static void test_source_persists(void **state)
+{
+	struct fixture *f = *state;
+	static const char *const node[] = {"csi-node"};
+	struct reg_spec s = {.name = "p",
+			     .alloc = "a0",
+			     .socket = "/run/csi/a0/csi.sock",
+			     .source = "discover.nomad"};
+	char err[REG_ERR_MAX] = "";
+
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_string_equal(source_of(f, "csi-node", "a0"), "discover.nomad");
+	restart(f);
+	assert_string_equal(source_of(f, "csi-node", "a0"), "discover.nomad");
+	/* The same again: no change; over the control socket: an update. */
+	events_clear(f);
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_string_equal(f->events, "");
+	s.source = NULL;
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	assert_non_null(strstr(f->events, "updated"));
+	restart(f);
+	assert_string_equal(source_of(f, "csi-node", "a0"), "control");
+	s.source = "discover.k8s";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), 0);
+	restart(f);
+	assert_string_equal(source_of(f, "csi-node", "a0"), "discover.k8s");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 0);
+	/* Refused, nothing stored. */
+	s.alloc = "a1";
+	s.source = "hook";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "source `hook': must be empty (the control socket) or "
+				    "discover.NAME"));
+	s.source = "discover.";
+	assert_int_equal(registry_register(f->r, node, 1, &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "source: discover.NAME"));
+	assert_string_equal(order(f, "csi-node", "p"), "a0");
+	/* A bad value in the file: state check says so. */
+	close_registry(f);
+	exec_sql(f->path, "UPDATE registrations SET source = 'discover.a/b'");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "source: discover.NAME"));
+	exec_sql(f->path, "UPDATE registrations SET source = ''");
+	reopen(f);
+	assert_string_equal(source_of(f, "csi-node", "a0"), "control");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -851,6 +946,8 @@ int main(void)
 	    T(test_missing_table),
 	    T(test_migrate_v2_probe),
 	    T(test_probe_override_persists),
+	    T(test_migrate_v3_source),
+	    T(test_source_persists),
 	    T(test_bad_open_options),
 	    T(test_memory_database),
 	};
