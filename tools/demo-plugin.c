@@ -25,8 +25,9 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 #define PROG "plugfs-demo-plugin"
 #define EXIT_FAILED 1
@@ -260,10 +261,7 @@ out:
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)plugfs_mono_ns() / 1e9;
 }
 
 static int client(const char *path, double wait_s)
