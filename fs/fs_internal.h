@@ -89,7 +89,7 @@ struct fs_node {
 		/* FS_LINK, FS_FILE: the symlink target or file contents, a
 		 * reference to a text of rcstr.h, shared by the nodes with
 		 * the same text and with the registry: an allocs/ link holds
-		 * its registration's strings (its socket first, registry.h),
+		 * its registration's strings (its socket first, reg_model.h "Sharing"),
 		 * and a plugin's csi.sock the same as the link of its active
 		 * registration.  NULL for an info file in the tree (info.c). */
 		char *data;
@@ -310,7 +310,7 @@ int fs_node_set_data(struct fs_node *n, const char *data);
 enum fs_name_own {
 	FS_NAME_COPY,	 /* fs_node_add copies it; freed with the node */
 	FS_NAME_STATIC,	 /* it outlives the view (the socket name, a literal) */
-	FS_NAME_SHARED,	 /* a text of rcstr.h (a plugin's name, registry.h): a
+	FS_NAME_SHARED,	 /* a text of rcstr.h (a plugin's name, reg_model.h "Sharing"): a
 			  * reference is taken, dropped with the node */
 	FS_NAME_IN_DATA, /* a string inside the block of the node's own data
 			  * (an allocs/ link's alloc, in its registration's

@@ -8,7 +8,7 @@
  *
  * Strings are the registry's, not copies: p is a value the registry owns
  * (its own, in an event callback under the registry mutex, or a copy), so
- * its strings are reference-counted blocks (registry.h, "Sharing").  A
+ * its strings are reference-counted blocks (reg_model.h, "Sharing").  A
  * plugin directory holds a reference to its plugin's name; an allocs/ link
  * one to its registration's strings, which give both its target (the
  * socket, the block's first string) and its name (the alloc, inside the

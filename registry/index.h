@@ -29,7 +29,7 @@ struct plugin_node {
 /* The plugins holding a registration of one alloc: 56 bytes (a 64-byte
  * malloc chunk), room for one plugin inside (an alloc mostly registers
  * one).  Its key is not a copy: it is the alloc in the strings of the
- * registration that made the set (registry.h, "Sharing"), which the set
+ * registration that made the set (reg_model.h, "Sharing"), which the set
  * holds a reference to, so the key outlives that registration if need be
  * (one block per set, as a copy would cost). */
 struct alloc_set {
@@ -97,7 +97,7 @@ void index_alloc_set_remove(struct reg_index *ix, const char *alloc, struct plug
 int alloc_set_reserve(struct alloc_set *s, size_t n);
 
 /* A new plugin node without registrations, or NULL when out of memory.
- * name is copied (a block of its own, registry.h "Sharing"), type is not:
+ * name is copied (a block of its own, reg_model.h "Sharing"), type is not:
  * it must outlive the node (one of reg_index.types). */
 struct plugin_node *plugin_node_new(const char *type, const char *name, size_t type_idx);
 void plugin_node_free(struct plugin_node *p);

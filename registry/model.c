@@ -2,7 +2,7 @@
 /*
  * The registry's value types and their lifetime: copy, free, compare, and
  * which registration of a plugin is active.  Depends on nothing else in
- * registry/ (only the declarations in registry.h), so the store, the
+ * registry/ (only the declarations in reg_model.h), so the store, the
  * indexes and the transactions all build on it.
  */
 #include <errno.h>
@@ -19,8 +19,8 @@
  * NUL-terminated, the first at the start.  One malloc instead of six costs
  * less memory (a malloc chunk's overhead and rounding per string: about 110
  * bytes a registration) and less time to copy; the count lets the
- * filesystem view share them instead of copying them (registry.h says
- * which, and how long they live).  Only registration_copy and
+ * filesystem view share them instead of copying them (reg_model.h,
+ * "Sharing", says which, and how long they live).  Only registration_copy and
  * reg_plugin_copy (and plugin_node_new through reg_strings_pack) make owned
  * values, so dropping the first string's reference drops them all.
  */
@@ -55,7 +55,7 @@ const char *reg_strings_at(const char *first, enum reg_string i)
 }
 
 _Static_assert(sizeof(void *) != 8 || sizeof(struct registration) == 144,
-	       "struct registration has a hole (registry.h)");
+	       "struct registration has a hole (reg_model.h)");
 
 void registration_free_contents(struct registration *g)
 {

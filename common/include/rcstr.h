@@ -3,7 +3,7 @@
  * Reference-counted texts: one allocation holding a count and one or more
  * NUL-terminated strings, written once when made and never changed after.
  * A text is named by the address of its first string; a string further in
- * the block (the packed strings of a registration, registry.h) lives as
+ * the block (the packed strings of a registration, reg_model.h "Sharing") lives as
  * long as the block.  Whoever holds a reference may read the block without
  * a lock: nothing writes it after rcstr_alloc's caller filled it.
  *

@@ -171,8 +171,8 @@ int reg_plugin_copy(const struct reg_plugin *src, struct reg_plugin *dst);
  * lock; it drops the reference with rcstr_unref.  The filesystem view
  * keeps its names and link targets so (fs/sync.c). */
 char *reg_strings_pack(const char *const *in, char **out[], size_t n);
-/* The strings of an owned registration's block, in order (registry.h,
- * "Sharing" above), and the i-th of the block that starts at first. */
+/* The strings of an owned registration's block, in order ("Sharing"
+ * above), and the i-th of the block that starts at first. */
 enum reg_string {
 	REG_STR_SOCKET,
 	REG_STR_ALLOC,

@@ -6,11 +6,12 @@
  *
  * The thread has its own SQLite connection on the state file, so that a
  * checkpoint never holds the registry mutex: the commits (the main
- * connection, under the registry mutex) tell it through the WAL hook how
+ * connection, under the commit lock) tell it through the WAL hook how
  * many frames the WAL holds, and it checkpoints by the policy of
- * registry.h.  Its own mutex (sp->mu) is taken under the registry mutex by
- * the hook, never the other way round: the thread lets go of sp->mu before
- * it takes the registry mutex (only to allocate the reserve again).
+ * registry.h.  Its own mutex (sp->mu) is taken by the hook under the
+ * commit lock (a commit runs with the registry mutex released), never the
+ * other way round: the thread lets go of sp->mu before it tries the commit
+ * lock (only to allocate the reserve again, and by trylock).
  */
 #include <errno.h>
 #include <fcntl.h>
