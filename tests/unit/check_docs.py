@@ -32,9 +32,9 @@ the code that makes them wrong fails here until they are made true:
              files that exist and every .c file of its folder;
   uses       the parts table's "may use" cell of a folder names every part
              whose public header its sources include (or says "all of the
-             above") and every library whose header they include, and each
-             of those parts has its row above it: dependencies point down
-             the table;
+             above") and every library whose header they include, and no
+             other; each of those parts has its row above it: dependencies
+             point down the table;
   references a comment of the code that sends the reader to a part of a
              header, (x.h, "Title") or x.h "Title", names a header of the
              tree that has that title;
@@ -473,6 +473,12 @@ class Checker:
                     need.add(public[h])
                 elif h in LIBRARIES:
                     need.add(LIBRARIES[h])
+            if "all of the above" not in cell:
+                for n in sorted(words & (set(order) | set(LIBRARIES.values())) - need):
+                    self.count("uses")
+                    self.fail(doc, off, "`%s/`: its \"may use\" cell names %s, which its "
+                              "sources do not use (they include none of its headers)"
+                              % (folder, n))
             for n in sorted(need):
                 self.count("uses")
                 if n not in words:
@@ -727,6 +733,9 @@ def self_test(root):
         ("a part the fs uses left out of its row", "docs/design.md",
          design.replace("| common, registry, libfuse3 |", "| common, libfuse3 |", 1),
          "cell does not name"),
+        ("a part the fs does not use named in its row", "docs/design.md",
+         design.replace("| common, registry, libfuse3 |", "| common, registry, control, libfuse3 |",
+                        1), "which its sources do not use"),
         ("a folder left out of the README's layout", "README.md",
          readme.replace("`probe/`", "probe", 1), "the layout does not name `probe/`"),
     ]
