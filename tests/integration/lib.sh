@@ -324,7 +324,7 @@ bind_consumer() {
 # background, a connect failing unless one of ALLOC answers, and times the
 # longest stall between two good ones; returns once it made a good one.
 # consumer_good: its good connects so far; consumer_moves_on WHAT: waits
-# until it made two more (the second begun after the call).  stop_consumer
+# until it made two more (the second begun after the call), a check.  stop_consumer
 # stops it and sets tried, failed and longest (ms), printing the first
 # failures.
 start_consumer() {
@@ -364,7 +364,8 @@ _consumer_past() { [ "$(consumer_good)" -ge "$1" ]; }
 consumer_moves_on() {
 	local n
 	n=$(consumer_good)
-	wait_until --pid "$_CONSUMER_PID" 30 "the consumer connects again $1" _consumer_past $((n + 2))
+	wait_until --pid "$_CONSUMER_PID" 30 "the consumer connects again $1" _consumer_past $((n + 2)) &&
+		pass "the consumer connects again $1"
 }
 stop_consumer() {
 	touch "$T/consumer.stop"

@@ -30,7 +30,6 @@ for i in $(seq 1 "$KILLS"); do
 done
 stop_consumer
 echo "# SIGKILLs: $KILLS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
-check "the consumer connected many times" test "$tried" -ge 20
 check_eq "no connect through the bind mount failed" 0 "$failed"
 check_eq "the registration during an outage succeeds" 0 "$reg_rc"
 check_eq "the new allocation is served through the bind mount" a1 \

@@ -27,7 +27,6 @@ for i in $(seq 1 "$REEXECS"); do
 done
 stop_consumer
 echo "# re-execs: $REEXECS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
-check "the consumer connected many times" test "$tried" -ge 20
 check_eq "no connect through the bind mount failed" 0 "$failed"
 check_eq "the registration during a re-exec succeeds" 0 "$reg_rc"
 check_eq "the new allocation is served through the bind mount" a1 \
