@@ -102,6 +102,9 @@ class Tree:
         self.includes = {}  # top folder -> {header named by its #include}
         self.texts = {}  # relative path -> text, of the C sources and headers
         for d, dirs, files in os.walk(root):
+            if "CMakeCache.txt" in files or "CMakeFiles" in dirs and d != root:
+                dirs[:] = []  # a build tree, whatever its name
+                continue
             dirs[:] = sorted(x for x in dirs if not skip_dir(x))
             for f in files:
                 rel = os.path.relpath(os.path.join(d, f), root)
