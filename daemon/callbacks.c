@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "confread.h"
+#include "discover_scan.h"
 #include "daemon_internal.h"
 #include "clock.h"
 #include "log.h"
@@ -240,6 +241,15 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 		log_error("reload failed, keeping the running config: %s", err);
 		rc = rc == -ETIMEDOUT || rc == -EBUSY ? -EBUSY : -EINVAL;
 		goto out;
+	}
+	/* A discovery root anyone but root may write, or a symlink: the new
+	 * config is refused as a bad value would be. */
+	for (size_t i = 0; i < nc.n_discover; i++) {
+		if (discover_check_root(&nc.discover[i], err, errlen) < 0) {
+			log_error("reload failed, keeping the running config: %s", err);
+			rc = -EINVAL;
+			goto out;
+		}
 	}
 	mp = d->mountpoint_arg ? d->mountpoint_arg : nc.mountpoint;
 #define NEEDS_RESTART(changed, what)                                                               \

@@ -42,6 +42,7 @@
 #include "confread.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "discover_scan.h"
 #include "err.h"
 #include "fsutil.h"
 #include "handover.h"
@@ -124,10 +125,15 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 	}
 	if (a->debug)
 		plog_set_level(PLOG_DEBUG);
-	for (size_t i = 0; i < d->cfg.n_discover; i++)
+	for (size_t i = 0; i < d->cfg.n_discover; i++) {
+		/* A root anyone but root may write, or a symlink: a config
+		 * error, as a bad value is. */
+		if ((rc = discover_check_root(&d->cfg.discover[i], err, errlen)) < 0)
+			return rc;
 		log_warn("[discover.%s] root %s: read and checked, not watched: this plugfs does not "
 			 "discover plugins yet; register them with `plugfs register'",
 			 d->cfg.discover[i].name, d->cfg.discover[i].root);
+	}
 	return 0;
 }
 

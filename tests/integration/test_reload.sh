@@ -69,6 +69,7 @@ plugfs reload >/dev/null 2>"$T/err"
 check_eq "bad [discover] section: exit 1" 1 $?
 check "bad [discover] section: the key and the rule are named" \
 	grep -q "\[discover.d1\] root = \`relative': expected an absolute" "$T/err"
+mkdir -m 0755 "$T/disc"
 sed -i "s|^root = relative\$|root = $T/disc|" "$CFG"
 plugfs reload >/dev/null 2>"$T/err"
 check_eq "[discover] section added: exit 0" 0 $?

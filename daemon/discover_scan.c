@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A discovery root read once (discover_scan.h): its trust, each directory
+ * below it and its socket, without following anything out of it.
+ */
+#include "discover_scan.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "array.h"
+#include "err.h"
+#include "registry.h"
+#include "strutil.h"
+
+/* Why st (a directory's) is not trusted, or NULL: owned by root and
+ * writable by no one else. */
+static const char *untrusted(const struct stat *st)
+{
+	if (st->st_uid != 0)
+		return "owned by a user other than root";
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by users other than root (group or other write bit)";
+	return NULL;
+}
+
+/* Opens sec's root and checks it: the fd, or -errno with err. */
+static int open_root(const struct plugfs_discover *sec, char *err, size_t errlen)
+{
+	char q[PLUGFS_QUOTE_MAX];
+	const char *why;
+	struct stat st;
+	int fd = open(sec->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	plugfs_quote(q, sizeof(q), sec->root);
+	if (fd < 0) {
+		rc = -errno;
+		if (rc == -ELOOP || rc == -ENOTDIR) {
+			struct stat lst;
+
+			if (lstat(sec->root, &lst) == 0 && S_ISLNK(lst.st_mode))
+				return plugfs_errf(err, errlen, -ELOOP,
+						   "[discover.%s] root `%s' is a symlink; expected "
+						   "a directory",
+						   sec->name, q);
+			return plugfs_errf(err, errlen, -ENOTDIR,
+					   "[discover.%s] root `%s' is not a directory", sec->name,
+					   q);
+		}
+		return plugfs_errf(err, errlen, rc, "[discover.%s] root `%s': cannot open it: %s",
+				   sec->name, q, strerror(-rc));
+	}
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		close(fd);
+		return plugfs_errf(err, errlen, rc, "[discover.%s] root `%s': %s", sec->name, q,
+				   strerror(-rc));
+	}
+	if ((why = untrusted(&st))) {
+		close(fd);
+		return plugfs_errf(err, errlen, -EPERM,
+				   "[discover.%s] root `%s' is %s; expected a directory owned by "
+				   "root that only root may write",
+				   sec->name, q, why);
+	}
+	return fd;
+}
+
+int discover_check_root(const struct plugfs_discover *sec, char *err, size_t errlen)
+{
+	int fd = open_root(sec, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+/* Adds "ROOT/NAME: why; skipped" to s->skipped.  -ENOMEM. */
+__attribute__((format(printf, 4, 5))) static int skip(struct discover_scan *s, const char *root,
+						      const char *name, const char *fmt, ...)
+{
+	char why[256], qr[PLUGFS_QUOTE_MAX], qn[PLUGFS_QUOTE_MAX], *msg = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (asprintf(&msg, "%s/%s: %s; skipped", plugfs_quote(qr, sizeof(qr), root),
+		     plugfs_quote(qn, sizeof(qn), name), why) < 0)
+		return -ENOMEM;
+	if (PLUGFS_GROW(s->skipped, s->cap_skipped, s->n_skipped, 4) < 0) {
+		free(msg);
+		return -ENOMEM;
+	}
+	s->skipped[s->n_skipped++] = msg;
+	return 0;
+}
+
+/* One directory entry of the root: found, skipped, or nothing. */
+static int scan_entry(const struct plugfs_discover *sec, int rootfd, const char *name,
+		      struct discover_scan *s)
+{
+	struct stat st, dst;
+	struct discover_found *f;
+	const char *why;
+	char *path = NULL;
+	int dfd = -1, rc = 0;
+
+	if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* gone meanwhile */
+	if (S_ISLNK(st.st_mode))
+		return skip(s, sec->root, name, "a symlink where a directory is expected");
+	if (!S_ISDIR(st.st_mode))
+		return 0; /* a file: not an allocation */
+	if ((why = untrusted(&st)))
+		return skip(s, sec->root, name, "%s", why);
+	if (reg_validate_name("alloc", name, NULL, 0) < 0)
+		return skip(s, sec->root, name,
+			    "the directory's name is not a name (1-128 of "
+			    "[A-Za-z0-9._-], not starting with a dot)");
+	dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : skip(s, sec->root, name, "%s", strerror(errno));
+	/* The directory opened is the one checked (not one put in its place). */
+	if (fstat(dfd, &dst) < 0 || dst.st_dev != st.st_dev || dst.st_ino != st.st_ino) {
+		rc = skip(s, sec->root, name, "changed while it was checked");
+		goto out;
+	}
+	if (fstatat(dfd, sec->socket, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		goto out; /* no socket yet */
+	if (S_ISLNK(st.st_mode)) {
+		rc =
+		    skip(s, sec->root, name, "its %s is a symlink; expected a socket", sec->socket);
+		goto out;
+	}
+	if (!S_ISSOCK(st.st_mode)) {
+		rc = skip(s, sec->root, name, "its %s is not a socket", sec->socket);
+		goto out;
+	}
+	if (asprintf(&path, "%s/%s/%s", sec->root, name, sec->socket) < 0) {
+		path = NULL;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (PLUGFS_GROW(s->found, s->cap_found, s->n_found, 8) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	f = &s->found[s->n_found];
+	memset(f, 0, sizeof(*f));
+	f->alloc = strdup(name);
+	if (!f->alloc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	f->socket = path;
+	path = NULL;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->ctime = st.st_ctim;
+	s->n_found++;
+out:
+	free(path);
+	if (dfd >= 0)
+		close(dfd);
+	return rc;
+}
+
+/* Oldest change time first; the same time: by alloc. */
+static int by_ctime(const void *a, const void *b)
+{
+	const struct discover_found *x = a, *y = b;
+
+	if (x->ctime.tv_sec != y->ctime.tv_sec)
+		return x->ctime.tv_sec < y->ctime.tv_sec ? -1 : 1;
+	if (x->ctime.tv_nsec != y->ctime.tv_nsec)
+		return x->ctime.tv_nsec < y->ctime.tv_nsec ? -1 : 1;
+	return strcmp(x->alloc, y->alloc);
+}
+
+int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *out, char *err,
+		       size_t errlen)
+{
+	struct discover_scan s = {0};
+	struct dirent *de;
+	DIR *dir = NULL;
+	int rootfd = open_root(sec, err, errlen), dupfd, rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (rootfd < 0)
+		return rootfd;
+	dupfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	if (dupfd < 0 || !(dir = fdopendir(dupfd))) {
+		rc = plugfs_errf(err, errlen, -errno, "[discover.%s] root `%s': cannot list it: %s",
+				 sec->name, sec->root, strerror(errno));
+		if (dupfd >= 0)
+			close(dupfd);
+		goto out;
+	}
+	while ((errno = 0, de = readdir(dir))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if ((rc = scan_entry(sec, rootfd, de->d_name, &s)) < 0) {
+			plugfs_errf(err, errlen, rc, "[discover.%s]: out of memory", sec->name);
+			goto out;
+		}
+	}
+	if (errno) {
+		rc = plugfs_errf(err, errlen, -errno, "[discover.%s] root `%s': cannot list it: %s",
+				 sec->name, sec->root, strerror(errno));
+		goto out;
+	}
+	if (s.n_found > 1)
+		qsort(s.found, s.n_found, sizeof(*s.found), by_ctime);
+	*out = s;
+	memset(&s, 0, sizeof(s));
+out:
+	if (dir)
+		closedir(dir);
+	close(rootfd);
+	discover_scan_free(&s);
+	return rc;
+}
+
+void discover_scan_free(struct discover_scan *s)
+{
+	for (size_t i = 0; i < s->n_found; i++) {
+		free(s->found[i].alloc);
+		free(s->found[i].socket);
+	}
+	for (size_t i = 0; i < s->n_skipped; i++)
+		free(s->skipped[i]);
+	free(s->found);
+	free(s->skipped);
+	memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to daemon/: what a [discover.NAME] section's root holds, read
+ * once (discover_scan.c): the trust rules of the root and of each
+ * directory below it, and the sockets found, in the order they were
+ * created.  No watching and no identification here: the discovery's
+ * watcher scans a root at start, at a reload and at a rescan.
+ */
+#ifndef PLUGFS_DISCOVER_SCAN_H
+#define PLUGFS_DISCOVER_SCAN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "config.h"
+
+/* One socket found: ROOT/<alloc>/SOCKET. */
+struct discover_found {
+	char *alloc;	       /* the directory's name (a name by the registry's rule) */
+	char *socket;	       /* the socket's path, ROOT/<alloc>/SOCKET */
+	dev_t dev;	       /* the socket file's device and inode: the same socket */
+	ino_t ino;	       /* is the same (dev, ino) */
+	struct timespec ctime; /* its change time: when it was created, in practice */
+};
+
+/* A root's scan.  found is sorted by ctime, oldest first (ties by alloc);
+ * skipped holds one message per entry refused ("ROOT/NAME: why; skipped"). */
+struct discover_scan {
+	struct discover_found *found;
+	size_t n_found;
+	char **skipped;
+	size_t n_skipped;
+	size_t cap_found, cap_skipped; /* the arrays' room */
+};
+
+/*
+ * The trust rule of a discovery root: a directory that is not a symlink
+ * (its last component; the path above it is the administrator's), owned
+ * by root and writable by no one else (no group or other write bit).  0,
+ * or -errno with err naming the section, the root and the rule: the
+ * daemon refuses such a config at start and at a reload.  Any thread.
+ */
+int discover_check_root(const struct plugfs_discover *sec, char *err, size_t errlen);
+
+/*
+ * Scans sec's root: each directory below it is an allocation (layout
+ * alloc) or a plugin (layout plugin), its name the alloc; a directory
+ * that is a symlink, that is not owned by root or that anyone but root may
+ * write, whose name breaks the name rule, or whose SOCKET is a symlink or
+ * not a socket is skipped with a message; a directory without SOCKET yet
+ * is neither found nor skipped; anything but a directory (a file) is
+ * ignored.  Nothing is followed out of the root: every step is relative to
+ * the directory above it, without following a symlink.  0 with *out (free
+ * with discover_scan_free), or -errno with err (the root failed
+ * discover_check_root, or out of memory).  Any thread.
+ */
+int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *out, char *err,
+		       size_t errlen);
+
+void discover_scan_free(struct discover_scan *s);
+
+#endif
