@@ -91,6 +91,7 @@ static int register_option(void *st, int c, char *arg)
 static int register_request(void *st, const struct cli_args *args, json_t **req, int *timeout_ms)
 {
 	const struct reg *r = st;
+	enum reg_probe probe = REG_PROBE_DEFAULT;
 
 	if (json_array_size(r->types) == 0 || !r->name || !r->alloc || !r->sock)
 		return cli_usage_error("register", "%s is required",
@@ -98,11 +99,10 @@ static int register_request(void *st, const struct cli_args *args, json_t **req,
 				       : !r->name		      ? "--name"
 				       : !r->alloc		      ? "--alloc"
 								      : "--socket");
-	if (r->probe && strcmp(r->probe, "none") != 0 && strcmp(r->probe, "connect") != 0 &&
-	    strcmp(r->probe, "csi") != 0)
+	if (r->probe && reg_probe_parse(r->probe, &probe) != 0)
 		return cli_usage_error("register", "--probe `%s' must be none, connect or csi",
 				       r->probe);
-	if (r->csi_name && (!r->probe || strcmp(r->probe, "csi") != 0))
+	if (r->csi_name && probe != REG_PROBE_CSI)
 		return cli_usage_error("register",
 				       "--csi-name needs --probe csi (the name is what the csi "
 				       "probe's GetPluginInfo must answer)");

@@ -15,7 +15,8 @@
  *  - Lines are at most CONFIG_LINE_MAX characters (inih's line buffer).
  *  - config_resolve treats an empty $PLUGFS_CONFIG as unset.
  *  - [probe.TYPE] takes [probe]'s keys for one of [registry] types
- *    (probe_types.c); what it does not set comes from [probe].
+ *    (probe_types.c); what it does not set comes from [probe]
+ *    (reg_probe_settings_of).
  *  - On error the struct is zeroed (config_free on it is harmless) and the
  *    message is "FILE:LINE: what is wrong; what is accepted".
  *
@@ -182,7 +183,7 @@ static void check_section_line(struct parse_ctx *c, const char *line, size_t n)
 		    "unknown section [%s]; expected [mount], [state], [control], [registry], "
 		    "[probe], [probe.TYPE], [discover.NAME] or [log]",
 		    plugfs_quote(qbuf, sizeof(qbuf), name));
-	else if (type && !(c->probe_section = config_probe_type_entry(c->cfg, type, c->lineno)))
+	else if (type && !(c->probe_section = config_probe_type_entry(c, type, c->lineno)))
 		config_fail(c, c->lineno, -ENOMEM, "out of memory");
 	else if (dname && !(c->discover_section =
 				config_discover_entry(c->cfg, dname, c->lineno, &too_many))) {
@@ -310,6 +311,7 @@ static int parse_text(const char *text, size_t len, const char *name, struct plu
 	if (!c.err_code)
 		config_check_whole(&c);
 out:
+	free(c.probe_lines);
 	if (c.err_code) {
 		config_free(&cfg);
 		memset(out, 0, sizeof(*out));

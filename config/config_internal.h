@@ -66,9 +66,17 @@ struct parse_ctx {
 	bool have_prev;
 	const struct key_def *prev_def;	  /* NULL: the previous key was unknown */
 	unsigned key_line[CONFIG_N_KEYS]; /* where each key was set, 0 = default */
-	/* The [probe.TYPE] section the reader is in, NULL in any other (inih
-	 * cuts long section names: the handler goes by this). */
-	struct plugfs_probe_type *probe_section;
+	/* The [probe.TYPE] section the reader is in, its entry of
+	 * cfg->probe.types, NULL in any other (inih cuts long section names:
+	 * the handler goes by this). */
+	struct reg_probe_type *probe_section;
+	/* Of each entry of cfg->probe.types, in its order: the line its
+	 * section first appeared on and the lines it set [probe]'s keys on
+	 * (mode, interval, timeout, failures; 0: not set).  This parse's. */
+	struct probe_lines {
+		unsigned line;
+		unsigned key_line[4];
+	} * probe_lines;
 	/* The same for a [discover.NAME] section, and the key of its
 	 * previous line (-1: none), which no indented line may continue. */
 	struct plugfs_discover *discover_section;

@@ -36,10 +36,8 @@ int config_defaults(struct plugfs_config *cfg)
 			cfg->types[i] = strdup(types[i]);
 	}
 	cfg->tombstone_ttl = 86400;
-	cfg->probe_mode = PLUGFS_PROBE_CONNECT;
-	cfg->probe_interval_ms = 5000;
-	cfg->probe_timeout_ms = 1000;
-	cfg->probe_failures = 3;
+	cfg->probe.dflt = (struct reg_probe_settings){
+	    .mode = REG_PROBE_CONNECT, .interval_ms = 5000, .timeout_ms = 1000, .failures = 3};
 	cfg->log_level = PLOG_INFO;
 	cfg->source = strdup("");
 	if (!cfg->mountpoint || !cfg->socket_name || !cfg->state_path || !cfg->synchronous ||

@@ -3,7 +3,7 @@
  * The keys of each section of plugfs.ini (the table of config_keys) and how
  * each kind of value is read and checked: paths, names, numbers, seconds,
  * words, lists (config_internal.h).  Also the names the values print as
- * (log_level_name, probe_mode_name).
+ * (log_level_name; a probe mode's are the registry's, reg_probe_name).
  */
 #include "config.h"
 #include "array.h"
@@ -39,10 +39,10 @@ const struct key_def config_keys[CONFIG_N_KEYS] = {
     {"registry", "types", K_TYPES, F(types), F(n_types), 0, 0, NULL},
     {"registry", "socket_roots", K_PATHS, F(socket_roots), F(n_socket_roots), 0, 0, NULL},
     {"registry", "tombstone_ttl", K_INT64, F(tombstone_ttl), 0, 0, 315360000, " of seconds"},
-    {"probe", "mode", K_PROBE, F(probe_mode), 0, 0, 0, NULL},
-    {"probe", "interval", K_MSEC, F(probe_interval_ms), 0, 50, 3600000, NULL},
-    {"probe", "timeout", K_MSEC, F(probe_timeout_ms), 0, 10, 60000, NULL},
-    {"probe", "failures", K_UINT, F(probe_failures), 0, 1, 100, ""},
+    {"probe", "mode", K_PROBE, F(probe.dflt.mode), 0, 0, 0, NULL},
+    {"probe", "interval", K_MSEC, F(probe.dflt.interval_ms), 0, 50, 3600000, NULL},
+    {"probe", "timeout", K_MSEC, F(probe.dflt.timeout_ms), 0, 10, 60000, NULL},
+    {"probe", "failures", K_UINT, F(probe.dflt.failures), 0, 1, 100, ""},
     {"log", "level", K_LOG_LEVEL, F(log_level), 0, 0, 0, NULL},
 };
 _Static_assert(sizeof(config_keys) / sizeof(config_keys[0]) == CONFIG_N_KEYS,
@@ -53,7 +53,6 @@ static const char *const sections[] = {"mount", "state", "control", "registry", 
 
 static const char *const sync_modes[] = {"off", "normal", "full", "extra", NULL};
 static const char *const level_names[] = {"error", "warn", "info", "debug", NULL};
-static const char *const probe_modes[] = {"connect", "none", "csi", NULL};
 
 static void *field(struct plugfs_config *cfg, size_t off)
 {
@@ -301,14 +300,19 @@ void config_set_value(struct parse_ctx *c, const struct key_def *def, const char
 		}
 		*(enum plugfs_log_level *)field(c->cfg, def->off) = (enum plugfs_log_level)i;
 		return;
-	case K_PROBE:
-		i = lookup_word(value, probe_modes);
-		if (i < 0) {
+	case K_PROBE: {
+		/* The registry's spelling, in any case as every word here. */
+		int m = REG_PROBE_NONE;
+
+		while (m < REG_PROBE_COUNT && strcasecmp(value, reg_probe_name((enum reg_probe)m)))
+			m++;
+		if (m == REG_PROBE_COUNT) {
 			BAD("expected connect, csi or none");
 			return;
 		}
-		*(enum plugfs_probe_mode *)field(c->cfg, def->off) = (enum plugfs_probe_mode)i;
+		*(enum reg_probe *)field(c->cfg, def->off) = (enum reg_probe)m;
 		return;
+	}
 	case K_MSEC:
 		if (!parse_msec(value, (uint64_t)def->max, &n) || n < (uint64_t)def->min) {
 			BAD("expected a number of seconds %g-%g, at most 3 decimals (e.g. 0.5)",
@@ -378,12 +382,5 @@ const char *log_level_name(enum plugfs_log_level l)
 {
 	if ((unsigned)l < sizeof(level_names) / sizeof(level_names[0]) - 1)
 		return level_names[l];
-	return "unknown";
-}
-
-const char *probe_mode_name(enum plugfs_probe_mode m)
-{
-	if ((unsigned)m < sizeof(probe_modes) / sizeof(probe_modes[0]) - 1)
-		return probe_modes[m];
 	return "unknown";
 }

@@ -61,7 +61,7 @@ void config_check_whole(struct parse_ctx *c)
 		char msg[CONFIG_ERR_MAX];
 		unsigned line = 0;
 
-		if (config_probe_types_finish(cfg, &line, msg, sizeof(msg)) < 0 ||
+		if (config_probe_types_finish(c, &line, msg, sizeof(msg)) < 0 ||
 		    config_discover_finish(cfg, l_mnt, &line, msg, sizeof(msg)) < 0)
 			config_fail(c, line, -EINVAL, "%s", msg);
 	}

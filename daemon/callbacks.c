@@ -21,45 +21,23 @@
 #include "metrics.h"
 #include "sdnotify.h"
 
-static enum probe_mode probe_mode_of(enum plugfs_probe_mode m)
-{
-	switch (m) {
-	case PLUGFS_PROBE_CONNECT:
-		return PROBE_MODE_CONNECT;
-	case PLUGFS_PROBE_CSI:
-		return PROBE_MODE_CSI;
-	case PLUGFS_PROBE_NONE:
-		break;
-	}
-	return PROBE_MODE_NONE;
-}
-
 /* d->probe from the config: [probe] the default, and every type of
- * [registry] types with its own settings ([probe.TYPE] over [probe]). */
+ * [registry] types with its own settings ([probe.TYPE] over [probe], by
+ * reg_probe_settings_of): a prober thread each. */
 int daemon_probe_options(struct daemon *d)
 {
 	d->probe_types = calloc(d->cfg.n_types ? d->cfg.n_types : 1, sizeof(*d->probe_types));
 	if (!d->probe_types)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->cfg.n_types; i++) {
-		struct plugfs_probe_settings s;
-
-		config_probe_settings(&d->cfg, d->cfg.types[i], &s);
-		d->probe_types[i] = (struct probe_type_options){
-		    .type = d->cfg.types[i],
-		    .s = {.mode = probe_mode_of(s.mode),
-			  .interval_ms = s.interval_ms,
-			  .timeout_ms = s.timeout_ms,
-			  .failures = s.failures},
-		};
+		d->probe_types[i].type = d->cfg.types[i];
+		reg_probe_settings_of(&d->cfg.probe, d->cfg.types[i], REG_PROBE_DEFAULT,
+				      &d->probe_types[i].s);
 	}
 	d->probe = (struct probe_options){
-	    .mode = probe_mode_of(d->cfg.probe_mode),
-	    .interval_ms = d->cfg.probe_interval_ms,
-	    .timeout_ms = d->cfg.probe_timeout_ms,
-	    .failures = d->cfg.probe_failures,
-	    .types = d->probe_types,
-	    .n_types = d->cfg.n_types,
+	    .policy = {.dflt = d->cfg.probe.dflt,
+		       .types = d->probe_types,
+		       .n_types = d->cfg.n_types},
 	    /* The watches: never under the daemon's own mount (Hazards); the
 	     * control server's clients and a round's sockets keep their fds. */
 	    .watch = true,
@@ -272,16 +250,17 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 			       d->cfg.n_socket_roots),
 		      "[registry] socket_roots");
 	NEEDS_RESTART(nc.tombstone_ttl != d->cfg.tombstone_ttl, "[registry] tombstone_ttl");
-	NEEDS_RESTART(nc.probe_mode != d->cfg.probe_mode, "[probe] mode");
-	NEEDS_RESTART(nc.probe_interval_ms != d->cfg.probe_interval_ms, "[probe] interval");
-	NEEDS_RESTART(nc.probe_timeout_ms != d->cfg.probe_timeout_ms, "[probe] timeout");
-	NEEDS_RESTART(nc.probe_failures != d->cfg.probe_failures, "[probe] failures");
+	NEEDS_RESTART(nc.probe.dflt.mode != d->cfg.probe.dflt.mode, "[probe] mode");
+	NEEDS_RESTART(nc.probe.dflt.interval_ms != d->cfg.probe.dflt.interval_ms,
+		      "[probe] interval");
+	NEEDS_RESTART(nc.probe.dflt.timeout_ms != d->cfg.probe.dflt.timeout_ms, "[probe] timeout");
+	NEEDS_RESTART(nc.probe.dflt.failures != d->cfg.probe.dflt.failures, "[probe] failures");
 	for (size_t i = 0; i < nc.n_types; i++) {
-		struct plugfs_probe_settings a, b;
+		struct reg_probe_settings a, b;
 		char what[REG_NAME_MAX + 16];
 
-		config_probe_settings(&nc, nc.types[i], &a);
-		config_probe_settings(&d->cfg, nc.types[i], &b);
+		reg_probe_settings_of(&nc.probe, nc.types[i], REG_PROBE_DEFAULT, &a);
+		reg_probe_settings_of(&d->cfg.probe, nc.types[i], REG_PROBE_DEFAULT, &b);
 		snprintf(what, sizeof(what), "[probe.%s]", nc.types[i]);
 		NEEDS_RESTART(memcmp(&a, &b, sizeof(a)) != 0, what);
 	}

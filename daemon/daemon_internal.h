@@ -31,7 +31,7 @@ struct daemon {
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
 	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
-	struct probe_type_options *probe_types; /* one per [registry] type */
+	struct reg_probe_type *probe_types;	/* one per [registry] type */
 	struct prober *prober;			/* NULL: none running */
 	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;

@@ -111,7 +111,10 @@ static void on_watch_event(void *arg, int64_t id, unsigned what)
 
 static void watch_reg(struct live *l, const struct registration *g)
 {
-	if (probe_mode_for(l->o, g->type, g->probe) == PROBE_MODE_NONE)
+	struct reg_probe_settings s;
+
+	reg_probe_settings_of(&l->o->policy, g->type, g->probe, &s);
+	if (s.mode == REG_PROBE_NONE)
 		watch_remove(l->w, g->id);
 	else
 		(void)watch_add(l->w, g->id, g->socket);
@@ -252,7 +255,7 @@ static bool hook_newer(void *arg, int64_t id, uint64_t mark)
 	return newer;
 }
 
-static bool hook_skip(void *arg, int64_t id, enum probe_mode mode, const struct reg_runtime *rt)
+static bool hook_skip(void *arg, int64_t id, enum reg_probe mode, const struct reg_runtime *rt)
 {
 	struct live *l = arg;
 	unsigned m = watch_of(l->w, id);
@@ -264,7 +267,7 @@ static bool hook_skip(void *arg, int64_t id, enum probe_mode mode, const struct 
 		return true;
 	/* Listening, and its exit or its replacement would be seen; a csi
 	 * probe also asks whether it answers (a hung plugin lives). */
-	return mode == PROBE_MODE_CONNECT && rt->health == REG_HEALTH_ALIVE && rt->failures == 0 &&
+	return mode == REG_PROBE_CONNECT && rt->health == REG_HEALTH_ALIVE && rt->failures == 0 &&
 	       (m & WATCH_HAS_PIDFD);
 }
 
@@ -282,8 +285,7 @@ static void hook_result(void *arg, int64_t id, const struct probe_result *res)
 struct job {
 	struct item it;
 	char *sock; /* a reference from the watcher */
-	enum probe_mode mode;
-	struct probe_settings s;
+	struct reg_probe_settings s; /* s.mode: how it is probed */
 	struct probe_result res;
 };
 
@@ -313,7 +315,7 @@ static void probe_jobs(struct live *l, struct job *j, size_t n)
 		const char *cn = reg_strings_at(j[i].sock, REG_STR_CSI_NAME);
 
 		j[i].res = res[i];
-		if (j[i].mode != PROBE_MODE_CSI || !res[i].ok)
+		if (j[i].s.mode != REG_PROBE_CSI || !res[i].ok)
 			continue;
 		cpaths[k] = j[i].sock;
 		names[k] = *cn ? cn : NULL;
@@ -401,9 +403,8 @@ static void run_batch(struct live *l, struct item *it, size_t n)
 			continue;
 		}
 		j[k] = (struct job){.it = it[i], .sock = sock};
-		probe_settings_for(l->o, type, &j[k].s);
-		j[k].mode = probe_mode_for(l->o, type, probe);
-		if (j[k].mode == PROBE_MODE_NONE) {
+		reg_probe_settings_of(&l->o->policy, type, probe, &j[k].s);
+		if (j[k].s.mode == REG_PROBE_NONE) {
 			rcstr_unref(sock);
 			continue;
 		}

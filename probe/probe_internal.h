@@ -46,7 +46,7 @@ struct probe_hooks {
 	void (*end)(void *arg, uint64_t mark);
 	/* Whether registration id, of health rt, needs no probe this round:
 	 * what it would find is what the watches see. */
-	bool (*skip)(void *arg, int64_t id, enum probe_mode mode, const struct reg_runtime *rt);
+	bool (*skip)(void *arg, int64_t id, enum reg_probe mode, const struct reg_runtime *rt);
 	/* Whether an event applied a verdict on id after mark: the round's
 	 * result is older and is not applied. */
 	bool (*newer)(void *arg, int64_t id, uint64_t mark);

@@ -27,8 +27,8 @@ struct prober_thread {
 
 struct prober {
 	struct registry *reg;
-	struct probe_options opts;	  /* types points at types below */
-	struct probe_type_options *types; /* copies, with their own strings */
+	struct probe_options opts;    /* opts.policy.types points at types below */
+	struct reg_probe_type *types; /* copies, with their own strings */
 	struct prober_thread *threads;
 	size_t n_threads;
 	struct live *live; /* the watches; NULL when off */
@@ -67,7 +67,7 @@ static void *prober_main(void *arg)
 
 static void prober_free(struct prober *p)
 {
-	for (size_t i = 0; p->types && i < p->opts.n_types; i++)
+	for (size_t i = 0; p->types && i < p->opts.policy.n_types; i++)
 		free((char *)p->types[i].type);
 	free(p->types);
 	free(p->threads);
@@ -82,6 +82,7 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 {
 	struct prober *p;
 	int rc = -ENOMEM;
+	size_t n;
 
 	*out = NULL;
 	if (!probe_enabled(o))
@@ -93,17 +94,18 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 	p->opts = *o;
 	pthread_mutex_init(&p->mu, NULL);
 	plugfs_cond_init_mono(&p->cond);
-	p->types = calloc(o->n_types ? o->n_types : 1, sizeof(*p->types));
-	p->threads = calloc(o->n_types ? o->n_types : 1, sizeof(*p->threads));
+	n = o->policy.n_types;
+	p->types = calloc(n ? n : 1, sizeof(*p->types));
+	p->threads = calloc(n ? n : 1, sizeof(*p->threads));
 	if (!p->types || !p->threads)
 		goto fail;
-	for (size_t i = 0; i < o->n_types; i++) {
-		p->types[i] = o->types[i];
-		p->types[i].type = strdup(o->types[i].type);
+	for (size_t i = 0; i < n; i++) {
+		p->types[i] = o->policy.types[i];
+		p->types[i].type = strdup(o->policy.types[i].type);
 		if (!p->types[i].type)
 			goto fail;
 	}
-	p->opts.types = p->types;
+	p->opts.policy.types = p->types;
 	p->opts.stop = &p->cancel;
 	p->opts.hooks = NULL;
 	p->opts.watch_exclude = NULL; /* the caller's: not kept */
@@ -117,13 +119,13 @@ int prober_start(struct registry *r, const struct probe_options *o, struct probe
 		}
 		p->opts.hooks = live_hooks(p->live);
 	}
-	if (o->n_types == 0) {
-		p->threads[0] = (struct prober_thread){.p = p, .interval_ms = o->interval_ms};
-		p->n_threads = 1;
-	}
-	for (size_t i = 0; i < o->n_types; i++) {
-		p->threads[p->n_threads++] = (struct prober_thread){
-		    .p = p, .type = p->types[i].type, .interval_ms = p->types[i].s.interval_ms};
+	for (size_t i = 0; i < (n ? n : 1); i++) {
+		const char *type = n ? p->types[i].type : NULL;
+		struct reg_probe_settings s;
+
+		reg_probe_settings_of(&p->opts.policy, type, REG_PROBE_DEFAULT, &s);
+		p->threads[p->n_threads++] =
+		    (struct prober_thread){.p = p, .type = type, .interval_ms = s.interval_ms};
 	}
 	for (size_t i = 0; i < p->n_threads; i++) {
 		rc = -pthread_create(&p->threads[i].thread, NULL, prober_main, &p->threads[i]);

@@ -22,7 +22,7 @@
 #define BATCH_MAX 32
 
 struct batch {
-	enum probe_mode mode;
+	enum reg_probe mode;
 	unsigned timeout_ms;
 	size_t n;
 	const char **paths;
@@ -33,46 +33,16 @@ struct batch {
 	int rc;
 };
 
-void probe_settings_for(const struct probe_options *o, const char *type, struct probe_settings *out)
-{
-	*out = (struct probe_settings){
-	    .mode = o->mode,
-	    .interval_ms = o->interval_ms,
-	    .timeout_ms = o->timeout_ms,
-	    .failures = o->failures,
-	};
-	for (size_t i = 0; type && i < o->n_types; i++)
-		if (strcmp(o->types[i].type, type) == 0)
-			*out = o->types[i].s;
-}
-
 bool probe_enabled(const struct probe_options *o)
 {
-	if (o->mode != PROBE_MODE_NONE)
+	const struct reg_probe_policy *p = &o->policy;
+
+	if (p->dflt.mode != REG_PROBE_DEFAULT && p->dflt.mode != REG_PROBE_NONE)
 		return true;
-	for (size_t i = 0; i < o->n_types; i++)
-		if (o->types[i].s.mode != PROBE_MODE_NONE)
+	for (size_t i = 0; i < p->n_types; i++)
+		if (p->types[i].s.mode != REG_PROBE_DEFAULT && p->types[i].s.mode != REG_PROBE_NONE)
 			return true;
 	return false;
-}
-
-enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
-			       enum reg_probe probe)
-{
-	struct probe_settings s;
-
-	switch (probe) {
-	case REG_PROBE_NONE:
-		return PROBE_MODE_NONE;
-	case REG_PROBE_CONNECT:
-		return PROBE_MODE_CONNECT;
-	case REG_PROBE_CSI:
-		return PROBE_MODE_CSI;
-	case REG_PROBE_DEFAULT:
-		break;
-	}
-	probe_settings_for(o, type, &s);
-	return s.mode;
 }
 
 static int64_t probe_now(const struct probe_options *o)
@@ -146,13 +116,14 @@ static int run_batch(struct batch *b)
 	int rc = 0;
 
 	switch (b->mode) {
-	case PROBE_MODE_CONNECT:
+	case REG_PROBE_CONNECT:
 		rc = probe_connect_until(b->paths, b->n, b->timeout_ms, b->res, b->stop);
 		break;
-	case PROBE_MODE_CSI:
+	case REG_PROBE_CSI:
 		rc = csi_batch(b);
 		break;
-	case PROBE_MODE_NONE:
+	case REG_PROBE_DEFAULT: /* never: reg_probe_settings_of resolves it */
+	case REG_PROBE_NONE:
 		return 0;
 	}
 	if (rc < 0)
@@ -206,7 +177,7 @@ static void free_batches(struct batch *b, size_t nb)
 
 /* The batch of (mode, timeout), added when new; NULL when BATCH_MAX are
  * taken (cannot happen with one setting per type) or out of memory. */
-static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum probe_mode mode,
+static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum reg_probe mode,
 			      unsigned timeout_ms, const bool *stop)
 {
 	for (size_t i = 0; i < *nb; i++)
@@ -229,7 +200,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 {
 	const struct probe_hooks *h = o->hooks;
 	struct reg_probe_targets snap = {0};
-	struct probe_settings *set = NULL;
+	struct reg_probe_settings *set = NULL;
 	bool *seen = NULL; /* what the watches see: not probed this round */
 	struct batch batches[BATCH_MAX];
 	size_t n, nb = 0, probed = 0;
@@ -249,9 +220,8 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		const struct reg_probe_target *g = &snap.t[k];
 		struct batch *b;
 
-		probe_settings_for(o, g->type, &set[k]);
-		set[k].mode = probe_mode_for(o, g->type, g->probe);
-		if (set[k].mode == PROBE_MODE_NONE)
+		reg_probe_settings_of(&o->policy, g->type, g->probe, &set[k]);
+		if (set[k].mode == REG_PROBE_NONE)
 			continue;
 		if (h && h->skip(h->arg, g->id, set[k].mode, &g->runtime)) {
 			seen[k] = true;
@@ -261,8 +231,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		if (!b)
 			goto out;
 		b->paths[b->n] = g->socket;
-		b->names[b->n] =
-		    set[k].mode == PROBE_MODE_CSI && *g->csi_name ? g->csi_name : NULL;
+		b->names[b->n] = set[k].mode == REG_PROBE_CSI && *g->csi_name ? g->csi_name : NULL;
 		b->idx[b->n] = k;
 		b->n++;
 	}
@@ -301,7 +270,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		const struct reg_probe_target *g = &snap.t[i];
 		char err[REG_ERR_MAX];
 
-		if (set[i].mode == PROBE_MODE_NONE && !seen[i] &&
+		if (set[i].mode == REG_PROBE_NONE && !seen[i] &&
 		    g->runtime.health != REG_HEALTH_UNKNOWN)
 			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &unknown, NULL,
 						   err, sizeof(err));
@@ -331,14 +300,13 @@ void probe_first(const char *type, const char *socket, enum reg_probe probe, con
 		 const struct probe_options *o, struct reg_runtime *rt)
 {
 	const struct reg_runtime unknown = {0};
-	struct probe_settings s;
+	struct reg_probe_settings s;
 	struct batch b = {0};
 	struct probe_result res = {0};
 
-	probe_settings_for(o, type, &s);
-	s.mode = probe_mode_for(o, type, probe);
+	reg_probe_settings_of(&o->policy, type, probe, &s);
 	*rt = unknown; /* not probed, or could not probe: stays unknown */
-	if (s.mode == PROBE_MODE_NONE)
+	if (s.mode == REG_PROBE_NONE)
 		return;
 	if (csi_name && !*csi_name)
 		csi_name = NULL;
@@ -346,7 +314,7 @@ void probe_first(const char *type, const char *socket, enum reg_probe probe, con
 			   .timeout_ms = s.timeout_ms,
 			   .n = 1,
 			   .paths = &socket,
-			   .names = s.mode == PROBE_MODE_CSI ? &csi_name : NULL,
+			   .names = s.mode == REG_PROBE_CSI ? &csi_name : NULL,
 			   .res = &res};
 	if (run_batch(&b) < 0)
 		return;

@@ -189,30 +189,50 @@ const struct registration *reg_plugin_active(const struct reg_plugin *p)
 	return p && p->active < p->n_regs ? &p->regs[p->active] : NULL;
 }
 
+/* The spelling of the probe modes. */
+static const char *const probe_names[REG_PROBE_COUNT] = {
+    [REG_PROBE_NONE] = "none",
+    [REG_PROBE_CONNECT] = "connect",
+    [REG_PROBE_CSI] = "csi",
+};
+
 const char *reg_probe_name(enum reg_probe p)
 {
-	switch (p) {
-	case REG_PROBE_NONE:
-		return "none";
-	case REG_PROBE_CONNECT:
-		return "connect";
-	case REG_PROBE_CSI:
-		return "csi";
-	case REG_PROBE_DEFAULT:
-		break;
-	}
-	return NULL;
+	return (unsigned)p < REG_PROBE_COUNT ? probe_names[p] : NULL;
 }
 
 int reg_probe_parse(const char *s, enum reg_probe *out)
 {
-	for (enum reg_probe p = REG_PROBE_NONE; p <= REG_PROBE_CSI; p++) {
-		if (s && strcmp(s, reg_probe_name(p)) == 0) {
-			*out = p;
+	for (int p = REG_PROBE_NONE; s && p < REG_PROBE_COUNT; p++) {
+		if (strcmp(s, probe_names[p]) == 0) {
+			*out = (enum reg_probe)p;
 			return 0;
 		}
 	}
 	return -EINVAL;
+}
+
+void reg_probe_settings_of(const struct reg_probe_policy *p, const char *type, enum reg_probe own,
+			   struct reg_probe_settings *out)
+{
+	const struct reg_probe_settings *t = NULL;
+
+	*out = p->dflt;
+	for (size_t i = 0; type && i < p->n_types && !t; i++)
+		if (strcmp(p->types[i].type, type) == 0)
+			t = &p->types[i].s;
+	if (t && t->mode != REG_PROBE_DEFAULT)
+		out->mode = t->mode;
+	if (t && t->interval_ms)
+		out->interval_ms = t->interval_ms;
+	if (t && t->timeout_ms)
+		out->timeout_ms = t->timeout_ms;
+	if (t && t->failures)
+		out->failures = t->failures;
+	if (own != REG_PROBE_DEFAULT)
+		out->mode = own;
+	if (out->mode == REG_PROBE_DEFAULT)
+		out->mode = REG_PROBE_NONE;
 }
 
 const char *reg_health_name(enum reg_health h)

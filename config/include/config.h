@@ -13,33 +13,10 @@
 #include <stdint.h>
 
 #include "log.h"
+#include "reg_model.h"
 
 #define CONFIG_DEFAULT_PATH "/etc/plugfs/plugfs.ini"
 #define CONFIG_ERR_MAX 512
-
-/* [probe] mode: how the daemon tells a live allocation from a dead one. */
-enum plugfs_probe_mode {
-	PLUGFS_PROBE_CONNECT = 0, /* the socket accepts a connection */
-	PLUGFS_PROBE_NONE,	  /* no probing: every registration counts as alive */
-	PLUGFS_PROBE_CSI,	  /* csi.v1.Identity/Probe over the socket answers ready */
-};
-
-/* How registrations of one type are probed: [probe.TYPE] over [probe]. */
-struct plugfs_probe_settings {
-	enum plugfs_probe_mode mode;
-	unsigned interval_ms;
-	unsigned timeout_ms;
-	unsigned failures;
-};
-
-/* A [probe.TYPE] section.  After a successful parse every field of s is
- * set: from the section where it sets the key, else from [probe]. */
-struct plugfs_probe_type {
-	char *type;			/* one of [registry] types */
-	struct plugfs_probe_settings s; /* the type's settings */
-	unsigned line;			/* where the section first appeared */
-	unsigned key_line[4]; /* where mode, interval, timeout, failures were set; 0 = not */
-};
 
 /* [discover.NAME] layout: where a plugin's socket sits under the root. */
 enum plugfs_discover_layout {
@@ -97,14 +74,13 @@ struct plugfs_config {
 	char **socket_roots; /* empty = any */
 	size_t n_socket_roots;
 	int64_t tombstone_ttl; /* 86400 (seconds) */
-	/* [probe] */
-	enum plugfs_probe_mode probe_mode; /* connect */
-	unsigned probe_interval_ms;	   /* 5000 (written in seconds, e.g. 0.2) */
-	unsigned probe_timeout_ms;	   /* 1000 */
-	unsigned probe_failures;	   /* 3: an alive registration turns dead after */
-	/* [probe.TYPE] sections, in the order they first appear */
-	struct plugfs_probe_type *probe_types;
-	size_t n_probe_types;
+	/* [probe] in probe.dflt: mode connect, interval 5000 ms (written in
+	 * seconds, e.g. 0.2), timeout 1000 ms, failures 3 (an alive
+	 * registration turns dead after); its [probe.TYPE] sections in
+	 * probe.types, in the order they first appear, each with only the keys
+	 * it sets (the others 0: reg_probe_settings_of takes [probe]'s).  The
+	 * array and its strings are the config's. */
+	struct reg_probe_policy probe;
 	/* [discover.NAME] sections, in the order they first appear */
 	struct plugfs_discover *discover;
 	size_t n_discover;
@@ -138,11 +114,6 @@ struct registry_options;
  * cfg must outlive registry_open (the registry copies what it keeps). */
 void config_registry_options(const struct plugfs_config *cfg, struct registry_options *opts);
 
-/* The probe settings of registrations of type: its [probe.TYPE] section
- * when there is one, else [probe]. */
-void config_probe_settings(const struct plugfs_config *cfg, const char *type,
-			   struct plugfs_probe_settings *out);
-
 /* The [discover.NAME] section of cfg named name, or NULL. */
 const struct plugfs_discover *config_discover_find(const struct plugfs_config *cfg,
 						   const char *name);
@@ -155,7 +126,5 @@ bool config_discover_equal(const struct plugfs_discover *a, const struct plugfs_
 const char *discover_layout_name(enum plugfs_discover_layout l);
 
 const char *log_level_name(enum plugfs_log_level l);
-/* "connect", "none", "csi". */
-const char *probe_mode_name(enum plugfs_probe_mode m);
 
 #endif

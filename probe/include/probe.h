@@ -20,40 +20,15 @@
 /* Sockets in flight at once in one poll set. */
 #define PROBE_MAX_INFLIGHT 256
 
-/* How a registration is probed ([probe] mode). */
-enum probe_mode {
-	PROBE_MODE_NONE = 0, /* not probed: counts as alive */
-	PROBE_MODE_CONNECT,  /* the socket accepts a connection */
-	PROBE_MODE_CSI,	     /* csi.v1.Identity/Probe answers ready */
-};
-
-/* How the registrations of one type are probed. */
-struct probe_settings {
-	enum probe_mode mode;
-	unsigned interval_ms; /* between rounds */
-	unsigned timeout_ms;  /* per probe */
-	unsigned failures;    /* consecutive failures before alive turns dead, >= 1 */
-};
-
-/* The settings of one type ([probe.TYPE] over [probe]). */
-struct probe_type_options {
-	const char *type;
-	struct probe_settings s;
-};
-
 struct probe_hooks;
 
 struct probe_options {
-	/* The default ([probe]): for a type that is not in types. */
-	enum probe_mode mode; /* PROBE_MODE_NONE: not probed */
-	unsigned interval_ms;
-	unsigned timeout_ms;
-	unsigned failures;
-	/* Each type's own settings; the prober runs one thread per type
-	 * here (one for everything when n_types is 0).  prober_start copies
-	 * them. */
-	const struct probe_type_options *types;
-	size_t n_types;
+	/* The settings: [probe] (policy.dflt; mode REG_PROBE_DEFAULT or NONE:
+	 * not probed) for a type that is not in policy.types, each type's
+	 * own there; the prober runs one thread per type of policy.types (one
+	 * for everything when there are none).  A registration's are
+	 * reg_probe_settings_of's.  prober_start copies them. */
+	struct reg_probe_policy policy;
 	/* Clock for probed_at and since; NULL = time(NULL).  Tests inject one. */
 	int64_t (*now)(void *arg);
 	void *now_arg;
@@ -75,11 +50,6 @@ struct probe_options {
 	 * a round asks the watches (probe_internal.h). */
 	const struct probe_hooks *hooks;
 };
-
-/* The settings registrations of type are probed with: its entry in
- * o->types, else the default. */
-void probe_settings_for(const struct probe_options *o, const char *type,
-			struct probe_settings *out);
 
 /* Whether anything is probed at all: the default or a type's mode is not
  * none. */
@@ -193,11 +163,6 @@ int probe_round(struct registry *r, const struct probe_options *o);
 /* The same for the registrations of one type only (the prober's threads). */
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
-/* The mode a registration of type with override probe (its own, from
- * `register --probe'; REG_PROBE_DEFAULT: none) is probed with. */
-enum probe_mode probe_mode_for(const struct probe_options *o, const char *type,
-			       enum reg_probe probe);
-
 /* The first probe of a registration of type that is not in the registry
  * yet (a `register'), by its override probe over its type's mode, csi_name
  * the plugin name its csi probe expects (NULL or "" = none): *rt is what
@@ -217,7 +182,7 @@ void probe_stats(struct probe_stats *out);
 
 struct prober;
 
-/* Starts the prober: a thread per type of o->types (also those whose mode
+/* Starts the prober: a thread per type of o->policy.types (also those whose mode
  * is none: a registration of theirs may have a mode of its own), each a
  * round of its type every interval of its type, until prober_stop
  * (without types: one thread, every registration, the default interval).

@@ -28,17 +28,56 @@ const char *reg_kind_name(enum reg_kind k);
 /* Parses a kind name; returns 0 or -EINVAL. */
 int reg_kind_parse(const char *s, enum reg_kind *out);
 
-/* How one registration asks to be probed, over its type's [probe] mode. */
+/*
+ * How a registration is probed: plugfs's one probe mode, of [probe] mode,
+ * [probe.TYPE] mode and a registration's own `probe' alike.  Spelled by
+ * reg_probe_name and reg_probe_parse alone (none, connect, csi).
+ */
 enum reg_probe {
-	REG_PROBE_DEFAULT = 0, /* its type's mode */
-	REG_PROBE_NONE,
-	REG_PROBE_CONNECT,
-	REG_PROBE_CSI,
+	REG_PROBE_DEFAULT = 0, /* not set at this level: the one below decides */
+	REG_PROBE_NONE,	       /* not probed: counts as alive */
+	REG_PROBE_CONNECT,     /* the socket accepts a connection */
+	REG_PROBE_CSI,	       /* csi.v1.Identity/Probe over the socket answers ready */
 };
+#define REG_PROBE_COUNT (REG_PROBE_CSI + 1)
 /* "none", "connect", "csi"; NULL for REG_PROBE_DEFAULT. */
 const char *reg_probe_name(enum reg_probe p);
 /* Parses "none", "connect" or "csi"; returns 0 or -EINVAL. */
 int reg_probe_parse(const char *s, enum reg_probe *out);
+
+/* How the registrations of one type are probed.  In a [probe.TYPE]
+ * section, 0 (REG_PROBE_DEFAULT for mode) is a key it does not set. */
+struct reg_probe_settings {
+	enum reg_probe mode;
+	unsigned interval_ms; /* between rounds */
+	unsigned timeout_ms;  /* per probe */
+	unsigned failures;    /* consecutive failures before alive turns dead, >= 1 */
+};
+
+/* One type's settings, [probe.TYPE]. */
+struct reg_probe_type {
+	const char *type;
+	struct reg_probe_settings s;
+};
+
+/* The probe settings of a config: [probe] and the types with settings of
+ * their own. */
+struct reg_probe_policy {
+	struct reg_probe_settings dflt; /* [probe] */
+	const struct reg_probe_type *types;
+	size_t n_types;
+};
+
+/*
+ * The one resolver of a registration's effective probe settings: its own
+ * mode (own; REG_PROBE_DEFAULT: none of its own) over its type's settings
+ * (its entry in p->types, key by key; type NULL: none) over p->dflt.
+ * out->mode is never REG_PROBE_DEFAULT: none when no level sets one.  Used
+ * by the config ([probe.TYPE] over [probe]) and by the prober, at any
+ * thread (p is only read).
+ */
+void reg_probe_settings_of(const struct reg_probe_policy *p, const char *type, enum reg_probe own,
+			   struct reg_probe_settings *out);
 #define REG_CSI_NAME_MAX 63 /* the CSI spec's limit of GetPluginInfo's name */
 
 struct reg_option {

@@ -184,10 +184,8 @@ static void bench_cost(const struct opts *o)
 	double *wall = calloc((size_t)o->rounds, sizeof(double));
 	double *base = calloc((size_t)o->rounds, sizeof(double));
 	double *base_cpu = calloc((size_t)o->rounds, sizeof(double));
-	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
-				   .interval_ms = (unsigned)o->cost_interval_ms,
-				   .timeout_ms = 1000,
-				   .failures = 3};
+	struct probe_options po = {
+	    .policy = {.dflt = {REG_PROBE_CONNECT, (unsigned)o->cost_interval_ms, 1000, 3}}};
 	struct acceptor acc;
 	struct registry *r;
 	struct rlimit rl;
@@ -297,10 +295,8 @@ static int bench_reaction(const struct opts *o)
 	struct bench_mount m;
 	struct fs_options fo = {
 	    .socket_name = "csi.sock", .allow_other = true, .cache_timeout = 60};
-	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
-				   .interval_ms = (unsigned)o->interval_ms,
-				   .timeout_ms = 1000,
-				   .failures = (unsigned)o->failures};
+	struct probe_options po = {.policy = {.dflt = {REG_PROBE_CONNECT, (unsigned)o->interval_ms,
+						       1000, (unsigned)o->failures}}};
 	double *det = calloc((size_t)o->trials, sizeof(double));
 	double *rec = calloc((size_t)o->trials, sizeof(double));
 	struct acceptor acc;

@@ -41,10 +41,10 @@ static void assert_defaults(const struct plugfs_config *cfg)
 	assert_string_equal(cfg->types[1], "csi-node");
 	assert_int_equal(cfg->n_socket_roots, 0);
 	assert_int_equal(cfg->tombstone_ttl, 86400);
-	assert_int_equal(cfg->probe_mode, PLUGFS_PROBE_CONNECT);
-	assert_int_equal(cfg->probe_interval_ms, 5000);
-	assert_int_equal(cfg->probe_timeout_ms, 1000);
-	assert_int_equal(cfg->probe_failures, 3);
+	assert_int_equal(cfg->probe.dflt.mode, REG_PROBE_CONNECT);
+	assert_int_equal(cfg->probe.dflt.interval_ms, 5000);
+	assert_int_equal(cfg->probe.dflt.timeout_ms, 1000);
+	assert_int_equal(cfg->probe.dflt.failures, 3);
 	assert_int_equal(cfg->log_level, PLOG_INFO);
 }
 
@@ -608,25 +608,25 @@ static void test_probe_keys(void **state)
 					     "timeout = 0.05\nfailures = 1\n",
 					     "p.ini", &cfg, err, sizeof(err)),
 			 0);
-	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_NONE);
-	assert_int_equal(cfg.probe_interval_ms, 200);
-	assert_int_equal(cfg.probe_timeout_ms, 50);
-	assert_int_equal(cfg.probe_failures, 1);
-	assert_string_equal(probe_mode_name(cfg.probe_mode), "none");
+	assert_int_equal(cfg.probe.dflt.mode, REG_PROBE_NONE);
+	assert_int_equal(cfg.probe.dflt.interval_ms, 200);
+	assert_int_equal(cfg.probe.dflt.timeout_ms, 50);
+	assert_int_equal(cfg.probe.dflt.failures, 1);
+	assert_string_equal(reg_probe_name(cfg.probe.dflt.mode), "none");
 	config_free(&cfg);
 	assert_int_equal(config_parse_string("[probe]\nmode = CONNECT\ninterval = 3600\n"
 					     "timeout = 1.250\n",
 					     "p.ini", &cfg, err, sizeof(err)),
 			 0);
-	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_CONNECT);
-	assert_int_equal(cfg.probe_interval_ms, 3600000);
-	assert_int_equal(cfg.probe_timeout_ms, 1250);
-	assert_string_equal(probe_mode_name(cfg.probe_mode), "connect");
+	assert_int_equal(cfg.probe.dflt.mode, REG_PROBE_CONNECT);
+	assert_int_equal(cfg.probe.dflt.interval_ms, 3600000);
+	assert_int_equal(cfg.probe.dflt.timeout_ms, 1250);
+	assert_string_equal(reg_probe_name(cfg.probe.dflt.mode), "connect");
 	config_free(&cfg);
 	assert_int_equal(
 	    config_parse_string("[probe]\nmode = csi\n", "p.ini", &cfg, err, sizeof(err)), 0);
-	assert_int_equal(cfg.probe_mode, PLUGFS_PROBE_CSI);
-	assert_string_equal(probe_mode_name(cfg.probe_mode), "csi");
+	assert_int_equal(cfg.probe.dflt.mode, REG_PROBE_CSI);
+	assert_string_equal(reg_probe_name(cfg.probe.dflt.mode), "csi");
 	config_free(&cfg);
 }
 
@@ -634,7 +634,7 @@ static void test_probe_keys(void **state)
 static void test_probe_type_sections(void **state)
 {
 	struct plugfs_config cfg;
-	struct plugfs_probe_settings st;
+	struct reg_probe_settings st;
 	char err[CONFIG_ERR_MAX] = "";
 
 	(void)state;
@@ -647,21 +647,22 @@ static void test_probe_type_sections(void **state)
 				"[probe.csi-controller]\nfailures = 2\n",
 				"t.ini", &cfg, err, sizeof(err)),
 	    0);
-	assert_int_equal(cfg.n_probe_types, 2);
-	config_probe_settings(&cfg, "csi-controller", &st);
-	assert_int_equal(st.mode, PLUGFS_PROBE_CSI);
+	assert_int_equal(cfg.probe.n_types, 2);
+	reg_probe_settings_of(&cfg.probe, "csi-controller", REG_PROBE_DEFAULT, &st);
+	assert_int_equal(st.mode, REG_PROBE_CSI);
 	assert_int_equal(st.interval_ms, 10000); /* from [probe] */
 	assert_int_equal(st.timeout_ms, 2000);
 	assert_int_equal(st.failures, 2);	      /* the section again, later */
-	config_probe_settings(&cfg, "csi-node", &st); /* an empty section: all [probe] */
-	assert_int_equal(st.mode, PLUGFS_PROBE_CONNECT);
+	reg_probe_settings_of(&cfg.probe, "csi-node", REG_PROBE_DEFAULT,
+			      &st); /* an empty section: all [probe] */
+	assert_int_equal(st.mode, REG_PROBE_CONNECT);
 	assert_int_equal(st.interval_ms, 10000);
 	assert_int_equal(st.timeout_ms, 1000);
 	assert_int_equal(st.failures, 4);
-	config_probe_settings(&cfg, NULL, &st);
+	reg_probe_settings_of(&cfg.probe, NULL, REG_PROBE_DEFAULT, &st);
 	assert_int_equal(st.failures, 4);
 	config_free(&cfg);
-	assert_null(cfg.probe_types);
+	assert_null(cfg.probe.types);
 
 	/* A type not in [registry] types, named with the section's line. */
 	expect_error("[registry]\ntypes = csi-node\n[probe.csi-controller]\nmode = csi\n", 3,
@@ -687,10 +688,10 @@ static void test_probe_type_sections(void **state)
 	assert_int_equal(config_parse_string("[probe]\nmode = none\n[probe.csi-node]\nmode = csi\n",
 					     "t.ini", &cfg, err, sizeof(err)),
 			 0);
-	config_probe_settings(&cfg, "csi-node", &st);
-	assert_int_equal(st.mode, PLUGFS_PROBE_CSI);
-	config_probe_settings(&cfg, "csi-controller", &st);
-	assert_int_equal(st.mode, PLUGFS_PROBE_NONE);
+	reg_probe_settings_of(&cfg.probe, "csi-node", REG_PROBE_DEFAULT, &st);
+	assert_int_equal(st.mode, REG_PROBE_CSI);
+	reg_probe_settings_of(&cfg.probe, "csi-controller", REG_PROBE_DEFAULT, &st);
+	assert_int_equal(st.mode, REG_PROBE_NONE);
 	config_free(&cfg);
 	/* A type name longer than inih's section buffer still works. */
 	assert_int_equal(
@@ -699,7 +700,8 @@ static void test_probe_type_sections(void **state)
 		"[probe.a-very-long-type-name-beyond-fifty-characters-x]\nfailures = 9\n",
 		"t.ini", &cfg, err, sizeof(err)),
 	    0);
-	config_probe_settings(&cfg, "a-very-long-type-name-beyond-fifty-characters-x", &st);
+	reg_probe_settings_of(&cfg.probe, "a-very-long-type-name-beyond-fifty-characters-x",
+			      REG_PROBE_DEFAULT, &st);
 	assert_int_equal(st.failures, 9);
 	config_free(&cfg);
 }

@@ -47,10 +47,10 @@ static void test_example_is_the_defaults(void **state)
 	assert_lists_equal(ex.socket_roots, ex.n_socket_roots, def.socket_roots,
 			   def.n_socket_roots);
 	assert_int_equal(ex.tombstone_ttl, def.tombstone_ttl);
-	assert_int_equal(ex.probe_mode, def.probe_mode);
-	assert_int_equal(ex.probe_interval_ms, def.probe_interval_ms);
-	assert_int_equal(ex.probe_timeout_ms, def.probe_timeout_ms);
-	assert_int_equal(ex.probe_failures, def.probe_failures);
+	assert_int_equal(ex.probe.dflt.mode, def.probe.dflt.mode);
+	assert_int_equal(ex.probe.dflt.interval_ms, def.probe.dflt.interval_ms);
+	assert_int_equal(ex.probe.dflt.timeout_ms, def.probe.dflt.timeout_ms);
+	assert_int_equal(ex.probe.dflt.failures, def.probe.dflt.failures);
 	assert_int_equal(ex.log_level, def.log_level);
 	config_free(&ex);
 	config_free(&def);

@@ -346,10 +346,7 @@ static void test_round_moves_active(void **state)
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
-	struct probe_options po = {.mode = PROBE_MODE_CONNECT,
-				   .interval_ms = 100,
-				   .timeout_ms = 200,
-				   .failures = 2,
+	struct probe_options po = {.policy = {.dflt = {REG_PROBE_CONNECT, 100, 200, 2}},
 				   .now = fixed_now};
 	char a0[108], a1[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
@@ -393,8 +390,7 @@ static void test_prober_thread(void **state)
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
-	struct probe_options po = {
-	    .mode = PROBE_MODE_CONNECT, .interval_ms = 50, .timeout_ms = 100, .failures = 1};
+	struct probe_options po = {.policy = {.dflt = {REG_PROBE_CONNECT, 50, 100, 1}}};
 	char a0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;
@@ -414,7 +410,7 @@ static void test_prober_thread(void **state)
 	assert_string_equal(active_of(r), "a0");
 	prober_stop(p);
 	/* Disabled: no thread. */
-	po.mode = PROBE_MODE_NONE;
+	po.policy.dflt.mode = REG_PROBE_NONE;
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
 	assert_null(p);
 	prober_stop(NULL);
@@ -443,19 +439,15 @@ static void test_round_per_type(void **state)
 	static const char *const types[] = {"csi-node", "csi-controller", "csi-other"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 3, .tombstone_ttl = 60, .synchronous = "off"};
-	const struct probe_type_options to[] = {
-	    {"csi-node", {PROBE_MODE_CONNECT, 100, 200, 1}},
-	    {"csi-controller", {PROBE_MODE_CONNECT, 100, 300, 3}},
-	    {"csi-other", {PROBE_MODE_NONE, 100, 200, 1}},
+	const struct reg_probe_type to[] = {
+	    {"csi-node", {REG_PROBE_CONNECT, 100, 200, 1}},
+	    {"csi-controller", {REG_PROBE_CONNECT, 100, 300, 3}},
+	    {"csi-other", {REG_PROBE_NONE, 100, 200, 1}},
 	};
-	struct probe_options po = {.mode = PROBE_MODE_CSI,
-				   .interval_ms = 5000,
-				   .timeout_ms = 1000,
-				   .failures = 7,
-				   .types = to,
-				   .n_types = 3,
-				   .now = fixed_now};
-	struct probe_settings st;
+	struct probe_options po = {
+	    .policy = {.dflt = {REG_PROBE_CSI, 5000, 1000, 7}, .types = to, .n_types = 3},
+	    .now = fixed_now};
+	struct reg_probe_settings st;
 	char a0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;
@@ -464,12 +456,12 @@ static void test_round_per_type(void **state)
 	struct reg_runtime rt;
 
 	(void)state;
-	probe_settings_for(&po, "csi-controller", &st);
-	assert_int_equal(st.mode, PROBE_MODE_CONNECT);
+	reg_probe_settings_of(&po.policy, "csi-controller", REG_PROBE_DEFAULT, &st);
+	assert_int_equal(st.mode, REG_PROBE_CONNECT);
 	assert_int_equal(st.timeout_ms, 300);
 	assert_int_equal(st.failures, 3);
-	probe_settings_for(&po, "not-listed", &st);
-	assert_int_equal(st.mode, PROBE_MODE_CSI);
+	reg_probe_settings_of(&po.policy, "not-listed", REG_PROBE_DEFAULT, &st);
+	assert_int_equal(st.mode, REG_PROBE_CSI);
 	assert_int_equal(st.interval_ms, 5000);
 	assert_int_equal(st.failures, 7);
 	assert_true(probe_enabled(&po));
@@ -501,13 +493,22 @@ static void test_round_per_type(void **state)
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
 	assert_non_null(p);
 	prober_stop(p);
-	po.mode = PROBE_MODE_NONE;
-	po.n_types = 1;
-	po.types = &to[2];
+	po.policy.dflt.mode = REG_PROBE_NONE;
+	po.policy.n_types = 1;
+	po.policy.types = &to[2];
 	assert_false(probe_enabled(&po));
 	assert_int_equal(prober_start(r, &po, &p, err, sizeof(err)), 0);
 	assert_null(p);
 	registry_close(r);
+}
+
+/* The mode a registration of type with its own probe is probed with. */
+static enum reg_probe mode_of(const struct probe_options *o, const char *type, enum reg_probe own)
+{
+	struct reg_probe_settings s;
+
+	reg_probe_settings_of(&o->policy, type, own, &s);
+	return s.mode;
 }
 
 /* A registration's own mode over its type's: connect in a type whose mode
@@ -518,17 +519,13 @@ static void test_round_override(void **state)
 	static const char *const types[] = {"csi-node", "csi-other"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 2, .tombstone_ttl = 60, .synchronous = "off"};
-	const struct probe_type_options to[] = {
-	    {"csi-node", {PROBE_MODE_CONNECT, 100, 200, 1}},
-	    {"csi-other", {PROBE_MODE_NONE, 100, 200, 1}},
+	const struct reg_probe_type to[] = {
+	    {"csi-node", {REG_PROBE_CONNECT, 100, 200, 1}},
+	    {"csi-other", {REG_PROBE_NONE, 100, 200, 1}},
 	};
-	struct probe_options po = {.mode = PROBE_MODE_NONE,
-				   .interval_ms = 100,
-				   .timeout_ms = 200,
-				   .failures = 1,
-				   .types = to,
-				   .n_types = 2,
-				   .now = fixed_now};
+	struct probe_options po = {
+	    .policy = {.dflt = {REG_PROBE_NONE, 100, 200, 1}, .types = to, .n_types = 2},
+	    .now = fixed_now};
 	char err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct reg_spec s0 = {.name = "p",
@@ -538,9 +535,9 @@ static void test_round_override(void **state)
 	struct reg_runtime rt;
 
 	(void)state;
-	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_DEFAULT), PROBE_MODE_NONE);
-	assert_int_equal(probe_mode_for(&po, "csi-other", REG_PROBE_CSI), PROBE_MODE_CSI);
-	assert_int_equal(probe_mode_for(&po, "csi-node", REG_PROBE_NONE), PROBE_MODE_NONE);
+	assert_int_equal(mode_of(&po, "csi-other", REG_PROBE_DEFAULT), REG_PROBE_NONE);
+	assert_int_equal(mode_of(&po, "csi-other", REG_PROBE_CSI), REG_PROBE_CSI);
+	assert_int_equal(mode_of(&po, "csi-node", REG_PROBE_NONE), REG_PROBE_NONE);
 	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
 	assert_int_equal(registry_register(r, &types[1], 1, &s0, err, sizeof(err)), 0);
 	assert_int_equal(probe_round(r, &po), 1);
@@ -572,8 +569,7 @@ static void test_stop_cancels_hung_round(void **state)
 	static const char *const types[] = {"csi-node"};
 	const struct registry_options ro = {
 	    .types = types, .n_types = 1, .tombstone_ttl = 60, .synchronous = "off"};
-	struct probe_options po = {
-	    .mode = PROBE_MODE_CSI, .interval_ms = 50, .timeout_ms = 30000, .failures = 1};
+	struct probe_options po = {.policy = {.dflt = {REG_PROBE_CSI, 50, 30000, 1}}};
 	char h0[108], err[REG_ERR_MAX] = "";
 	struct registry *r = NULL;
 	struct prober *p = NULL;

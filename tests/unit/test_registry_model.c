@@ -2,7 +2,8 @@
 /*
  * The registry's value types (registry/model.c): which registration is
  * active, deep copies that own their strings, comparison of what is
- * registered.
+ * registered, the probe modes' spelling and the resolver of a
+ * registration's probe settings.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "registry.h"
@@ -84,11 +86,67 @@ static void test_copy_and_compare(void **state)
 	registration_free_contents(&g);
 }
 
+/* The probe modes' one spelling: each name parses back to its mode, the
+ * default has none, and nothing else parses (no case folding here). */
+static void test_probe_spelling(void **state)
+{
+	enum reg_probe p = REG_PROBE_DEFAULT;
+
+	(void)state;
+	assert_null(reg_probe_name(REG_PROBE_DEFAULT));
+	for (int m = REG_PROBE_NONE; m < REG_PROBE_COUNT; m++) {
+		assert_non_null(reg_probe_name((enum reg_probe)m));
+		assert_int_equal(reg_probe_parse(reg_probe_name((enum reg_probe)m), &p), 0);
+		assert_int_equal(p, m);
+	}
+	assert_string_equal(reg_probe_name(REG_PROBE_CONNECT), "connect");
+	assert_int_equal(reg_probe_parse("CSI", &p), -EINVAL);
+	assert_int_equal(reg_probe_parse("default", &p), -EINVAL);
+	assert_int_equal(reg_probe_parse(NULL, &p), -EINVAL);
+}
+
+/* The one resolver: a registration's own mode over its type's settings,
+ * key by key, over [probe]; a mode no level sets is none. */
+static void test_probe_settings_of(void **state)
+{
+	const struct reg_probe_type types[] = {
+	    {"csi-node", {REG_PROBE_CSI, 0, 2000, 0}}, /* mode and timeout only */
+	    {"csi-controller", {0, 0, 0, 0}},	       /* an empty section */
+	};
+	struct reg_probe_policy p = {
+	    .dflt = {REG_PROBE_CONNECT, 5000, 1000, 3}, .types = types, .n_types = 2};
+	struct reg_probe_settings s;
+
+	(void)state;
+	reg_probe_settings_of(&p, "csi-node", REG_PROBE_DEFAULT, &s);
+	assert_int_equal(s.mode, REG_PROBE_CSI);
+	assert_int_equal(s.interval_ms, 5000);
+	assert_int_equal(s.timeout_ms, 2000);
+	assert_int_equal(s.failures, 3);
+	reg_probe_settings_of(&p, "csi-node", REG_PROBE_NONE, &s);
+	assert_int_equal(s.mode, REG_PROBE_NONE);
+	assert_int_equal(s.timeout_ms, 2000); /* the type's timeout stays */
+	reg_probe_settings_of(&p, "csi-controller", REG_PROBE_DEFAULT, &s);
+	assert_int_equal(s.mode, REG_PROBE_CONNECT);
+	assert_int_equal(s.timeout_ms, 1000);
+	reg_probe_settings_of(&p, "not-listed", REG_PROBE_CSI, &s);
+	assert_int_equal(s.mode, REG_PROBE_CSI);
+	assert_int_equal(s.failures, 3);
+	reg_probe_settings_of(&p, NULL, REG_PROBE_DEFAULT, &s);
+	assert_int_equal(s.mode, REG_PROBE_CONNECT);
+	/* A policy that sets no mode (a zeroed one) probes nothing. */
+	memset(&p, 0, sizeof(p));
+	reg_probe_settings_of(&p, "csi-node", REG_PROBE_DEFAULT, &s);
+	assert_int_equal(s.mode, REG_PROBE_NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_active),
 	    cmocka_unit_test(test_copy_and_compare),
+	    cmocka_unit_test(test_probe_spelling),
+	    cmocka_unit_test(test_probe_settings_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
