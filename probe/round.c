@@ -196,6 +196,20 @@ static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum reg_
 	return &b[*nb - 1];
 }
 
+struct keep_arg {
+	const struct probe_options *o;
+	const struct probe_hooks *h;
+};
+
+/* Under the registry mutex: what the watches see is not even copied. */
+static bool keep_target(void *arg, const char *type, const struct registration *g)
+{
+	const struct keep_arg *k = arg;
+	enum probe_mode mode = probe_mode_for(k->o, type, g->probe);
+
+	return mode == PROBE_MODE_NONE || !k->h->skip(k->h->arg, g->id, mode, &g->runtime);
+}
+
 static int round_of(struct registry *r, const struct probe_options *o, const char *type)
 {
 	const struct probe_hooks *h = o->hooks;
@@ -208,7 +222,9 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 	int64_t now, t0;
 	int rc;
 
-	if ((rc = registry_probe_targets(r, type, &snap)) < 0)
+	struct keep_arg ka = {.o = o, .h = h};
+
+	if ((rc = registry_probe_targets_kept(r, type, h ? keep_target : NULL, &ka, &snap)) < 0)
 		goto out;
 	n = snap.n;
 	set = calloc(n ? n : 1, sizeof(*set));

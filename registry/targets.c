@@ -26,6 +26,7 @@
 struct sort_key {
 	uint64_t type_rank, n0, n1;
 	const struct plugin_node *p;
+	size_t first; /* its registrations' verdicts: keep[first ...] */
 };
 
 static uint64_t be_prefix(const char *s, size_t *at)
@@ -78,10 +79,17 @@ static const char *put(char **at, const char *s)
 
 int registry_probe_targets(struct registry *r, const char *type, struct reg_probe_targets *out)
 {
+	return registry_probe_targets_kept(r, type, NULL, NULL, out);
+}
+
+int registry_probe_targets_kept(struct registry *r, const char *type, reg_target_keep_fn keep,
+				void *arg, struct reg_probe_targets *out)
+{
 	const struct plugin_node *p = NULL;
 	struct sort_key *nodes = NULL;
 	uint64_t *rank = NULL;
-	size_t pos = 0, n_nodes = 0, n = 0, bytes = 0, k = 0;
+	bool *kept = NULL;
+	size_t pos = 0, n_nodes = 0, n = 0, bytes = 0, k = 0, n_seen = 0;
 	char *at;
 	int rc = 0;
 
@@ -89,7 +97,13 @@ int registry_probe_targets(struct registry *r, const char *type, struct reg_prob
 	lock(r);
 	nodes = calloc(index_count_plugins(&r->ix) + 1, sizeof(*nodes));
 	rank = calloc(r->n_types + 1, sizeof(*rank));
-	if (!nodes || !rank) {
+	if (keep) {
+		size_t n_plugins, n_regs;
+
+		registry_counts(r, &n_plugins, &n_regs);
+		kept = calloc(n_regs + 1, sizeof(*kept));
+	}
+	if (!nodes || !rank || (keep && !kept)) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -97,17 +111,32 @@ int registry_probe_targets(struct registry *r, const char *type, struct reg_prob
 	while ((p = index_next_plugin(&r->ix, &pos, p))) {
 		size_t at_name = 0;
 
+		size_t n_kept = p->pub.n_regs;
+
 		if (p->pub.n_regs == 0 || (type && strcmp(type, p->pub.type) != 0))
 			continue;
+		if (keep) {
+			/* Asked once each, under the mutex: the fill below reads
+			 * the same verdicts. */
+			n_kept = 0;
+			for (size_t j = 0; j < p->pub.n_regs; j++)
+				n_kept += kept[n_seen + j] = keep(arg, p->pub.type, &p->pub.regs[j]);
+			nodes[n_nodes].first = n_seen;
+			n_seen += p->pub.n_regs;
+			if (n_kept == 0)
+				continue;
+		}
 		nodes[n_nodes].p = p;
 		nodes[n_nodes].type_rank = p->type_idx < r->n_types ? rank[p->type_idx] : r->n_types;
 		nodes[n_nodes].n0 = be_prefix(p->pub.name, &at_name);
 		nodes[n_nodes++].n1 = be_prefix(p->pub.name, &at_name);
-		n += p->pub.n_regs;
+		n += n_kept;
 		bytes += strlen(p->pub.type) + strlen(p->pub.name) + 2;
 		for (size_t j = 0; j < p->pub.n_regs; j++) {
 			const struct registration *g = &p->pub.regs[j];
 
+			if (keep && !kept[nodes[n_nodes - 1].first + j])
+				continue;
 			bytes += strlen(g->alloc) + strlen(g->socket) + 3 +
 				 (g->csi_name ? strlen(g->csi_name) : 0);
 		}
@@ -129,7 +158,11 @@ int registry_probe_targets(struct registry *r, const char *type, struct reg_prob
 
 		for (size_t j = 0; j < q->pub.n_regs; j++) {
 			const struct registration *g = &q->pub.regs[j];
-			struct reg_probe_target *t = &out->t[k++];
+			struct reg_probe_target *t;
+
+			if (keep && !kept[nodes[i].first + j])
+				continue;
+			t = &out->t[k++];
 
 			t->id = g->id;
 			t->type = ty;
@@ -146,6 +179,7 @@ out:
 	unlock(r);
 	free(nodes);
 	free(rank);
+	free(kept);
 	if (rc < 0)
 		reg_probe_targets_free(out);
 	return rc;

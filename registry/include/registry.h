@@ -248,6 +248,13 @@ struct reg_probe_targets {
 	char *strings; /* where the strings of t are */
 };
 int registry_probe_targets(struct registry *r, const char *type, struct reg_probe_targets *out);
+/* The same, of the registrations keep(arg, type, g) keeps only: asked once
+ * per registration, under the registry mutex (it must not block, nor call
+ * the registry); keep NULL keeps all.  A round leaves out what the watches
+ * see (probe/live.c): neither copied nor sorted. */
+typedef bool (*reg_target_keep_fn)(void *arg, const char *type, const struct registration *g);
+int registry_probe_targets_kept(struct registry *r, const char *type, reg_target_keep_fn keep,
+				void *arg, struct reg_probe_targets *out);
 void reg_probe_targets_free(struct reg_probe_targets *t);
 
 /* Deep copy of one plugin.  -ENOENT when it has no registration. */
