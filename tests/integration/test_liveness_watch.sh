@@ -115,6 +115,16 @@ wait_until 10 "watch limit: the fallback is counted" fallbacks_are watch_limit |
 check "watch limit: the log says so once" \
 	test "$(grep -c "watch: the inotify watch limit is reached" "$DAEMON_LOG")" -eq 1
 check_eq "watch limit: one directory is watched" 1 "$(metric plugfs_probe_watched_directories)"
+# c1 (its pidfd and its directory) needs no connect in a round; c2 (no
+# directory watched) is connected every round.
+wait_until 10 "watch limit: both listeners have a pidfd" watches_are pidfd 2 || exit 1
+rounds0=$(metric plugfs_probe_rounds_total) ok0=$(metric 'plugfs_probes_total{result="ok"}')
+rounds_past() { [ "$(metric plugfs_probe_rounds_total)" -ge "$1" ]; }
+wait_until 10 "watch limit: three more rounds" rounds_past $((rounds0 + 3)) || exit 1
+rounds1=$(metric plugfs_probe_rounds_total) ok1=$(metric 'plugfs_probes_total{result="ok"}')
+echo "# $((rounds1 - rounds0)) rounds, $((ok1 - ok0)) successful probes"
+check "watch limit: the rounds connect c2 alone, not c1" \
+	test $((ok1 - ok0)) -le $((rounds1 - rounds0 + 1)) -a $((ok1 - ok0)) -ge 1
 kill -KILL "$pid_c2"
 wait "$pid_c2" 2>/dev/null
 wait_until 10 "watch limit: csi.sock leads to c1" link_is c1

@@ -96,10 +96,54 @@ static void test_probe_targets(void **state)
 	registry_close(r);
 }
 
+/* Keeps the registrations whose alloc does not end in '0'; counts calls. */
+static bool keep_not0(void *arg, const char *type, const struct registration *g)
+{
+	(void)type;
+	(*(int *)arg)++;
+	return g->alloc[strlen(g->alloc) - 1] != '0';
+}
+
+static void test_probe_targets_kept(void **state)
+{
+	static const char *const types[] = {"csi-node", "csi-controller"};
+	const struct registry_options ro = {
+	    .types = types, .n_types = 2, .tombstone_ttl = 60, .synchronous = "off"};
+	struct reg_spec s[] = {
+	    {.name = "q", .alloc = "q0", .socket = "/run/q0.sock"},
+	    {.name = "p", .alloc = "p0", .socket = "/run/p0.sock"},
+	    {.name = "p", .alloc = "p1", .socket = "/run/p1.sock"},
+	    {.name = "c", .alloc = "c0", .socket = "/run/c0.sock"},
+	};
+	struct reg_probe_targets t = {0};
+	struct registry *r = NULL;
+	char err[REG_ERR_MAX] = "";
+	int calls = 0;
+
+	(void)state;
+	assert_int_equal(registry_open(":memory:", &ro, &r, err, sizeof(err)), 0);
+	for (size_t i = 0; i < 4; i++)
+		assert_int_equal(registry_register(r, &types[i == 3], 1, &s[i], err, sizeof(err)), 0);
+	/* What the filter leaves out is not copied; each asked once. */
+	assert_int_equal(registry_probe_targets_kept(r, NULL, keep_not0, &calls, &t), 0);
+	assert_int_equal(calls, 4);
+	assert_int_equal(t.n, 1);
+	assert_string_equal(t.t[0].alloc, "p1");
+	assert_string_equal(t.t[0].name, "p");
+	assert_string_equal(t.t[0].socket, "/run/p1.sock");
+	reg_probe_targets_free(&t);
+	/* NULL keeps all. */
+	assert_int_equal(registry_probe_targets_kept(r, "csi-node", NULL, NULL, &t), 0);
+	assert_int_equal(t.n, 3);
+	reg_probe_targets_free(&t);
+	registry_close(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_probe_targets),
+	    cmocka_unit_test(test_probe_targets_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
