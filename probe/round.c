@@ -205,9 +205,10 @@ struct keep_arg {
 static bool keep_target(void *arg, const char *type, const struct registration *g)
 {
 	const struct keep_arg *k = arg;
-	enum probe_mode mode = probe_mode_for(k->o, type, g->probe);
+	struct reg_probe_settings s;
 
-	return mode == PROBE_MODE_NONE || !k->h->skip(k->h->arg, g->id, mode, &g->runtime);
+	reg_probe_settings_of(&k->o->policy, type, g->probe, &s);
+	return s.mode == REG_PROBE_NONE || !k->h->skip(k->h->arg, g->id, s.mode, &g->runtime);
 }
 
 static int round_of(struct registry *r, const struct probe_options *o, const char *type)
