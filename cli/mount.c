@@ -83,10 +83,14 @@ int mount_main(int argc, char *argv[])
 	if (rc != CLI_RUN)
 		return cli_finish_output(CMD, rc);
 	a.config_path = args.config;
-	if (daemon_start(&a, &d, err, sizeof(err)) != 0) {
-		cli_error(CMD, "%s", err);
-		return EXIT_FAILED;
-	}
-	rc = daemon_run(d);
-	return daemon_stop(d, rc) == 0 ? EXIT_OK : EXIT_FAILED;
+	do {
+		/* Again after a re-exec that found nothing to execute: the
+		 * mount is resumed in this process. */
+		if (daemon_start(&a, &d, err, sizeof(err)) != 0) {
+			cli_error(CMD, "%s", err);
+			return EXIT_FAILED;
+		}
+		rc = daemon_stop(d, daemon_run(d));
+	} while (rc == DAEMON_RESUME);
+	return rc == 0 ? EXIT_OK : EXIT_FAILED;
 }

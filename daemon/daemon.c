@@ -27,6 +27,7 @@
 #include "daemon.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -230,6 +231,43 @@ static int start_control(struct daemon *d, char *err, size_t errlen)
 	return control_server_start(d->reg, &co, &d->ctl, err, errlen);
 }
 
+/* Copies of the descriptors a re-exec handed over (d->resume) in
+ * d->fallback_h; none when one cannot be made. */
+static void keep_fallback(struct daemon *d)
+{
+	int src[] = {d->resume.fuse_fd, d->resume.init_fd, d->resume.control_fd};
+	int *dst[] = {&d->fallback_h.fuse_fd, &d->fallback_h.init_fd, &d->fallback_h.control_fd};
+
+	for (size_t i = 0; i < 3; i++) {
+		if (src[i] < 0)
+			continue;
+		fcntl(src[i], F_SETFD, FD_CLOEXEC);
+		*dst[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3);
+		if (*dst[i] < 0) {
+			log_warn("cannot keep a copy of the handed-over descriptors (%s): a start "
+				 "that fails cannot hand the mount back",
+				 strerror(errno));
+			for (size_t k = 0; k < i; k++)
+				if (*dst[k] >= 0)
+					close(*dst[k]);
+			d->fallback_h = (struct fs_handover){-1, -1, -1};
+			return;
+		}
+	}
+}
+
+static void drop_fallback(struct daemon *d)
+{
+	int fds[] = {d->fallback_fd, d->fallback_h.fuse_fd, d->fallback_h.init_fd,
+		     d->fallback_h.control_fd};
+
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	d->fallback_fd = -1;
+	d->fallback_h = (struct fs_handover){-1, -1, -1};
+}
+
 int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, size_t errlen)
 {
 	struct daemon *d = calloc(1, sizeof(*d));
@@ -241,6 +279,9 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 	d->kept_listen_fd = -1;
 	d->out_h = (struct fs_handover){-1, -1, -1};
+	d->fallback_h = (struct fs_handover){-1, -1, -1};
+	d->fallback_fd = -1;
+	snprintf(d->reexec_path, sizeof(d->reexec_path), "/proc/self/exe");
 	d->config_path = a->config_path;
 	d->mountpoint_arg = a->mountpoint;
 	d->keep_mount = a->keep_mount;
@@ -272,6 +313,11 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 	d->resuming = rc == 1;
 	/* A resumed connection was stored by the process that mounted it. */
 	d->stored = d->resuming && getenv("NOTIFY_SOCKET");
+	/* A re-exec's way back, should this start fail: copies of what it
+	 * handed over (the start may close or detach the originals). */
+	d->fallback_fd = handover_take_fallback();
+	if (d->fallback_fd >= 0 && d->resuming)
+		keep_fallback(d);
 
 	rc = load_config(d, a, err, errlen);
 	if (rc < 0)
@@ -288,6 +334,12 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 		rc = start_fs(d, err, errlen);
 	if (rc == 0)
 		rc = start_control(d, err, errlen);
+#ifdef PLUGFS_FAULTS
+	/* Test-only: a new program that resumed a re-exec's mount and then
+	 * fails to start (test_fs_reexec_broken). */
+	if (rc == 0 && d->fallback_fd >= 0 && getenv("PLUGFS_FAULT_TAKEOVER"))
+		rc = plugfs_errf(err, errlen, -EIO, "test fault PLUGFS_FAULT_TAKEOVER");
+#endif
 	if (rc != 0)
 		goto fail;
 	if (d->n_probed < 0)
@@ -302,9 +354,18 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 		plugfs_seterr(err, errlen, "cannot start the housekeeping thread");
 		goto fail;
 	}
+	drop_fallback(d);
 	*out = d;
 	return 0;
 fail:
+	if (d->fallback_fd >= 0 && d->fallback_h.fuse_fd >= 0) {
+		/* A new program that cannot take the mount over gives it back
+		 * to the one that handed it over, which served it until now:
+		 * daemon_stop lets go of it without unmounting, then executes
+		 * that program. */
+		log_error("cannot take over the mount: %s", err);
+		d->giving_back = true;
+	}
 	daemon_stop(d, rc < 0 ? rc : -EIO);
 	return rc < 0 ? rc : -EIO;
 }
@@ -365,23 +426,45 @@ int daemon_stop(struct daemon *d, int run)
 
 	if (!d)
 		return rc;
-	if (!d->handover)
+	if (!d->handover && !d->giving_back)
 		sd_notify_send("STOPPING=1");
 	daemon_house_stop(d);
 	/* No more probes and mutations, then the filesystem goes. */
 	prober_stop(d->prober);
 	d->prober = NULL;
-	if (d->ctl)
+	if (d->ctl && d->giving_back) {
+		/* Its socket file stays: the listener goes back (a copy). */
+		int fd = control_server_stop_keep_listener(d->ctl);
+
+		if (fd >= 0)
+			close(fd);
+	} else if (d->ctl) {
 		control_server_stop(d->ctl);
+	}
+	if (d->fs && d->giving_back) {
+		/* Not unmounted: fs_destroy lets go of the session only. */
+		struct fs_handover t;
+
+		if (fs_handover(d->fs, &t) == 0) {
+			close(t.fuse_fd);
+			close(t.init_fd);
+		}
+	}
 	fs_destroy(d->fs);
 	if (d->audit_sub > 0)
 		registry_unsubscribe(d->reg, d->audit_sub);
 	if (d->reg)
 		registry_close(d->reg);
 	if (d->handover) {
-		handover_reexec(d->cfg.mountpoint, &d->out_h);
-		rc = 1;
+		/* Returns only when no program could be executed: the mount's
+		 * descriptors wait in $PLUGFS_RESUME_FDS for daemon_start. */
+		handover_reexec(d->reexec_path, &d->out_h);
+		rc = DAEMON_RESUME;
 	}
+	if (d->giving_back)
+		/* Returns only when that failed. */
+		handover_fall_back(d->fallback_fd, &d->fallback_h);
+	drop_fallback(d);
 	if (d->curl_ready)
 		probe_global_cleanup();
 	free(d->probe_types);

@@ -11,6 +11,7 @@
 #define PLUGFS_DAEMON_INTERNAL_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,6 +65,16 @@ struct daemon {
 	 * or a stop that left the mount in systemd's store (kept). */
 	struct fs_handover out_h;
 	bool handover, kept;
+	/* What a re-exec executes (handover_pick_binary, on SIGUSR2). */
+	char reexec_path[PATH_MAX];
+	/* Resuming a re-exec's mount: the program that handed it over (an fd,
+	 * or -1) and copies of the descriptors it handed over, to give them
+	 * back should this start fail (handover_fall_back). */
+	int fallback_fd;
+	struct fs_handover fallback_h;
+	/* This start failed: daemon_stop gives the mount back (fallback_h)
+	 * instead of unmounting. */
+	bool giving_back;
 };
 
 /* d->probe from the config: [probe] the default, and every type of

@@ -8,6 +8,7 @@
 #define PLUGFS_HANDOVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "control.h"
 #include "fs.h"
@@ -23,9 +24,28 @@ void handover_unstore(void);
 /* What systemd passed from the store into h (the caller owns the fds).  1
  * when there is a connection to resume, 0 when not, -errno. */
 int handover_from_systemd(struct fs_handover *h);
-/* Executes the binary on disk with this process's arguments and h in
- * $PLUGFS_RESUME_FDS.  Returns only on failure, having closed h's fds and
- * detached the mount at mountpoint. */
-void handover_reexec(const char *mountpoint, const struct fs_handover *h);
+/*
+ * Before a re-exec (SIGUSR2, while the daemon still serves): what to
+ * execute.  The binary on disk (after an upgrade replaced it,
+ * /proc/self/exe names the old, deleted file) when `<it> version' answers
+ * "plugfs ..." within 2 s: 1 with its path in path.  Else "/proc/self/exe"
+ * (the running program) with a warning naming why: 0.
+ */
+int handover_pick_binary(char *path, size_t pathlen);
+/*
+ * Executes path with this process's arguments and h in $PLUGFS_RESUME_FDS
+ * (and the running program's fd in $PLUGFS_RESUME_FALLBACK); when that
+ * fails, the running program.  Returns only when both failed: -errno, h's
+ * descriptors still open and named in $PLUGFS_RESUME_FDS, so that
+ * daemon_start resumes the mount in this process.  Warns at each step.
+ */
+int handover_reexec(const char *path, const struct fs_handover *h);
+/* The fd of $PLUGFS_RESUME_FALLBACK (the program that handed the mount
+ * over; close-on-exec from here on), or -1; the variable is unset. */
+int handover_take_fallback(void);
+/* A start that resumed h and failed: executes exe_fd (handover_take_fallback)
+ * with this process's arguments and h in $PLUGFS_RESUME_FDS.  Returns only
+ * when that failed (logged). */
+void handover_fall_back(int exe_fd, const struct fs_handover *h);
 
 #endif

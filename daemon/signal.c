@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "daemon_internal.h"
+#include "handover.h"
 #include "log.h"
 
 /* Both: the control server stops, keeping its listening socket for the next
@@ -39,6 +40,9 @@ void daemon_request_handover(struct daemon *d)
 		return;
 	}
 	log_info("SIGUSR2: handing the mount over to a re-executed plugfs");
+	/* Still serving: a binary on disk that cannot take over is found
+	 * now, not once the loop has stopped. */
+	handover_pick_binary(d->reexec_path, sizeof(d->reexec_path));
 	handover_now(d);
 }
 

@@ -10,7 +10,7 @@
  *   rc = daemon_run(d);            -> serves until a stop or a handover
  *   rc = daemon_stop(d, rc);       -> stops every part; re-executes on a
  *                                     handover (and returns only if that
- *                                     fails)
+ *                                     fails: DAEMON_RESUME, start again)
  *
  * Signals: call daemon_start with nothing blocked; it blocks SIGHUP and
  * SIGUSR2 (the housekeeping thread takes them), and SIGTERM and SIGINT
@@ -57,9 +57,13 @@ int daemon_run(struct daemon *d);
  * Stops every part in order (housekeeping, prober, control server,
  * filesystem, registry) and frees d.  run is what daemon_run returned:
  * after DAEMON_HANDOVER the binary on disk is executed with the mount's
- * descriptors and this returns only when that failed.  Returns the exit
- * code: 0 after a clean stop, 1 otherwise.
+ * descriptors (or, when it cannot run, the running program) and this returns
+ * only when no program could be executed: DAEMON_RESUME, the descriptors
+ * named in $PLUGFS_RESUME_FDS, and the caller calls daemon_start again to
+ * resume the mount in this process.  Else the exit code: 0 after a clean
+ * stop, 1 otherwise.
  */
+#define DAEMON_RESUME 2
 int daemon_stop(struct daemon *d, int run);
 
 #endif
