@@ -429,9 +429,10 @@ int daemon_stop(struct daemon *d, int run)
 	if (!d->handover && !d->giving_back)
 		sd_notify_send("STOPPING=1");
 	daemon_house_stop(d);
-	/* No more probes and mutations, then the filesystem goes. */
-	prober_stop(d->prober);
-	d->prober = NULL;
+	/* No more mutations and probes, then the filesystem goes.  The
+	 * control server first: its `metrics' reads the prober's watches
+	 * (prober_watch_stats), which prober_stop frees (a handover stopped
+	 * it first already). */
 	if (d->ctl && d->giving_back) {
 		/* Its socket file stays: the listener goes back (a copy). */
 		int fd = control_server_stop_keep_listener(d->ctl);
@@ -441,6 +442,9 @@ int daemon_stop(struct daemon *d, int run)
 	} else if (d->ctl) {
 		control_server_stop(d->ctl);
 	}
+	d->ctl = NULL;
+	prober_stop(d->prober);
+	d->prober = NULL;
 	if (d->fs && d->giving_back) {
 		/* Not unmounted: fs_destroy lets go of the session only. */
 		struct fs_handover t;
