@@ -600,7 +600,7 @@ class Checker:
     # --- the order of a start ---------------------------------------------
 
     def order(self, doc):
-        for m in re.finditer(r"in the order of `(\w+)`", doc.flat):
+        for m in re.finditer(r"in the order of\s+`(\w+)`", doc.flat):
             func = m.group(1)
             self.count("orders")
             if func not in self.tree.bodies:
