@@ -1,27 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The registry object and the units that work on it, private to registry/:
- *   registry.c  the public API (open, close, the import, runtime changes, getters)
+ * The registry object and the units that work on it, private to registry/,
+ * top down: each file calls only files below it (the layers test checks it).
  *   group.c     the mutations (register, deregister), alone or in groups
+ *   registry.c  the public API (open, close, the import, runtime changes, getters)
  *   txn.c       a mutation: plan, prepare, persist, apply, emit
  *   targets.c   what a probe round copies (registry_probe_targets)
- *   events.c    subscribers and the delivery of events
- *   index.c     the in-memory lookups (index.h)
- *   errtext.c   the one stored copy of each probe failure's text
- *   legacy.c    the legacy JSON document (internal.h)
- *   validate.c  the rules of names, paths, sockets and specs (internal.h)
- *   model.c     the value types (registry.h, reg_model.h)
- * and below them the SQLite layer, store/ (store/store.h, store/schema.h,
- * store/space.h):
+ * the SQLite layer, store/ (store/store.h, store/schema.h, store/space.h):
+ *   store/check_file.c   `state check' (registry_check_file)
  *   store/store_open.c   opening the file, or a private copy of it
- *   store/check.c        the rows' check (store_check_rows), state check
- *   store/store_check.c  the start's integrity check, on its own thread
- *   store/store_hot.c    a file with a hot journal, read from a copy
  *   store/schema.c       schema versions and the migration ladder
- *   store/backup_same.c  whether a backup holds the file being migrated
+ *   store/check.c        the rows' check (store_check_rows)
+ *   store/store_hot.c    a file with a hot journal, read from a copy
+ *   store/store_space.c  the checkpointer (the upkeep, space.h)
  *   store/store.c        transactions, the load, each mutation's statements
- *   store/store_space.c  the checkpointer; store/store_reserve.c the reserve
- *                        for deregistrations
+ *   store/store_check.c  quick_check, integrity_check, the start's check on
+ *                        its own thread
+ *   store/backup_same.c  whether a backup holds the file being migrated
+ *   store/store_files.c  a file with its -wal, -shm and -journal; backups
+ *   store/store_reserve.c  the reserve for deregistrations
+ * and the values and rules both build on:
+ *   legacy.c    the legacy JSON document (internal.h)
+ *   index.c     the in-memory lookups (index.h)
+ *   validate.c  the rules of names, paths, sockets and specs (internal.h)
+ *   events.c    subscribers and the delivery of events
+ *   errtext.c   the one stored copy of each probe failure's text
+ *   model.c     the value types (registry.h, reg_model.h)
  * Every function here expects the registry mutex held by its caller.
  */
 #ifndef PLUGFS_REGISTRY_CORE_H

@@ -183,6 +183,24 @@ int store_query_int(struct store *s, const char *sql, int64_t *out, const char *
 	return rc;
 }
 
+int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+	    s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the schema", err, errlen);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	*exists = rc == SQLITE_ROW;
+	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		 ? 0
+		 : store_fail(s, rc, "reading the schema", err, errlen);
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;

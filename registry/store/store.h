@@ -5,6 +5,16 @@
  * their migrations).  The caller (txn.c) wraps mutations in store_begin ...
  * store_commit and serialises every call with the registry mutex.
  *
+ * Its files, bottom up (each calls only files before it, and the
+ * registry's value rules below them all: model.c, validate.c, legacy.c):
+ * store_reserve.c, store_files.c (a file with its -wal, -shm and
+ * -journal; backups), backup_same.c, store_check.c (quick_check,
+ * integrity_check, the start's check on its own thread), store.c
+ * (transactions, the load, the statements), store_space.c (the
+ * checkpointer; space.h), store_hot.c (a file with a hot journal, from a
+ * copy), check.c (the rows' check), schema.c (schema.h), store_open.c,
+ * check_file.c (`state check').
+ *
  * Schema (SCHEMA_VERSION 4):
  *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
  *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
@@ -94,8 +104,6 @@ void store_close(struct store *s);
  * was there before the open into the file (SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE),
  * that -wal kept; a file the open created is removed again. */
 void store_abandon(struct store *s);
-/* Unlinks path and its -wal, -shm and -journal, ignoring errors. */
-void store_remove_files(const char *path);
 
 /* Opens s->db on an existing path with SQLITE_OPEN_READONLY and query_only,
  * leaving no file behind: a WAL database without its -wal file (no
@@ -208,6 +216,7 @@ int store_run_check(sqlite3 *db, const char *path, const char *pragma, char *err
 int store_check_start(struct store *s, char *err, size_t errlen);
 int store_check_join(struct store *s, char *err, size_t errlen);
 int store_check_settle(struct store *s, int rc, char *err, size_t errlen);
+/* Whether the table name exists (store.c, like the rest of this block). */
 int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen);
 /* Runs a one-value query; *out receives column 0 (0 when there is no row). */
 int store_query_int(struct store *s, const char *sql, int64_t *out, const char *what, char *err,
@@ -217,13 +226,19 @@ int store_query_int(struct store *s, const char *sql, int64_t *out, const char *
 int store_exec(struct store *s, const char *sql, const char *what, char *err, size_t errlen);
 /* The id of the type name, inserted when missing. */
 int store_ensure_type(struct store *s, const char *name, int64_t *id, char *err, size_t errlen);
-/* Copies the whole database of s to the new file dest with the SQLite
- * backup API.  dest must not exist (-EEXIST: an earlier backup is never
+/* store_files.c: copies the whole database of s to the new file dest with
+ * the SQLite backup API.  dest must not exist (-EEXIST: an earlier backup is never
  * replaced; a symlink there is not followed).  The copy is written to
  * dest.partial and linked to dest once complete, so dest only ever appears
  * whole (a kill halfway leaves dest.partial, removed by the next backup);
  * on failure there is no dest. */
 int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen);
+/* store_files.c: copies src's main database over dst's with the backup API;
+ * an SQLite result code. */
+int store_backup_db(sqlite3 *dst, sqlite3 *src);
+/* store_files.c: unlinks path and its -wal, -shm and -journal, ignoring
+ * errors. */
+void store_remove_files(const char *path);
 /* Whether the file at path (a regular file of ours, not a symlink, without
  * a -journal) holds the same database as s: user_version, schema and every
  * row.  What a migration killed between its backup and its commit leaves:

@@ -9,6 +9,8 @@
  * writes the file (a migration, the WAL, the types: store_open_finish).  A
  * refused file is left as it was, and its refusal names the integrity
  * check when that failed, whatever else the load met on the damaged file.
+ * Also the checks on the caller's own connection (store_quick_check,
+ * store_integrity_check: store_open_copy, `state check').
  */
 #include <errno.h>
 #include <pthread.h>
@@ -55,6 +57,16 @@ int store_run_check(sqlite3 *db, const char *path, const char *pragma, char *err
 out:
 	sqlite3_finalize(st);
 	return rc;
+}
+
+int store_quick_check(struct store *s, char *err, size_t errlen)
+{
+	return store_run_check(s->db, s->path, "PRAGMA quick_check", err, errlen);
+}
+
+int store_integrity_check(struct store *s, char *err, size_t errlen)
+{
+	return store_run_check(s->db, s->path, "PRAGMA integrity_check", err, errlen);
 }
 
 /* The check's thread, on a connection of its own.  Opened read-write

@@ -17,108 +17,6 @@
 #include "schema.h"
 #include "store.h"
 
-int store_quick_check(struct store *s, char *err, size_t errlen)
-{
-	return store_run_check(s->db, s->path, "PRAGMA quick_check", err, errlen);
-}
-
-int store_integrity_check(struct store *s, char *err, size_t errlen)
-{
-	return store_run_check(s->db, s->path, "PRAGMA integrity_check", err, errlen);
-}
-
-int store_table_exists(struct store *s, const char *name, bool *exists, char *err, size_t errlen)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
-	    s->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1", -1, &st, NULL);
-
-	if (rc != SQLITE_OK)
-		return store_fail(s, rc, "reading the schema", err, errlen);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	*exists = rc == SQLITE_ROW;
-	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		 ? 0
-		 : store_fail(s, rc, "reading the schema", err, errlen);
-	sqlite3_finalize(st);
-	return rc;
-}
-
-/* Copies src's main database over dst's with the backup API; an SQLite
- * result code. */
-static int backup_db(sqlite3 *dst, sqlite3 *src)
-{
-	sqlite3_backup *b = sqlite3_backup_init(dst, "main", src, "main");
-	int rc;
-
-	if (!b)
-		return sqlite3_errcode(dst);
-	rc = sqlite3_backup_step(b, -1);
-	sqlite3_backup_finish(b);
-	return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-int store_backup_to(struct store *s, const char *dest, char *err, size_t errlen)
-{
-	struct stat st;
-	sqlite3 *d = NULL;
-	char *tmp = NULL;
-	int fd, rc;
-
-	/* Never an existing backup (it may be the only copy of an earlier
-	 * file) nor whatever a symlink there points at. */
-	rc = lstat(dest, &st) == 0 ? EEXIST : errno == ENOENT ? 0 : errno;
-	if (rc)
-		return plugfs_errf(err, errlen, -rc, "state file `%s': backing up to `%s': %s%s",
-				   s->path, dest, strerror(rc),
-				   rc == EEXIST ? " (move the old backup away first)" : "");
-	/* Written beside it and linked into place once complete (link(2)
-	 * never replaces): a backup killed halfway leaves only the partial
-	 * copy, never a `dest' that the next start would refuse to replace.
-	 * A partial copy there is such a leftover: removed. */
-	if (asprintf(&tmp, "%s.partial", dest) < 0)
-		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	store_remove_files(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		rc = plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s",
-				 s->path, tmp, strerror(errno));
-		goto out;
-	}
-	close(fd);
-	rc = sqlite3_open_v2(tmp, &d, SQLITE_OPEN_READWRITE, NULL);
-	if (rc == SQLITE_OK)
-		rc = backup_db(d, s->db);
-	if (rc != SQLITE_OK)
-		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
-				 "state file `%s': backing up to `%s': %s", s->path, dest,
-				 d ? sqlite3_errmsg(d) : sqlite3_errstr(rc));
-	sqlite3_close(d);
-	if (rc == 0 && link(tmp, dest) < 0)
-		rc = plugfs_errf(err, errlen, -errno, "state file `%s': backing up to `%s': %s%s",
-				 s->path, dest, strerror(errno),
-				 errno == EEXIST ? " (move the old backup away first)" : "");
-out:
-	store_remove_files(tmp);
-	free(tmp);
-	return rc;
-}
-
-void store_remove_files(const char *path)
-{
-	static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
-	char *p = NULL;
-
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		if (asprintf(&p, "%s%s", path, suffixes[i]) < 0)
-			return;
-		unlink(p);
-		free(p);
-		p = NULL;
-	}
-}
-
 /* Reads the schema version and brings the file to SCHEMA_VERSION (along
  * the ladder of schema.c), or refuses it. */
 static int check_schema(struct store *s, const struct store_open_options *o, char *err,
@@ -380,7 +278,7 @@ int store_open_copy(struct store *s, const char *path, char *err, size_t errlen)
 		goto out;
 	rc = sqlite3_open_v2(":memory:", &s->db, SQLITE_OPEN_READWRITE, NULL);
 	if (rc == SQLITE_OK)
-		rc = backup_db(s->db, file.db);
+		rc = store_backup_db(s->db, file.db);
 	if (rc != SQLITE_OK) {
 		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
 				 "state file `%s': copying into memory: %s", path,
