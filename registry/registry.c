@@ -476,11 +476,53 @@ sqlite3 *registry_db(struct registry *r)
 	return r->st.db;
 }
 
+int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
+			  size_t errlen)
+{
+	int rc;
+
+	lock(r);
+	if (r->space)
+		rc = plugfs_errf(err, errlen, -EALREADY, "state file `%s': upkeep already runs",
+				 r->st.path);
+	else if (r->read_only || r->st.copy || strcmp(r->st.path, ":memory:") == 0)
+		rc = plugfs_errf(err, errlen, -EINVAL,
+				 "state file `%s': no upkeep for a registry that is not a file "
+				 "opened for writing",
+				 r->st.path);
+	else
+		rc = space_start(&r->st, &r->commit_mu, o, &r->space, err, errlen);
+	unlock(r);
+	return rc;
+}
+
+void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out)
+{
+	lock(r);
+	space_stats(r->space, out);
+	unlock(r);
+}
+
+/* The commits stop telling the checkpointer (under the mutex, as they run
+ * under it), then it stops. */
+static void upkeep_stop(struct registry *r)
+{
+	struct store_space *sp = r->space;
+
+	if (!sp)
+		return;
+	lock(r);
+	space_unhook(sp);
+	r->space = NULL;
+	unlock(r);
+	space_stop(sp);
+}
+
 void registry_close(struct registry *r)
 {
 	if (!r)
 		return;
-	space_stop(r);
+	upkeep_stop(r);
 	index_free(&r->ix);
 	store_close(&r->st);
 	free_strv(r->types, r->n_types);

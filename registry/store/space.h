@@ -4,7 +4,8 @@
  * private to registry/: the checkpointer thread and the reserve for
  * deregistrations (registry_start_upkeep in registry.h says what they
  * do).  Every function here but space_stop expects the registry mutex
- * held; sp may be NULL (no upkeep: they do nothing).
+ * held; sp may be NULL (no upkeep: they do nothing).  It knows the store
+ * (store.h) and the commits' lock, not the registry object (core.h).
  */
 #ifndef PLUGFS_REGISTRY_SPACE_H
 #define PLUGFS_REGISTRY_SPACE_H
@@ -18,15 +19,21 @@
 
 #include "registry.h"
 
-struct registry;
+struct store;
 struct store_space;
 
-/* Starts the upkeep of r (r->space); see registry_start_upkeep. */
-int space_start(struct registry *r, const struct registry_upkeep *o, char *err, size_t errlen);
+/* Starts the upkeep of st, the registry's store (a file opened for
+ * writing), whose commits hold *commit_lock (the registry's commit_mu);
+ * *out gets it.  See registry_start_upkeep. */
+int space_start(struct store *st, pthread_mutex_t *commit_lock, const struct registry_upkeep *o,
+		struct store_space **out, char *err, size_t errlen);
+/* The commits stop telling the thread: SQLite's own checkpoints again
+ * (the registry mutex held, as for every commit). */
+void space_unhook(struct store_space *sp);
 /* Stops the thread, closes its connection and the reserve (kept on disk
- * for the next start), and gives the commits back to SQLite's own
- * checkpoints.  Takes the registry mutex itself (not held by the caller). */
-void space_stop(struct registry *r);
+ * for the next start) and frees sp (after space_unhook; the registry
+ * mutex not held). */
+void space_stop(struct store_space *sp);
 
 /* A deregistration failed for a full disk: releases the reserve.  True
  * when it released space (the caller commits once more), false when
@@ -50,8 +57,9 @@ enum reserve_state {
 };
 
 struct store_space {
-	struct registry *r;
-	sqlite3 *db; /* the checkpointer's connection */
+	struct store *st;	      /* the registry's store: its path, its WAL hook */
+	pthread_mutex_t *commit_lock; /* the registry's commit lock (commit_mu) */
+	sqlite3 *db;		      /* the checkpointer's connection */
 	char *reserve_path;
 	size_t reserve_bytes; /* 0: no reserve */
 	int reserve_fd;	      /* -1: not open */
@@ -84,8 +92,8 @@ struct store_space {
 /* The lock every commit of a mutation holds (the registry mutex), taken
  * without waiting by the checkpointer to allocate the reserve again: true
  * when taken. */
-bool space_commits_trylock(struct registry *r);
-void space_commits_unlock(struct registry *r);
+bool space_commits_trylock(struct store_space *sp);
+void space_commits_unlock(struct store_space *sp);
 
 /* Opens (creating it) the reserve file: a regular file of ours, never
  * through a symlink.  0 or an errno; a file of the wrong kind is EEXIST.

@@ -15,18 +15,19 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "internal.h"
+#include "store.h"
 #include "log.h"
 #include "space.h"
 
-bool space_commits_trylock(struct registry *r)
+bool space_commits_trylock(struct store_space *sp)
 {
-	return pthread_mutex_trylock(&r->commit_mu) == 0;
+	return pthread_mutex_trylock(sp->commit_lock) == 0;
 }
 
-void space_commits_unlock(struct registry *r)
+void space_commits_unlock(struct store_space *sp)
 {
-	pthread_mutex_unlock(&r->commit_mu);
+	pthread_mutex_unlock(sp->commit_lock);
 }
 
 /* sp->reserve changes under the commits' lock; space_stats reads it
@@ -38,7 +39,7 @@ static void set_reserve(struct store_space *sp, enum reserve_state st)
 
 static const char *state_path(const struct store_space *sp)
 {
-	return sp->r->st.path;
+	return sp->st->path;
 }
 
 int reserve_open(struct store_space *sp)

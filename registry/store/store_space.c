@@ -2,7 +2,8 @@
 /*
  * The upkeep of the state file's space: the checkpointer thread, which
  * also allocates the reserve for deregistrations again (store_reserve.c),
- * and the upkeep's start and stop (registry_start_upkeep in registry.h).
+ * and the upkeep's start and stop (registry_start_upkeep in registry.h,
+ * registry.c).
  *
  * The thread has its own SQLite connection on the state file, so that a
  * checkpoint never holds the registry mutex: the commits (the main
@@ -24,10 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core.h"
 #include "clock.h"
 #include "log.h"
 #include "space.h"
+#include "internal.h"
+#include "store.h"
 #include "thread.h"
 
 #define DEFAULT_CHECKPOINT_BYTES (128u * 1024)
@@ -43,7 +45,7 @@
 
 static const char *state_path(const struct store_space *sp)
 {
-	return sp->r->st.path;
+	return sp->st->path;
 }
 
 /* ---- the checkpointer ------------------------------------------------- */
@@ -215,7 +217,7 @@ static void *space_main(void *arg)
 				/* Never waits for the commits' lock: a commit
 				 * holding it may be waiting for a checkpoint. */
 				held = false;
-				if (!space_commits_trylock(sp->r)) {
+				if (!space_commits_trylock(sp)) {
 					pthread_mutex_lock(&sp->mu);
 					reserve_at = (uint64_t)plugfs_mono_ms() + BUSY_RETRY_MS;
 					continue;
@@ -223,7 +225,7 @@ static void *space_main(void *arg)
 				reserve_fill(sp);
 				held =
 				    sp->reserve != RESERVE_RELEASED && sp->reserve != RESERVE_SHORT;
-				space_commits_unlock(sp->r);
+				space_commits_unlock(sp);
 				pthread_mutex_lock(&sp->mu);
 				reserve_at = (uint64_t)plugfs_mono_ms() + RESERVE_RETRY_MS;
 				if (held)
@@ -262,7 +264,8 @@ static int frames_of(size_t bytes, int64_t page)
 	return n < 1 ? 1 : n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
-int space_start(struct registry *r, const struct registry_upkeep *o, char *err, size_t errlen)
+int space_start(struct store *st, pthread_mutex_t *commit_lock, const struct registry_upkeep *o,
+		struct store_space **out, char *err, size_t errlen)
 {
 	const struct registry_upkeep none = {0};
 	struct store_space *sp = NULL;
@@ -273,14 +276,6 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 
 	if (!o)
 		o = &none;
-	if (r->space)
-		return plugfs_errf(err, errlen, -EALREADY, "state file `%s': upkeep already runs",
-				   r->st.path);
-	if (r->read_only || r->st.copy || strcmp(r->st.path, ":memory:") == 0)
-		return plugfs_errf(err, errlen, -EINVAL,
-				   "state file `%s': no upkeep for a registry that is not a file "
-				   "opened for writing",
-				   r->st.path);
 	ckpt_bytes = o->checkpoint_bytes ? o->checkpoint_bytes : DEFAULT_CHECKPOINT_BYTES;
 	limit_bytes = o->wal_limit_bytes ? o->wal_limit_bytes : 4 * ckpt_bytes;
 	if (limit_bytes < ckpt_bytes)
@@ -288,13 +283,14 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 		    err, errlen, -EINVAL,
 		    "upkeep: wal_limit_bytes %zu: must be at least checkpoint_bytes %zu",
 		    limit_bytes, ckpt_bytes);
-	if ((rc = store_query_int(&r->st, "PRAGMA page_size", &page, "reading the page size", err,
+	if ((rc = store_query_int(st, "PRAGMA page_size", &page, "reading the page size", err,
 				  errlen)) < 0)
 		return rc;
 	sp = calloc(1, sizeof(*sp));
 	if (!sp)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	sp->r = r;
+	sp->st = st;
+	sp->commit_lock = commit_lock;
 	sp->reserve_fd = -1;
 	sp->ckpt_frames = frames_of(ckpt_bytes, page);
 	sp->limit_frames = frames_of(limit_bytes, page);
@@ -308,16 +304,16 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 	pthread_mutex_init(&sp->mu, NULL);
 	plugfs_cond_init_mono(&sp->cond);
 	plugfs_cond_init_mono(&sp->done);
-	if (asprintf(&sp->reserve_path, "%s-reserve", r->st.path) < 0) {
+	if (asprintf(&sp->reserve_path, "%s-reserve", st->path) < 0) {
 		sp->reserve_path = NULL;
 		rc = plugfs_errf(err, errlen, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	rc = sqlite3_open_v2(r->st.path, &sp->db, SQLITE_OPEN_READWRITE, NULL);
+	rc = sqlite3_open_v2(st->path, &sp->db, SQLITE_OPEN_READWRITE, NULL);
 	if (rc != SQLITE_OK) {
 		rc = plugfs_errf(err, errlen, reg_sqlite_errno(rc),
 				 "state file `%s': opening the checkpointer's connection: %s",
-				 r->st.path, sp->db ? sqlite3_errmsg(sp->db) : sqlite3_errstr(rc));
+				 st->path, sp->db ? sqlite3_errmsg(sp->db) : sqlite3_errstr(rc));
 		goto fail;
 	}
 	sqlite3_extended_result_codes(sp->db, 1);
@@ -330,7 +326,7 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 		    err, errlen, reg_sqlite_errno(rc),
 		    "state file `%s': reading it through the checkpointer's connection: "
 		    "%s",
-		    r->st.path, sqlite3_errmsg(sp->db));
+		    st->path, sqlite3_errmsg(sp->db));
 		goto fail;
 	}
 	if (sp->reserve_bytes) {
@@ -338,7 +334,7 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 			rc = plugfs_errf(err, errlen, -EEXIST,
 					 "state file `%s': its reserve `%s' is not a regular file "
 					 "owned by uid %d (move it away)",
-					 r->st.path, sp->reserve_path, (int)geteuid());
+					 st->path, sp->reserve_path, (int)geteuid());
 			goto fail;
 		}
 		reserve_fill(sp); /* opens it when reserve_open could not */
@@ -346,8 +342,7 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 		    sp->reserve == RESERVE_SHORT || sp->reserve == RESERVE_RELEASED;
 	}
 	snprintf(sql, sizeof(sql), "PRAGMA journal_size_limit = %zu", limit_bytes);
-	if ((rc = store_query_int(&r->st, sql, &page, "setting journal_size_limit", err, errlen)) <
-	    0)
+	if ((rc = store_query_int(st, sql, &page, "setting journal_size_limit", err, errlen)) < 0)
 		goto fail;
 	e = plugfs_thread_start(&sp->thread, NULL, space_main, sp);
 	if (e != 0) {
@@ -357,24 +352,24 @@ int space_start(struct registry *r, const struct registry_upkeep *o, char *err, 
 	}
 	sp->started = true;
 	/* The commits tell the thread; SQLite's own checkpoint is off. */
-	sqlite3_wal_hook(r->st.db, wal_hook, sp);
-	r->space = sp;
+	sqlite3_wal_hook(st->db, wal_hook, sp);
+	*out = sp;
 	return 0;
 fail:
 	space_free(sp);
 	return rc;
 }
 
-void space_stop(struct registry *r)
+void space_unhook(struct store_space *sp)
 {
-	struct store_space *sp = r->space;
+	if (sp)
+		sqlite3_wal_autocheckpoint(sp->st->db, 1000); /* replaces wal_hook */
+}
 
+void space_stop(struct store_space *sp)
+{
 	if (!sp)
 		return;
-	lock(r);
-	sqlite3_wal_autocheckpoint(r->st.db, 1000); /* replaces wal_hook */
-	r->space = NULL;
-	unlock(r);
 	pthread_mutex_lock(&sp->mu);
 	sp->stop = true;
 	pthread_cond_signal(&sp->cond);
@@ -399,22 +394,4 @@ void space_stats(struct store_space *sp, struct registry_upkeep_stats *out)
 	out->truncate = sp->truncate;
 	out->failed = sp->failed;
 	pthread_mutex_unlock(&sp->mu);
-}
-
-int registry_start_upkeep(struct registry *r, const struct registry_upkeep *o, char *err,
-			  size_t errlen)
-{
-	int rc;
-
-	lock(r);
-	rc = space_start(r, o, err, errlen);
-	unlock(r);
-	return rc;
-}
-
-void registry_upkeep_stats(struct registry *r, struct registry_upkeep_stats *out)
-{
-	lock(r);
-	space_stats(r->space, out);
-	unlock(r);
 }
