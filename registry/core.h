@@ -3,9 +3,9 @@
  * The registry object and the units that work on it, private to registry/,
  * top down: each file calls only files below it (the layers test checks it).
  *   group.c     the mutations (register, deregister), alone or in groups
+ *   targets.c   what a probe round copies (registry_probe_targets)
  *   registry.c  the public API (open, close, the import, runtime changes, getters)
  *   txn.c       a mutation: plan, prepare, persist, apply, emit
- *   targets.c   what a probe round copies (registry_probe_targets)
  * the SQLite layer, store/ (store/store.h, store/schema.h, store/space.h):
  *   store/check_file.c   `state check' (registry_check_file)
  *   store/store_open.c   opening the file, or a private copy of it
