@@ -297,7 +297,31 @@ static void unmount_resumed(struct plugfs_fs *fs)
 		return;
 	if (umount2(fs->mountpoint, MNT_DETACH) != 0)
 		log_warn("fs: cannot unmount %s: %s", fs->mountpoint, strerror(errno));
-	else
+}
+
+/* Whether the topmost mount at the mountpoint is still this connection's. */
+static bool still_mounted(struct plugfs_fs *fs)
+{
+	char fstype[256];
+	dev_t dev;
+
+	return fs->conn_minor != 0 &&
+	       fs_mount_at(fs->mountpoint, fstype, sizeof(fstype), &dev) == 1 &&
+	       (unsigned)((major(dev) << 20) | minor(dev)) == fs->conn_minor;
+}
+
+/*
+ * An aborted connection (the notifier's abort, or an admin's) reads as gone
+ * (POLLERR) to fuse_session_unmount and to unmount_resumed, which then leave
+ * the mount in place: a dead mount answering ENOTCONN to every consumer.
+ * Detach it when the topmost mount at the mountpoint is still this
+ * connection's; another mount placed there since is left alone.
+ */
+static void unmount_left(struct plugfs_fs *fs)
+{
+	if (still_mounted(fs) && umount2(fs->mountpoint, MNT_DETACH) != 0)
+		log_warn("fs: cannot unmount %s: %s", fs->mountpoint, strerror(errno));
+	else if (!still_mounted(fs))
 		log_info("fs: unmounted %s", fs->mountpoint);
 }
 
@@ -314,11 +338,12 @@ void fs_destroy(struct plugfs_fs *fs)
 	if (fs_signal_owner() == fs)
 		fs_restore_signals();
 	if (fs->se) {
-		if (fs->mounted && fs->resumed) {
-			unmount_resumed(fs);
-		} else if (fs->mounted) {
-			fuse_session_unmount(fs->se);
-			log_info("fs: unmounted %s", fs->mountpoint);
+		if (fs->mounted) {
+			if (fs->resumed)
+				unmount_resumed(fs);
+			else
+				fuse_session_unmount(fs->se);
+			unmount_left(fs);
 		}
 		fuse_session_destroy(fs->se);
 	}

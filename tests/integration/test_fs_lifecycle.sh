@@ -107,6 +107,20 @@ wait "$reg_pid"
 check "... the waiting client came back" test $? -ne 124
 DAEMON_PID=
 
+# An aborted connection (an admin's abort in /sys/fs/fuse/connections, or
+# the daemon's own abort of a blocked invalidation): the stop still takes
+# the mount away, not leave a dead one answering ENOTCONN to consumers.
+start_daemon
+pid=$DAEMON_PID
+abort_fuse_conn "$MNT"
+kill -TERM "$pid" 2>/dev/null
+timeout 60 tail --pid="$pid" -f /dev/null
+check "an aborted connection: the daemon stops" bash -c "! kill -0 $pid 2>/dev/null"
+wait "$pid"
+check_eq "... and exits 0" 0 $?
+check "... the mount is gone" bash -c "! grep -qs ' $MNT fuse' /proc/mounts"
+DAEMON_PID=
+
 # Readiness: READY=1 on $NOTIFY_SOCKET once the mount answers (path and
 # abstract socket).
 notify_test() { # NOTIFY_SOCKET-VALUE DESCRIPTION
