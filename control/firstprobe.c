@@ -52,6 +52,7 @@ struct ctl_job {
 	enum job_state state;	    /* first_mu */
 	bool probe;		    /* a register the daemon probes */
 	bool abandoned;		    /* a drain gave up on it (server thread) */
+	bool ready;		    /* probed, or nothing to probe (server thread) */
 	bool release;		    /* its turn came (ctl_first_collect) */
 };
 
@@ -212,17 +213,17 @@ void ctl_first_collect(struct control_server *srv)
 	if (!f->order && !f->n_threads)
 		return;
 	pthread_mutex_lock(&f->first_mu);
-	if (f->done) {
-		done = f->done;
-		f->done = NULL;
-		f->done_tail = &f->done;
-	}
+	done = f->done;
+	f->done = NULL;
+	f->done_tail = &f->done;
+	for (struct ctl_job *j = done; j; j = j->next)
+		j->state = JOB_READY;
 	pthread_mutex_unlock(&f->first_mu);
 	while (done) {
 		struct ctl_job *j = done;
 
 		done = j->next;
-		j->state = JOB_READY;
+		j->ready = true;
 		if (j->abandoned)
 			job_free(j); /* out of the order already */
 		else
@@ -237,7 +238,7 @@ void ctl_first_collect(struct control_server *srv)
 	 * deregister behind a register of its alloc in one group would find
 	 * nothing to remove). */
 	for (struct ctl_job *j = f->order; j; j = j->next_order)
-		j->release = j->state == JOB_READY && !held_back(srv, &j->req, j);
+		j->release = j->ready && !held_back(srv, &j->req, j);
 	pp = &f->order;
 	while (*pp) {
 		struct ctl_job *j = *pp;
@@ -290,6 +291,7 @@ int ctl_first_add(struct control_server *srv, struct client *c, struct ctl_reque
 	}
 	j->probe = probe;
 	j->state = probe ? JOB_QUEUED : JOB_READY;
+	j->ready = !probe;
 	*f->order_tail = j;
 	f->order_tail = &j->next_order;
 	c->committing = true;
