@@ -55,7 +55,8 @@ int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_requ
 		}
 	}
 	srv->n_pending++;
-	c->committing = true;
+	if (c)
+		c->committing = true;
 	return 0;
 }
 
@@ -130,9 +131,11 @@ void ctl_commit_run(struct control_server *srv)
 		struct ctl_pending *p = &srv->pending[i];
 		struct client *c = p->c;
 
-		c->committing = false;
-		c->resume = true; /* serve the lines held back */
-		if (c->dead) {
+		if (c) {
+			c->committing = false;
+			c->resume = true; /* serve the lines held back */
+		}
+		if (!c || c->dead) {
 			; /* gone: the mutation stands, nobody to tell */
 		} else if (m[i].rc != 0) {
 			ctl_refuse_registry(c, &p->req, m[i].rc, m[i].err);

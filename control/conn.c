@@ -22,6 +22,7 @@
 
 void ctl_conn_free(struct client *c)
 {
+	ctl_first_forget(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	ctl_linebuf_free(&c->in);
@@ -101,7 +102,8 @@ void ctl_conn_read(struct control_server *srv, struct client *c)
 		ctl_linebuf_commit(&c->in, (size_t)n);
 		/* Serve between reads so that input stays bounded. */
 		ctl_conn_serve(srv, c);
-		if (c->dead || c->waiting || c->stream || c->committing || ctl_out_pending(c) > OUT_STALL)
+		if (c->dead || c->waiting || c->stream || c->committing ||
+		    ctl_out_pending(c) > OUT_STALL)
 			return;
 	}
 	ctl_conn_serve(srv, c);

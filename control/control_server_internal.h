@@ -14,6 +14,8 @@
  *   events.c  the event queue the registry callback fills; watchers, waits
  *   stream.c  `list' as a stream
  *   commit.c  the group commit of the mutations of one poll round
+ *   firstprobe.c  a register's first probe on the probe threads, and the
+ *             mutations of a plugin kept in their order behind it
  *   drain.c   the drain before a handover: answer what was read, then stop
  *   metrics.c the `metrics' text
  *   ops.c     the operations (register, deregister, list, show, wait,
@@ -25,8 +27,10 @@
  * Threads: everything here runs on the server thread, except
  * ctl_events_on_registry(), which runs on the thread that committed a
  * registry change, with the registry mutex held, and takes only q_lock
- * (lock order: registry mutex, then q_lock).  Nothing is written to a socket
- * from the callback.
+ * (lock order: registry mutex, then q_lock), and the probe threads of
+ * firstprobe.c, which run a register's first probe (the daemon's callback)
+ * and take only first_mu, alone.  Nothing is written to a socket from
+ * either.
  */
 #ifndef PLUGFS_CONTROL_SERVER_INTERNAL_H
 #define PLUGFS_CONTROL_SERVER_INTERNAL_H
@@ -122,8 +126,9 @@ struct client {
 	char **watch_types; /* NULL with watching: every type */
 	size_t n_watch_types;
 	bool waiting;
-	bool committing; /* a mutation of its waits for the group commit */
-	bool resume;	 /* a wait or a commit ended: serve the lines held back */
+	bool committing;     /* a mutation of its waits for its probe or the group commit */
+	struct ctl_job *job; /* that mutation while firstprobe.c holds it, or NULL */
+	bool resume;	     /* a wait or a commit ended: serve the lines held back */
 	char *wait_type, *wait_name;
 	char *wait_alloc; /* NULL: any active registration ends the wait */
 	json_t *wait_id;
@@ -155,6 +160,30 @@ struct ev_item {
 	json_t *plugin; /* the plugin after the change, when it has registrations */
 };
 
+/* The probe threads of a register's first probe (firstprobe.c). */
+#define CTL_PROBE_THREADS 16
+struct ctl_job; /* firstprobe.c */
+struct ctl_first {
+	pthread_mutex_t first_mu;	   /* guards the fields up to the blank line */
+	pthread_cond_t cond;		   /* a job queued, or stop */
+	struct ctl_job *todo, **todo_tail; /* to probe, in arrival order */
+	struct ctl_job *done, **done_tail; /* probed, for the server thread */
+	pthread_t threads[CTL_PROBE_THREADS];
+	unsigned n_threads, idle;
+	bool stop;
+
+	/* Read by the probes atomically: true once the server gave up on the
+	 * probes in flight (a handover's drain, a stop): they end within
+	 * PROBE_STOP_CHECK_MS and their registers are not committed. */
+	bool cancel;
+	/* Owned by the server thread: every mutation held here, in arrival
+	 * order (a register probing or probed, a mutation behind one of the
+	 * same plugin), and the registers closed unanswered at a handover. */
+	struct ctl_job *order, **order_tail;
+	bool ready; /* a job may be released: look at the order next round */
+	unsigned abandoned;
+};
+
 struct control_server {
 	struct registry *reg;
 	/* What control_server_start was given, its strings the server's own
@@ -181,6 +210,8 @@ struct control_server {
 	bool stop;
 	bool drain; /* stop after answering what was read (drain.c) */
 	bool lost_events;
+
+	struct ctl_first first; /* a register's first probe (firstprobe.c) */
 
 	/* Owned by the server thread. */
 	struct ctl_pending *pending;	/* mutations of this poll round (commit.c) */
@@ -210,6 +241,7 @@ struct control_server {
 		unsigned partial;	   /* unfinished lines dropped */
 		unsigned ended;		   /* waits and watches closed */
 		unsigned cut;		   /* clients closed at the deadline */
+		unsigned abandoned;	   /* registers probing, closed unanswered */
 	} drain_st;
 	/* Test-only (tests/unit/test_control_drain.c), NULL in the daemon:
 	 * stop_asked(stop_asked_arg) is called by the stopping thread once it
@@ -328,7 +360,8 @@ void ctl_stream_release(struct client *c);
 
 /* Queues the checked mutation req (register with its spec, whose strings
  * are req's; deregister with spec NULL) of c for the group commit: req is
- * moved (emptied), c's further lines are held back until its answer.
+ * moved (emptied), c's further lines are held back until its answer.  c
+ * NULL: its client is gone (committed all the same, nobody answered).
  * 0 or -ENOMEM (req untouched). */
 int ctl_commit_add(struct control_server *srv, struct client *c, struct ctl_request *req,
 		   const struct reg_spec *spec);
@@ -338,12 +371,54 @@ void ctl_commit_run(struct control_server *srv);
 /* Frees what is still queued (at stop). */
 void ctl_commit_drop(struct control_server *srv);
 
+/* --- a register's first probe (firstprobe.c) --- */
+
+/* Sets srv->first up (no thread yet: they start on demand). */
+void ctl_first_init(struct control_server *srv);
+
+/*
+ * The checked mutation req of c (register with its spec, whose strings are
+ * req's; deregister with spec NULL), in the order mutations arrive.  A
+ * register, when the daemon probes (control_options.probe), is probed on
+ * a probe thread (at most CTL_PROBE_THREADS at once, started on demand)
+ * while the server serves the others; a mutation of a plugin that such a
+ * register holds waits behind it; then each goes to the group commit
+ * (ctl_commit_add) in its order of arrival.  req is moved (emptied) and
+ * c's further lines are held back until its answer.  Once the server gave
+ * up on its probes (a handover's drain) a register is not taken: c is
+ * closed unanswered (its client sends it again to the next server).
+ * 0, -ENOMEM or -EAGAIN (no probe thread could start): req untouched.
+ */
+int ctl_first_add(struct control_server *srv, struct client *c, struct ctl_request *req,
+		  const struct reg_spec *spec);
+/* Takes the probes that ended and hands every mutation no earlier one of
+ * its plugin holds back to the group commit, in arrival order. */
+void ctl_first_collect(struct control_server *srv);
+/* Whether a mutation is held here (probing, or behind a probe). */
+bool ctl_first_busy(const struct control_server *srv);
+/* A handover's drain gives up on the probes in flight: those that ended
+ * are collected, every mutation still held is dropped (not committed) and
+ * its client closed unanswered (it sends it again to the next server);
+ * the probes in flight are cancelled.  Returns how many clients were
+ * closed. */
+unsigned ctl_first_abandon(struct control_server *srv);
+/* c is being freed: a mutation of its still held is committed all the
+ * same, unanswered. */
+void ctl_first_forget(struct client *c);
+/* Cancels the probes, joins the probe threads and frees every job and
+ * srv->first's lock (at the server's stop; nothing is committed). */
+void ctl_first_stop(struct control_server *srv);
+
 /* --- the drain before a handover (drain.c) --- */
 
 /* How long a handover waits at most for the answers of the requests read
  * before it (a client that does not read its answer, a long list): below
  * the third of systemd's WatchdogSec= the housekeeping thread pings at. */
 #define CTL_DRAIN_MAX_MS 3000
+/* How long a drain lets the registers probing when it began end their
+ * probes (answered by this server) before it closes them unanswered (sent
+ * again to the next one, which probes them again). */
+#define CTL_DRAIN_PROBE_MS 500
 /* Starts the drain: no more accepting (new clients wait in the listening
  * socket's backlog for the next server), every client's reading side shut
  * (what it sent before is read and answered; a later send of its fails

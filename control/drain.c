@@ -12,7 +12,10 @@
  * EPIPE at the client.  So a request is either read and answered here, or
  * never taken, and the client knows which: an answer, or a connection
  * closed before one (sent again, to the next server, by the CLI).  Nothing
- * is left unread in a socket we close, so no client sees ECONNRESET.
+ * is left unread in a socket we close, so no client sees ECONNRESET.  A
+ * register whose probe has not ended CTL_DRAIN_PROBE_MS into the drain is
+ * closed unanswered too, not committed (firstprobe.c): the drain never
+ * waits for a socket that hangs.
  * Runs on the server thread only.
  */
 #include <errno.h>
@@ -76,6 +79,10 @@ bool ctl_drain_step(struct control_server *srv)
 	struct ctl_drain *d = &srv->drain_st;
 	bool left = false;
 
+	/* Registers still probing after CTL_DRAIN_PROBE_MS are not waited
+	 * for: closed unanswered, sent again to the next server. */
+	if (ctl_first_busy(srv) && now >= d->started + CTL_DRAIN_PROBE_MS)
+		ctl_first_abandon(srv);
 	for (struct client *c = srv->clients; c; c = c->next) {
 		if (!c->dead && (c->waiting || c->watching))
 			end_long_request(srv, c);
@@ -85,8 +92,11 @@ bool ctl_drain_step(struct control_server *srv)
 		return false;
 	/* The mutations served this round are committed and answered, not
 	 * dropped: a client whose answer then does not go out has its
-	 * registration all the same (as one that hung up). */
+	 * registration all the same (as one that hung up).  A register still
+	 * probing is not: it was not acknowledged. */
+	ctl_first_abandon(srv);
 	ctl_commit_run(srv);
+	d->abandoned = srv->first.abandoned;
 	for (struct client *c = srv->clients; c; c = c->next) {
 		if (!c->dead && ctl_out_pending(c) > 0)
 			ctl_conn_flush(c);
@@ -104,8 +114,10 @@ bool ctl_drain_step(struct control_server *srv)
 			 "within %d ms",
 			 d->cut, CTL_DRAIN_MAX_MS);
 	log_info("control: handover: answered %u request(s) of %u client(s) (%u wait(s) and "
-		 "watch(es) ended, %u unfinished line(s) dropped) in %lld ms",
-		 d->served, d->clients, d->ended, d->partial, (long long)(now - d->started));
+		 "watch(es) ended, %u unfinished line(s) dropped, %u register(s) still probing "
+		 "closed unanswered) in %lld ms",
+		 d->served, d->clients, d->ended, d->partial, d->abandoned,
+		 (long long)(now - d->started));
 	if (srv->drain_report)
 		*srv->drain_report = *d;
 	return true;
@@ -118,6 +130,9 @@ int ctl_drain_timeout(const struct control_server *srv, int timeout)
 	if (!srv->draining)
 		return timeout;
 	left = srv->drain_st.deadline - plugfs_mono_ms();
+	if (ctl_first_busy(srv) &&
+	    srv->drain_st.started + CTL_DRAIN_PROBE_MS - plugfs_mono_ms() < left)
+		left = srv->drain_st.started + CTL_DRAIN_PROBE_MS - plugfs_mono_ms();
 	if (left < 0)
 		left = 0;
 	return timeout < 0 || left < timeout ? (int)left + 1 : timeout;

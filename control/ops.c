@@ -4,7 +4,8 @@
  * each, their one table (ctl_ops: name, fields, function, whether it
  * mutates) and the dispatch of a request line by it.  Each answers its client
  * exactly once, now, at the end of the poll round (register, deregister:
- * commit.c) or (wait) when the wait ends.  Runs on the server thread.
+ * commit.c; a register once its probe ended, firstprobe.c) or (wait) when
+ * the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -65,6 +66,19 @@ static int check_plugin(struct control_server *srv, struct client *c, struct ctl
 	return check_type(srv, c, req, req->type) || check_name(c, req) ? -EINVAL : 0;
 }
 
+/* The checked mutation req of c on its way to the group commit
+ * (ctl_first_add), or refused. */
+static void add_mutation(struct control_server *srv, struct client *c, struct ctl_request *req,
+			 const struct reg_spec *spec)
+{
+	int rc = ctl_first_add(srv, c, req, spec);
+
+	if (rc == -EAGAIN)
+		ctl_refuse(c, req, CTL_E_UNAVAILABLE, "cannot start a thread to probe the socket");
+	else if (rc != 0)
+		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
+}
+
 /* --- the operations --- */
 
 static void op_register(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -79,7 +93,6 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 	    .options = req->options,
 	    .n_options = req->n_options,
 	};
-	struct reg_runtime first = {0};
 	int rc;
 
 	if (req->probe && reg_probe_parse(req->probe, &spec.probe) != 0) {
@@ -126,25 +139,20 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		ctl_refuse_registry(c, req, rc, err);
 		return;
 	}
-	/* Probed before it is stored (no lock held): a new registration whose
-	 * socket is dead is stored dead and never takes over. */
-	if (srv->opt.probe) {
-		srv->opt.probe(req->types[0], &spec, &first, srv->opt.probe_arg);
-		spec.runtime = &first;
-	}
-	/* Committed with the other mutations of this poll round (commit.c),
-	 * which answers. */
-	if (ctl_commit_add(srv, c, req, &spec) != 0)
-		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
+	/* Probed before it is stored, on a probe thread (firstprobe.c): a new
+	 * registration whose socket is dead is stored dead and never takes
+	 * over.  Then committed with the other mutations of its poll round
+	 * (commit.c), which answers. */
+	add_mutation(srv, c, req, &spec);
 }
 
 static void op_deregister(struct control_server *srv, struct client *c, struct ctl_request *req)
 {
 	if (req->type && (check_type(srv, c, req, req->type) || check_name(c, req)))
 		return;
-	/* Committed with the other mutations of this poll round (commit.c). */
-	if (ctl_commit_add(srv, c, req, NULL) != 0)
-		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
+	/* Committed with the other mutations of this poll round (commit.c),
+	 * after a register of the plugin still being probed (firstprobe.c). */
+	add_mutation(srv, c, req, NULL);
 }
 
 /* Streamed (stream.c): the answer is produced a chunk at a time while the
@@ -291,8 +299,9 @@ static int add_health_counts(struct control_server *srv, json_t *o)
 	if (rc < 0)
 		return rc;
 	return json_object_set_new(o, "health",
-				   json_pack("{s:I, s:I, s:I, s:I}", "alive", hc.n[REG_HEALTH_ALIVE],
-					     "unknown", hc.n[REG_HEALTH_UNKNOWN], "dead",
+				   json_pack("{s:I, s:I, s:I, s:I}", "alive",
+					     hc.n[REG_HEALTH_ALIVE], "unknown",
+					     hc.n[REG_HEALTH_UNKNOWN], "dead",
 					     hc.n[REG_HEALTH_DEAD], "none_alive", hc.none_alive))
 		   ? -ENOMEM
 		   : 0;
@@ -326,11 +335,11 @@ static void op_status(struct control_server *srv, struct client *c, struct ctl_r
 	plugfs_format_time(srv->started_wall, -1, started, sizeof(started));
 	o = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "ok", 1,
 		      "version", PLUGFS_VERSION, "mountpoint", srv->opt.mountpoint, "state",
-		      srv->opt.state_path, "socket", srv->opt.socket_path, "started_at", started, "uptime",
-		      (json_int_t)((plugfs_mono_ms() - srv->started_mono) / 1000), "plugins",
-		      (json_int_t)n_plugins, "registrations", (json_int_t)n_regs, "clients",
-		      (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers, "pid",
-		      (json_int_t)getpid());
+		      srv->opt.state_path, "socket", srv->opt.socket_path, "started_at", started,
+		      "uptime", (json_int_t)((plugfs_mono_ms() - srv->started_mono) / 1000),
+		      "plugins", (json_int_t)n_plugins, "registrations", (json_int_t)n_regs,
+		      "clients", (json_int_t)srv->n_clients, "watchers", (json_int_t)n_watchers,
+		      "pid", (json_int_t)getpid());
 	if (o && add_types(srv, o) < 0) {
 		json_decref(o);
 		o = NULL;

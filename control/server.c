@@ -3,7 +3,8 @@
  * The control server: one thread, one poll() loop over non-blocking sockets
  * (the wake eventfd, the listening socket, every client), the timers of
  * waits and idle clients, and starting and stopping it all.  Connections are
- * conn.c, the operations ops.c, events, watchers and waits events.c.
+ * conn.c, the operations ops.c, events, watchers and waits events.c, the
+ * probe threads of a register's first probe firstprobe.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -121,11 +122,19 @@ static void *server_thread(void *arg)
 			}
 		}
 		/* The mutations of every client served since the last round,
-		 * in one commit, before any client is freed. */
+		 * and the registers whose probe ended, in one commit, before
+		 * any client is freed. */
+		ctl_first_collect(srv);
 		ctl_commit_run(srv);
 		timeout = ctl_drain_timeout(srv, check_timers(srv));
+		if (srv->first.ready) /* held back by this round's commit only */
+			timeout = 0;
 		ctl_events_count_listeners(srv);
 		reap_clients(srv);
+		/* The lines served above may have ended the drain's last client
+		 * (its commit answered, then its end of input): no poll for it. */
+		if (srv->draining && ctl_drain_step(srv))
+			break;
 		if (cap < srv->n_clients + 2) {
 			/* Two arrays of one capacity: it counts once both grew. */
 			size_t cap_p = cap, cap_w = cap;
@@ -218,6 +227,8 @@ static void server_free(struct control_server *srv)
 {
 	if (!srv)
 		return;
+	/* The probe threads first: a probe in flight is cancelled (50 ms). */
+	ctl_first_stop(srv);
 	while (srv->clients) {
 		struct client *c = srv->clients;
 
@@ -293,6 +304,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->sub_id = -1;
 	srv->q_tail = &srv->q_head;
 	pthread_mutex_init(&srv->q_lock, NULL);
+	ctl_first_init(srv);
 	/* The options, with copies of their strings (all four set before
 	 * any check: server_free frees them). */
 	srv->opt = *opts;
@@ -300,7 +312,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	srv->opt.mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
 	srv->opt.state_path = strdup(opts->state_path ? opts->state_path : "");
 	srv->opt.group = strdup(opts->group ? opts->group : "");
-	if (!srv->opt.socket_path || !srv->opt.mountpoint || !srv->opt.state_path || !srv->opt.group) {
+	if (!srv->opt.socket_path || !srv->opt.mountpoint || !srv->opt.state_path ||
+	    !srv->opt.group) {
 		rc = -ENOMEM;
 		plugfs_seterr(err, errlen, "out of memory");
 		goto out;
@@ -352,8 +365,8 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	}
 	srv->thread_started = true;
 	log_info("control: listening on %s (mode 0660%s%s, max_clients %u, idle_timeout %u s)",
-		 srv->opt.socket_path, srv->have_group ? ", group " : "", srv->opt.group, srv->opt.max_clients,
-		 srv->opt.idle_timeout);
+		 srv->opt.socket_path, srv->have_group ? ", group " : "", srv->opt.group,
+		 srv->opt.max_clients, srv->opt.idle_timeout);
 	*out = srv;
 	srv = NULL;
 	rc = 0;

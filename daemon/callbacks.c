@@ -54,11 +54,15 @@ int daemon_probe_options(struct daemon *d)
 	return 0;
 }
 
-/* The control server's first probe of a registration, by its type. */
-void daemon_register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
-			   void *arg)
+/* The control server's first probe of a registration, by its type, on one
+ * of its probe threads: *cancel ends it within 50 ms (a round's stop). */
+void daemon_register_probe(const char *type, const struct reg_spec *spec, const bool *cancel,
+			   struct reg_runtime *out, void *arg)
 {
-	probe_first(type, spec->socket, spec->probe, spec->csi_name, arg, out);
+	struct probe_options o = *(const struct probe_options *)arg;
+
+	o.stop = cancel;
+	probe_first(type, spec->socket, spec->probe, spec->csi_name, &o, out);
 }
 
 /* What `metrics' says of the filesystem and the probes (on the control
@@ -172,7 +176,8 @@ static void reload_discover(struct daemon *d, struct plugfs_config *nc)
 		if (!config_discover_find(nc, d->cfg.discover[i].name))
 			log_info("reload: [discover.%s] removed", d->cfg.discover[i].name);
 	for (size_t i = 0; i < nc->n_discover; i++) {
-		const struct plugfs_discover *o = config_discover_find(&d->cfg, nc->discover[i].name);
+		const struct plugfs_discover *o =
+		    config_discover_find(&d->cfg, nc->discover[i].name);
 
 		if (!o)
 			log_info("reload: [discover.%s] added (root %s)", nc->discover[i].name,

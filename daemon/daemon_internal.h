@@ -31,9 +31,9 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
-	struct reg_probe_type *probe_types;	/* one per [registry] type */
-	struct prober *prober;			/* NULL: none running */
+	struct probe_options probe;	    /* from [probe] and [probe.TYPE] */
+	struct reg_probe_type *probe_types; /* one per [registry] type */
+	struct prober *prober;		    /* NULL: none running */
 	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;
 	bool house_started;
@@ -82,9 +82,10 @@ struct daemon {
  * 0, or -ENOMEM. */
 int daemon_probe_options(struct daemon *d);
 /* The control server's first probe of a registration, by its type
- * (control_options.probe; arg is a struct probe_options). */
-void daemon_register_probe(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
-			   void *arg);
+ * (control_options.probe; arg is a struct probe_options), on a probe
+ * thread of the server; *cancel ends it within 50 ms. */
+void daemon_register_probe(const char *type, const struct reg_spec *spec, const bool *cancel,
+			   struct reg_runtime *out, void *arg);
 /* What `metrics' says of the filesystem and the probes
  * (control_options.metrics; arg is the daemon). */
 void daemon_metrics(struct metrics *m, void *arg);

@@ -93,8 +93,7 @@ static int csi_batch(struct batch *b)
 		names[k] = b->names ? b->names[i] : NULL;
 		at[k++] = i;
 	}
-	if (k > 0 &&
-	    (rc = probe_csi_until(paths, names, k, b->timeout_ms, res, b->stop)) < 0)
+	if (k > 0 && (rc = probe_csi_until(paths, names, k, b->timeout_ms, res, b->stop)) < 0)
 		goto out;
 	for (size_t j = 0; j < k; j++) {
 		b->res[at[j]] = res[j];
@@ -332,7 +331,8 @@ void probe_first(const char *type, const char *socket, enum reg_probe probe, con
 			   .n = 1,
 			   .paths = &socket,
 			   .names = s.mode == REG_PROBE_CSI ? &csi_name : NULL,
-			   .res = &res};
+			   .res = &res,
+			   .stop = o->stop};
 	if (run_batch(&b) < 0)
 		return;
 	probe_next_runtime(&unknown, &res, s.failures, probe_now(o), rt);

@@ -38,12 +38,16 @@ struct control_options {
 	bool inherit_listen_fd;
 	int listen_fd;
 	/* NULL, or the first probe of a registration (of its first type):
-	 * `register' calls it before storing it, on the server thread with no lock held
-	 * (it must be bounded: the daemon's is probe_first), and a new
-	 * registration starts with *out, so a dead socket never takes over.
-	 * The answer then says the registration's health. */
-	void (*probe)(const char *type, const struct reg_spec *spec, struct reg_runtime *out,
-		      void *arg);
+	 * `register' calls it before storing it, on a probe thread of the
+	 * server (several at once, never the thread that serves the clients)
+	 * with no lock held, and a new registration starts with *out, so a
+	 * dead socket never takes over.  The answer then says the
+	 * registration's health.  It must be bounded (the daemon's is
+	 * probe_first) and return soon (the daemon's within 50 ms) once
+	 * *cancel, read atomically, is true: the server gave up on it (a
+	 * handover's drain, a stop) and stores nothing of it. */
+	void (*probe)(const char *type, const struct reg_spec *spec, const bool *cancel,
+		      struct reg_runtime *out, void *arg);
 	void *probe_arg;
 	/* NULL (`reload' answers unavailable), or reloads the daemon's config
 	 * for `reload', on the server thread: 0 when the new config is in

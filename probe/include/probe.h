@@ -167,7 +167,8 @@ int probe_round_type(struct registry *r, const struct probe_options *o, const ch
  * yet (a `register'), by its override probe over its type's mode, csi_name
  * the plugin name its csi probe expects (NULL or "" = none): *rt is what
  * probe_next_runtime makes of an unknown state, alive or dead; unknown
- * when its mode is none.  Blocks at most the type's timeout. */
+ * when its mode is none.  Blocks at most the type's timeout; o->stop ends
+ * it as a round's (within 50 ms, *rt unknown). */
 void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,
 		 const struct probe_options *o, struct reg_runtime *rt);
 
@@ -197,10 +198,10 @@ void prober_stop(struct prober *p);
 /* What the watches see, for metrics (zero when none run). */
 struct probe_watch_stats {
 	bool on;
-	size_t pidfd, inotify, poll; /* registrations by watch kind */
-	size_t dirs;		     /* directories watched */
-	uint64_t events;	     /* events since the start */
-	uint64_t probes;	     /* probes events made */
+	size_t pidfd, inotify, poll;		   /* registrations by watch kind */
+	size_t dirs;				   /* directories watched */
+	uint64_t events;			   /* events since the start */
+	uint64_t probes;			   /* probes events made */
 	uint64_t no_pidfd, watch_limit, fds_short; /* fallbacks since the start */
 };
 /* Any thread; p may be NULL. */
