@@ -64,16 +64,18 @@ static int list_dead(void *arg, const struct reg_plugin *p)
 	return 0;
 }
 
-/* One line after the start-up round: how many were probed, which are dead
- * (the first few, in no particular order).  Read in place: a copy of the
- * registry (and its sort) delayed readiness by a tenth of a second at
- * 100,000 registrations. */
-void audit_probed_at_start(struct registry *r, int n)
+/* One line after the start-up round (on the prober's thread that ended
+ * it last): how many were probed, which are dead (the first few, in no
+ * particular order).  Read in place: a copy of the registry (and its
+ * sort) took a tenth of a second at 100,000 registrations. */
+void audit_probed_at_start(struct registry *r, int n, int64_t ms)
 {
 	struct dead_list d = {.len = 0};
 
 	registry_each_plugin(r, list_dead, &d);
-	log_info("probe: %d registration(s) probed at start, %zu dead%s", n, d.n, d.text);
+	log_info("probe: %d registration(s) probed at start, %zu dead%s (the round took %lld ms, "
+		 "the mount serving meanwhile)",
+		 n, d.n, d.text, (long long)ms);
 }
 
 /* The daemon's log of committed changes, one line each, in commit order: what
@@ -105,7 +107,12 @@ void audit_log_change(const struct reg_event *ev, void *arg)
 	}
 	case REG_EV_RUNTIME: /* not a committed change: a probe's verdict */
 		snprintf(health_moved, sizeof(health_moved), "%s", ev->reg->alloc);
-		if (ev->old_runtime && ev->old_runtime->health != ev->reg->runtime.health)
+		/* unknown -> alive is no news (unknown counts as alive): the
+		 * start round's verdicts come with the mount served, after
+		 * this log subscribed, and would say it of every plugin. */
+		if (ev->old_runtime && ev->old_runtime->health != ev->reg->runtime.health &&
+		    !(ev->old_runtime->health == REG_HEALTH_UNKNOWN &&
+		      ev->reg->runtime.health == REG_HEALTH_ALIVE))
 			log_info("health %s/%s alloc %s: %s -> %s%s%s%s", ev->plugin_type,
 				 ev->plugin_name, ev->reg->alloc,
 				 reg_health_name(ev->old_runtime->health),

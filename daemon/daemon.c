@@ -66,13 +66,14 @@ static void on_ready(void *arg)
 		uint64_t t = plugfs_mono_ns(),
 			 t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
 
+		/* No probe phase: the start round runs once the mount
+		 * serves (probed_at_start says when it ended). */
 		registry_counts(d->reg, &n_plugins, &n_regs);
 		log_info("ready: serving %s (%zu registration(s); %.1f ms from start: state %.1f, "
-			 "probe %.1f, tree and mount %.1f, until the kernel's handshake %.1f)",
+			 "tree and mount %.1f, until the kernel's handshake %.1f)",
 			 d->cfg.mountpoint, n_regs, (double)(t - d->t_start) / 1e6,
 			 (double)(d->t_loaded - d->t_start) / 1e6,
-			 (double)(d->t_probed - d->t_loaded) / 1e6,
-			 (double)((t_mounted ? t_mounted : t) - d->t_probed) / 1e6,
+			 (double)((t_mounted ? t_mounted : t) - d->t_loaded) / 1e6,
 			 (double)(t - (t_mounted ? t_mounted : t)) / 1e6);
 	}
 	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
@@ -138,8 +139,19 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 	return 0;
 }
 
-/* The state: opened and loaded, its upkeep started, every registration
- * probed once. */
+/* The start round's end (the prober's first rounds, on its last thread to
+ * end one): one line, how many were probed, which are dead. */
+static void probed_at_start(void *arg, int n, int64_t ms)
+{
+	const struct daemon *d = arg;
+
+	if (n < 0)
+		log_warn("probe: the first round failed: %s", strerror(-n));
+	else
+		audit_probed_at_start(d->reg, n, ms);
+}
+
+/* The state: opened and loaded, its upkeep started. */
 static int start_registry(struct daemon *d, char *err, size_t errlen)
 {
 	struct registry_options ropts;
@@ -162,14 +174,13 @@ static int start_registry(struct daemon *d, char *err, size_t errlen)
 	if (rc != 0)
 		return rc;
 	d->t_loaded = plugfs_mono_ns();
-	/* Every registration probed once before the tree is built (so no
-	 * invalidation can wait on a loop that does not run yet) and before
-	 * the audit log subscribes (a start that fails says one line): none
-	 * that is dead is served after readiness. */
+	/* Every registration is probed once at start by the prober's first
+	 * rounds, started with the mount served (daemon_start): a start (a
+	 * re-exec) never waits for a round of hung plugins, and each verdict
+	 * is applied as its probe ends, so a dead socket is served for the
+	 * time of its own probe at most. */
 	if (daemon_probe_options(d) != 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
-	d->n_probed = probe_enabled(&d->probe) ? probe_round(d->reg, &d->probe) : 0;
-	d->t_probed = plugfs_mono_ns();
 	d->audit_sub = registry_subscribe(d->reg, audit_log_change, NULL);
 	if (d->audit_sub < 0) {
 		rc = d->audit_sub;
@@ -199,7 +210,7 @@ static int start_fs(struct daemon *d, char *err, size_t errlen)
 	__atomic_store_n(&d->t_mounted, plugfs_mono_ns(), __ATOMIC_SEQ_CST);
 	/* What the start used and no longer needs goes back: SQLite's cache
 	 * of the pages the load read, and the heap's free memory (the load's
-	 * statements and temporary texts, the probe round's). */
+	 * statements and temporary texts). */
 	registry_release_memory(d->reg);
 #ifdef __GLIBC__
 	malloc_trim(0);
@@ -342,10 +353,10 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 #endif
 	if (rc != 0)
 		goto fail;
-	if (d->n_probed < 0)
-		log_warn("probe: the first round failed: %s", strerror(-d->n_probed));
-	else if (probe_enabled(&d->probe))
-		audit_probed_at_start(d->reg, d->n_probed);
+	/* The start round: the prober's first rounds, at once (prober_start
+	 * copies the options; the control server reads only their policy). */
+	d->probe.first_round = probed_at_start;
+	d->probe.first_round_arg = d;
 	rc = prober_start(d->reg, &d->probe, &d->prober, err, errlen);
 	if (rc != 0)
 		goto fail;

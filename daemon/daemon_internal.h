@@ -50,16 +50,16 @@ struct daemon {
 	/* The handover under way is a stop, not a re-exec; atomic. */
 	bool stop_keeping;
 	/* The start's phases (CLOCK_MONOTONIC, ns): begin, state loaded,
-	 * probed, tree built and mounted; the ready line reports them. */
-	uint64_t t_start, t_loaded, t_probed, t_mounted;
+	 * tree built and mounted; the ready line reports them (the start
+	 * round runs after them, its own line says how long it took). */
+	uint64_t t_start, t_loaded, t_mounted;
 	/* One reload at a time: SIGHUP on the housekeeping thread, `reload'
 	 * on the control server's; guards the reloadable fields of cfg. */
 	pthread_mutex_t reload_lock;
 	/* The start: the connection handed over to this process (resuming),
-	 * the first round's count (or -errno), libcurl's global state. */
+	 * libcurl's global state. */
 	struct fs_handover resume;
 	bool resuming;
-	int n_probed;
 	bool curl_ready;
 	/* The stop: the handover to a re-executed program (out_h, its fds),
 	 * or a stop that left the mount in systemd's store (kept). */

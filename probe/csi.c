@@ -456,7 +456,7 @@ static struct probe_result *result_of(struct probe_result *out, struct probe_ide
 /* The probes (ids NULL) or the identifications (out NULL) of paths. */
 static int run_calls(const char *const *paths, const char *const *names, size_t n,
 		     unsigned timeout_ms, struct probe_result *out, struct probe_identity *ids,
-		     const bool *stop)
+		     const bool *stop, const struct probe_each *each)
 {
 	struct call *slots = NULL;
 	bool *busy = NULL;
@@ -489,6 +489,8 @@ static int run_calls(const char *const *paths, const char *const *names, size_t 
 				       result_of(out, ids, next)) == 0) {
 				busy[s] = true;
 				live++;
+			} else if (each) {
+				each->done(each->arg, next);
 			}
 			next++;
 		}
@@ -502,6 +504,7 @@ static int run_calls(const char *const *paths, const char *const *names, size_t 
 			struct call *c = NULL;
 			struct probe_result *res;
 			CURLcode cc;
+			size_t idx;
 
 			if (msg->msg != CURLMSG_DONE)
 				continue;
@@ -517,9 +520,12 @@ static int run_calls(const char *const *paths, const char *const *names, size_t 
 				}
 			}
 			res->took_ms = (unsigned)(plugfs_mono_ms() - c->start);
+			idx = c->idx;
 			call_free(c);
 			busy[c - slots] = false;
 			live--;
+			if (each)
+				each->done(each->arg, idx);
 		}
 		/* Woken by any transfer's activity or its timer (curl shortens
 		 * the wait to its next timeout), and to look at stop. */
@@ -551,11 +557,18 @@ out:
 int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
 		    unsigned timeout_ms, struct probe_result *out, const bool *stop)
 {
-	return run_calls(paths, names, n, timeout_ms, out, NULL, stop);
+	return run_calls(paths, names, n, timeout_ms, out, NULL, stop, NULL);
+}
+
+int probe_csi_each(const char *const *paths, const char *const *names, size_t n,
+		   unsigned timeout_ms, struct probe_result *out, const bool *stop,
+		   const struct probe_each *each)
+{
+	return run_calls(paths, names, n, timeout_ms, out, NULL, stop, each);
 }
 
 int probe_csi_identify(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_identity *out, const bool *stop)
 {
-	return run_calls(paths, NULL, n, timeout_ms, NULL, out, stop);
+	return run_calls(paths, NULL, n, timeout_ms, NULL, out, stop, NULL);
 }

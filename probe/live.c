@@ -3,7 +3,11 @@
  * The watches at work (probe_internal.h, live_start): a watcher
  * (watch.c) over every probed registration, kept by a registry
  * subscription, and the live thread, which probes the registrations the
- * watcher's events name and applies the verdicts at once.
+ * watcher's events name and applies each verdict as its probe ends.  The
+ * csi calls of the registrations probed by csi (those that accepted the
+ * connect) go to a thread of their own, the live csi thread: a window of
+ * plugins that accept and never answer (a whole timeout) holds back no
+ * connect probe of an event (a listener's exit).
  *
  * An event is a hint, never the verdict (docs/design.md, "Semantics"):
  *   - a listener's exit is probed; a probe that fails turns the
@@ -23,7 +27,7 @@
  * missing socket whose path is watched none in any mode, and a round's
  * verdict older than an event's is not applied.
  *
- * Locks: l->mu (the queue, the verdicts' marks) taken alone; the watcher's
+ * Locks: l->mu (the queues, the verdicts' marks) taken alone; the watcher's
  * own mutex inside its calls; the registry mutex only through the registry
  * API, never with l->mu held.  The subscription callback, under the
  * registry mutex, only calls watch_add and watch_remove (which queue).
@@ -65,19 +69,26 @@ struct applied {
 	uint64_t gen;
 };
 
+struct job;
+
 struct live {
 	struct registry *reg;
 	const struct probe_options *o;
 	struct watch *w;
 	int sub;
 	struct probe_hooks hooks;
-	pthread_t thread;
-	bool started;
+	pthread_t thread, csi_thread;
+	bool started, csi_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cond;
+	pthread_cond_t csi_cond; /* the csi queue has jobs, or stop */
 	bool stop; /* also the probes' stop flag (atomic) */
 	struct item *q;
 	size_t n, cap;
+	/* The csi calls to make (the live csi thread's queue): jobs whose
+	 * connect probe succeeded, each with its socket's reference. */
+	struct job *cq;
+	size_t cn, ccap;
 	/* The verdicts the events applied, for the rounds (hook_newer). */
 	uint64_t gen;
 	struct htab applied;
@@ -296,44 +307,6 @@ static void take_pid(struct live *l, int64_t id, int pid, unsigned tries)
 		push(l, id, L_VERIFY, pid, tries, 0);
 }
 
-/* Probes the jobs (connect, then csi where asked) with no lock held. */
-static void probe_jobs(struct live *l, struct job *j, size_t n)
-{
-	const char *paths[BATCH], *cpaths[BATCH], *names[BATCH];
-	struct probe_result res[BATCH];
-	size_t at[BATCH], k = 0;
-	unsigned tmax = 0, cmax = 0;
-
-	for (size_t i = 0; i < n; i++) {
-		paths[i] = j[i].sock;
-		if (j[i].s.timeout_ms > tmax)
-			tmax = j[i].s.timeout_ms;
-	}
-	if (probe_connect_until(paths, n, tmax, res, &l->stop) < 0)
-		return;
-	for (size_t i = 0; i < n; i++) {
-		const char *cn = reg_strings_at(j[i].sock, REG_STR_CSI_NAME);
-
-		j[i].res = res[i];
-		if (j[i].s.mode != REG_PROBE_CSI || !res[i].ok)
-			continue;
-		cpaths[k] = j[i].sock;
-		names[k] = *cn ? cn : NULL;
-		if (j[i].s.timeout_ms > cmax)
-			cmax = j[i].s.timeout_ms;
-		at[k++] = i;
-	}
-	if (k > 0 && probe_csi_until(cpaths, names, k, cmax, res, &l->stop) == 0) {
-		for (size_t i = 0; i < k; i++) {
-			int pid = j[at[i]].res.pid;
-
-			j[at[i]].res = res[i];
-			j[at[i]].res.pid = res[i].ok ? pid : 0;
-		}
-	}
-	__atomic_fetch_add(&l->probes, n, __ATOMIC_RELAXED);
-}
-
 /* Applies a job's verdict and takes its listener's pid. */
 static void apply(struct live *l, struct job *j)
 {
@@ -375,6 +348,141 @@ static void apply(struct live *l, struct job *j)
 	}
 }
 
+static bool stopped(struct live *l)
+{
+	return __atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Hands j (its socket's reference with it) to the live csi thread; a job
+ * of the same registration still queued takes j's events instead. */
+static void queue_csi(struct live *l, struct job *j)
+{
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = 0; i < l->cn; i++) {
+		if (l->cq[i].it.id != j->it.id)
+			continue;
+		l->cq[i].it.what |= j->it.what;
+		if (j->it.what & L_VERIFY)
+			l->cq[i].it.pid = j->it.pid, l->cq[i].it.tries = j->it.tries;
+		l->cq[i].res.pid = j->res.pid;
+		pthread_mutex_unlock(&l->mu);
+		rcstr_unref(j->sock);
+		j->sock = NULL;
+		return;
+	}
+	if (PLUGFS_GROW(l->cq, l->ccap, l->cn, 64) == 0) {
+		l->cq[l->cn++] = *j;
+		j->sock = NULL;
+		pthread_cond_signal(&l->csi_cond);
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (j->sock) { /* out of memory: not probed */
+		rcstr_unref(j->sock);
+		j->sock = NULL;
+	}
+}
+
+struct stage {
+	struct live *l;
+	struct job *j;
+	const struct probe_result *res;
+	const size_t *at; /* the csi call's i: j[at[i]] */
+};
+
+/* A connect probe ended: its verdict, or the csi call to make next. */
+static void connected(void *arg, size_t i)
+{
+	struct stage *st = arg;
+	struct job *j = &st->j[i];
+
+	j->res = st->res[i];
+	if (j->s.mode == REG_PROBE_CSI && j->res.ok)
+		queue_csi(st->l, j);
+	else if (!stopped(st->l))
+		apply(st->l, j);
+}
+
+/* A csi call ended: its verdict (the listener's pid, the connect's). */
+static void answered(void *arg, size_t i)
+{
+	struct stage *st = arg;
+	struct job *j = &st->j[st->at[i]];
+	int pid = j->res.pid;
+
+	j->res = st->res[i];
+	j->res.pid = j->res.ok ? pid : 0;
+	if (!stopped(st->l))
+		apply(st->l, j);
+}
+
+/* Probes the jobs' sockets with no lock held (connect), each verdict
+ * applied as its probe ends; the csi calls are queued for their thread. */
+static void probe_jobs(struct live *l, struct job *j, size_t n)
+{
+	const char *paths[BATCH];
+	struct probe_result res[BATCH];
+	struct stage st = {.l = l, .j = j, .res = res};
+	const struct probe_each each = {.done = connected, .arg = &st};
+	unsigned tmax = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = j[i].sock;
+		if (j[i].s.timeout_ms > tmax)
+			tmax = j[i].s.timeout_ms;
+	}
+	(void)probe_connect_each(paths, n, tmax, res, &l->stop, &each);
+	__atomic_fetch_add(&l->probes, n, __ATOMIC_RELAXED);
+}
+
+/* The live csi thread: the csi calls queued, BATCH at a time, each
+ * verdict applied as its call ends. */
+static void csi_jobs(struct live *l, struct job *j, size_t k)
+{
+	const char *paths[BATCH], *names[BATCH];
+	struct probe_result res[BATCH];
+	size_t at[BATCH];
+	struct stage st = {.l = l, .j = j, .res = res, .at = at};
+	const struct probe_each each = {.done = answered, .arg = &st};
+	unsigned tmax = 0;
+
+	for (size_t i = 0; i < k; i++) {
+		const char *cn = reg_strings_at(j[i].sock, REG_STR_CSI_NAME);
+
+		paths[i] = j[i].sock;
+		names[i] = *cn ? cn : NULL;
+		at[i] = i;
+		if (j[i].s.timeout_ms > tmax)
+			tmax = j[i].s.timeout_ms;
+	}
+	(void)probe_csi_each(paths, names, k, tmax, res, &l->stop, &each);
+}
+
+static void *live_csi_main(void *arg)
+{
+	struct live *l = arg;
+	struct job batch[BATCH];
+
+	pthread_mutex_lock(&l->mu);
+	while (!l->stop) {
+		size_t k = l->cn < BATCH ? l->cn : BATCH;
+
+		if (k == 0) {
+			pthread_cond_wait(&l->csi_cond, &l->mu);
+			continue;
+		}
+		memcpy(batch, l->cq, k * sizeof(*batch));
+		memmove(l->cq, l->cq + k, (l->cn - k) * sizeof(*l->cq));
+		l->cn -= k;
+		pthread_mutex_unlock(&l->mu);
+		csi_jobs(l, batch, k);
+		for (size_t i = 0; i < k; i++)
+			rcstr_unref(batch[i].sock);
+		pthread_mutex_lock(&l->mu);
+	}
+	pthread_mutex_unlock(&l->mu);
+	return NULL;
+}
+
 /* A batch of items: the pids to watch, then the probes. */
 static void run_batch(struct live *l, struct item *it, size_t n)
 {
@@ -412,11 +520,9 @@ static void run_batch(struct live *l, struct item *it, size_t n)
 	}
 	if (k > 0)
 		probe_jobs(l, j, k);
-	for (size_t i = 0; i < k; i++) {
-		if (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
-			apply(l, &j[i]);
-		rcstr_unref(j[i].sock);
-	}
+	for (size_t i = 0; i < k; i++)
+		if (j[i].sock) /* not handed to the live csi thread */
+			rcstr_unref(j[i].sock);
 	free(j);
 }
 
@@ -500,6 +606,7 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 	l->o = o;
 	pthread_mutex_init(&l->mu, NULL);
 	plugfs_cond_init_mono(&l->cond);
+	pthread_cond_init(&l->csi_cond, NULL);
 	l->hooks = (struct probe_hooks){.arg = l,
 					.begin = hook_begin,
 					.end = hook_end,
@@ -514,6 +621,11 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 		goto fail;
 	}
 	l->started = true;
+	if ((rc = plugfs_thread_start(&l->csi_thread, NULL, live_csi_main, l)) < 0) {
+		plugfs_seterr(err, errlen, "watch: cannot start a thread: %s", strerror(-rc));
+		goto fail;
+	}
+	l->csi_started = true;
 	registry_locked(r, subscribe_locked, l);
 	if (l->sub < 0) {
 		rc = plugfs_errf(err, errlen, l->sub, "watch: cannot subscribe to the registry: %s",
@@ -545,9 +657,15 @@ void live_stop(struct live *l)
 	pthread_mutex_lock(&l->mu);
 	__atomic_store_n(&l->stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&l->cond);
+	pthread_cond_broadcast(&l->csi_cond);
 	pthread_mutex_unlock(&l->mu);
 	if (l->started)
 		pthread_join(l->thread, NULL);
+	if (l->csi_started)
+		pthread_join(l->csi_thread, NULL);
+	for (size_t i = 0; i < l->cn; i++)
+		rcstr_unref(l->cq[i].sock);
+	free(l->cq);
 	watch_stop(l->w);
 	n = htab_next(&l->applied, &pos, NULL);
 	while (n) {
@@ -558,6 +676,7 @@ void live_stop(struct live *l)
 	}
 	htab_free(&l->applied);
 	free(l->q);
+	pthread_cond_destroy(&l->csi_cond);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->mu);
 	free(l);

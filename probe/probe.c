@@ -98,18 +98,26 @@ struct slot {
 	int fd;		  /* -1 while its connect() is on a connector thread */
 };
 
+static void tell(const struct probe_each *each, size_t i)
+{
+	if (each)
+		each->done(each->arg, i);
+}
+
 static void end_slot(struct slot *sl, struct probe_result *out, int64_t t, unsigned timeout_ms,
-		     size_t *live)
+		     size_t *live, const struct probe_each *each)
 {
 	out[sl->idx].took_ms = (unsigned)(t - (sl->deadline - timeout_ms));
 	sl->used = false;
 	(*live)--;
+	tell(each, sl->idx);
 }
 
 /* The connects that returned: finished, or in progress (their socket is
  * kept and polled). */
 static void take_returned(struct connector_batch *b, struct slot *slot, struct probe_result *out,
-			  int64_t t, unsigned timeout_ms, size_t *live)
+			  int64_t t, unsigned timeout_ms, size_t *live,
+			  const struct probe_each *each)
 {
 	unsigned s;
 	int fd, e;
@@ -125,7 +133,7 @@ static void take_returned(struct connector_batch *b, struct slot *slot, struct p
 			peer_pid(fd, &out[slot[s].idx]);
 			close(fd);
 		}
-		end_slot(&slot[s], out, t, timeout_ms, live);
+		end_slot(&slot[s], out, t, timeout_ms, live, each);
 	}
 }
 
@@ -137,6 +145,12 @@ int probe_connect_many(const char *const *paths, size_t n, unsigned timeout_ms,
 
 int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 			struct probe_result *out, const bool *stop)
+{
+	return probe_connect_each(paths, n, timeout_ms, out, stop, NULL);
+}
+
+int probe_connect_each(const char *const *paths, size_t n, unsigned timeout_ms,
+		       struct probe_result *out, const bool *stop, const struct probe_each *each)
 {
 	struct pollfd pfd[PROBE_MAX_INFLIGHT + 1];
 	unsigned pslot[PROBE_MAX_INFLIGHT + 1];
@@ -157,6 +171,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 		for (size_t i = 0; i < n; i++) {
 			out[i].took_ms = 0;
 			set_outcome(&out[i], e); /* EMFILE: skipped, nothing learnt */
+			tell(each, i);
 		}
 		return 0;
 	}
@@ -180,6 +195,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 			out[next].pid = 0;
 			if (qrc[i] < 0) {
 				set_outcome(&out[next], -qrc[i]);
+				tell(each, next);
 				continue;
 			}
 			slot[qslot[i]] = (struct slot){
@@ -219,9 +235,9 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 				continue;
 			finish_connect(sl->fd, &out[sl->idx]);
 			close(sl->fd);
-			end_slot(sl, out, t, timeout_ms, &live);
+			end_slot(sl, out, t, timeout_ms, &live, each);
 		}
-		take_returned(b, slot, out, t, timeout_ms, &live);
+		take_returned(b, slot, out, t, timeout_ms, &live, each);
 		connector_kick();
 		for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++) {
 			if (!slot[s].used || t < slot[s].deadline)
@@ -231,7 +247,7 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 				close(slot[s].fd);
 			else
 				connector_abandon(b, s); /* stuck in connect(): a hung path */
-			end_slot(&slot[s], out, t, timeout_ms, &live);
+			end_slot(&slot[s], out, t, timeout_ms, &live, each);
 		}
 	}
 	for (unsigned s = 0; s < PROBE_MAX_INFLIGHT; s++)

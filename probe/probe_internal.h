@@ -33,6 +33,29 @@ int probe_connect_until(const char *const *paths, size_t n, unsigned timeout_ms,
 int probe_csi_until(const char *const *paths, const char *const *names, size_t n,
 		    unsigned timeout_ms, struct probe_result *out, const bool *stop);
 
+/* Told of each probe as it ends: out[i] is final when done(arg, i) is
+ * called (on the probing thread, once per i, in the order they end; none
+ * after a stop).  So a caller applies each verdict when its own probe
+ * ends, not when the slowest of the call does. */
+struct probe_each {
+	void (*done)(void *arg, size_t i);
+	void *arg;
+};
+
+/* probe_connect_until and probe_csi_until that tell each (NULL: none). */
+int probe_connect_each(const char *const *paths, size_t n, unsigned timeout_ms,
+		       struct probe_result *out, const bool *stop, const struct probe_each *each);
+int probe_csi_each(const char *const *paths, const char *const *names, size_t n,
+		   unsigned timeout_ms, struct probe_result *out, const bool *stop,
+		   const struct probe_each *each);
+
+/* The registrations of one probe mode only (REG_PROBE_CONNECT: also those
+ * not probed, which it sets back to unknown; REG_PROBE_DEFAULT: every
+ * one), of type (NULL: every type): a prober thread's round
+ * (include/probe.h, probe_round_type). */
+int probe_round_lane(struct registry *r, const struct probe_options *o, const char *type,
+		     enum reg_probe lane);
+
 /*
  * What a round of the prober asks the watches (probe/live.c gives them;
  * round.c calls them through these pointers, so neither file calls the

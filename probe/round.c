@@ -2,11 +2,15 @@
 /*
  * A probe round (include/probe.h): snapshot, probe with no lock held,
  * apply.  Registrations are probed by the settings of their type; those
- * that share a mode and a timeout go in one batch (one probe_connect_many
- * or probe_csi_many call), and the batches of a round run at the same time,
+ * that share a mode and a timeout go in one batch (one probe_connect_each
+ * or probe_csi_each call), and the batches of a round run at the same time,
  * the first on the calling thread and each other one on a thread of its
  * own, so a round is bounded by its largest timeout per window, not by
- * their sum.
+ * their sum.  Each registration's verdict is applied as its own probe ends
+ * (probe_each), on the thread of its batch: a hung plugin delays the
+ * verdict of no other.  A prober thread's round is one lane's, the
+ * registrations of one mode (probe_round_lane): the connect probes of a
+ * type never wait for its csi probes' round.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -21,6 +25,8 @@
  * type, at most as many as there are types plus the default. */
 #define BATCH_MAX 32
 
+struct round;
+
 struct batch {
 	enum reg_probe mode;
 	unsigned timeout_ms;
@@ -30,7 +36,19 @@ struct batch {
 	struct probe_result *res;
 	size_t *idx; /* into the round's registrations */
 	const bool *stop;
+	struct round *round; /* NULL: nothing applied (probe_first) */
 	int rc;
+};
+
+/* What a round's batches share to apply each verdict as it comes. */
+struct round {
+	struct registry *r;
+	const struct probe_options *o;
+	const struct probe_hooks *h;
+	uint64_t mark;
+	const struct reg_probe_targets *snap;
+	const struct reg_probe_settings *set;
+	size_t probed; /* atomic: the batches apply at the same time */
 };
 
 bool probe_enabled(const struct probe_options *o)
@@ -70,6 +88,69 @@ void probe_stats(struct probe_stats *out)
  * probe; libcurl's own connect then meets it too and fails, as any client's
  * call would.
  */
+/* The verdict of the batch's j-th registration, its probe just ended:
+ * applied at once (registry_set_runtime), unless an event's came after
+ * the round's copy or the round is being stopped. */
+static void apply_one(struct batch *b, size_t j)
+{
+	struct round *rd = b->round;
+	const struct probe_result *res = &b->res[j];
+	const struct reg_probe_target *g;
+	struct reg_runtime rt;
+	char err[REG_ERR_MAX];
+
+	if (res->ok)
+		__atomic_fetch_add(&n_ok, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&n_failed, 1, __ATOMIC_RELAXED);
+	if (!rd || probe_stopped(b->stop))
+		return;
+	g = &rd->snap->t[b->idx[j]];
+	__atomic_fetch_add(&rd->probed, 1, __ATOMIC_RELAXED);
+	/* An event's verdict came after this round's copy. */
+	if (rd->h && rd->h->newer(rd->h->arg, g->id, rd->mark))
+		return;
+	probe_next_runtime(&g->runtime, res, rd->set[b->idx[j]].failures, probe_now(rd->o), &rt);
+	/* -ENOENT: deregistered meanwhile; nothing to do. */
+	(void)registry_set_runtime(rd->r, g->type, g->name, g->alloc, &rt, NULL, err, sizeof(err));
+	if (rd->h)
+		rd->h->result(rd->h->arg, g->id, res);
+}
+
+static void batch_done(void *arg, size_t j)
+{
+	apply_one(arg, j);
+}
+
+/* A csi batch's stages: the connect probe (a failure is the verdict), then
+ * the gRPC calls of those that accepted. */
+struct csi_stage {
+	struct batch *b;
+	struct probe_result *pre;
+	const size_t *at; /* the csi call's i: the batch's at[i] */
+	const struct probe_result *res;
+};
+
+static void csi_connected(void *arg, size_t i)
+{
+	struct csi_stage *cs = arg;
+
+	if (cs->pre[i].ok)
+		return; /* its csi call comes next */
+	cs->b->res[i] = cs->pre[i];
+	apply_one(cs->b, i);
+}
+
+static void csi_answered(void *arg, size_t i)
+{
+	struct csi_stage *cs = arg;
+	size_t j = cs->at[i];
+
+	cs->b->res[j] = cs->res[i];
+	cs->b->res[j].took_ms += cs->pre[j].took_ms;
+	apply_one(cs->b, j);
+}
+
 static int csi_batch(struct batch *b)
 {
 	struct probe_result *pre = calloc(b->n, sizeof(*pre));
@@ -77,28 +158,26 @@ static int csi_batch(struct batch *b)
 	const char **names = calloc(b->n, sizeof(*names));
 	struct probe_result *res = calloc(b->n, sizeof(*res));
 	size_t *at = calloc(b->n, sizeof(*at));
+	struct csi_stage cs = {.b = b, .pre = pre, .at = at, .res = res};
+	const struct probe_each conn_each = {.done = csi_connected, .arg = &cs};
+	const struct probe_each csi_each = {.done = csi_answered, .arg = &cs};
 	size_t k = 0;
 	int rc = -ENOMEM;
 
 	if (!pre || !paths || !names || !res || !at)
 		goto out;
-	if ((rc = probe_connect_until(b->paths, b->n, b->timeout_ms, pre, b->stop)) < 0)
+	if ((rc = probe_connect_each(b->paths, b->n, b->timeout_ms, pre, b->stop, &conn_each)) < 0)
 		goto out;
 	for (size_t i = 0; i < b->n; i++) {
-		if (!pre[i].ok) {
-			b->res[i] = pre[i];
+		if (!pre[i].ok)
 			continue;
-		}
 		paths[k] = b->paths[i];
 		names[k] = b->names ? b->names[i] : NULL;
 		at[k++] = i;
 	}
-	if (k > 0 && (rc = probe_csi_until(paths, names, k, b->timeout_ms, res, b->stop)) < 0)
+	if (k > 0 &&
+	    (rc = probe_csi_each(paths, names, k, b->timeout_ms, res, b->stop, &csi_each)) < 0)
 		goto out;
-	for (size_t j = 0; j < k; j++) {
-		b->res[at[j]] = res[j];
-		b->res[at[j]].took_ms += pre[at[j]].took_ms;
-	}
 	rc = 0;
 out:
 	free(pre);
@@ -109,28 +188,20 @@ out:
 	return rc;
 }
 
+/* Probes the batch, each verdict applied as its probe ends. */
 static int run_batch(struct batch *b)
 {
-	uint64_t ok = 0;
-	int rc = 0;
+	const struct probe_each each = {.done = batch_done, .arg = b};
 
 	switch (b->mode) {
 	case REG_PROBE_CONNECT:
-		rc = probe_connect_until(b->paths, b->n, b->timeout_ms, b->res, b->stop);
-		break;
+		return probe_connect_each(b->paths, b->n, b->timeout_ms, b->res, b->stop, &each);
 	case REG_PROBE_CSI:
-		rc = csi_batch(b);
-		break;
+		return csi_batch(b);
 	case REG_PROBE_DEFAULT: /* never: reg_probe_settings_of resolves it */
 	case REG_PROBE_NONE:
-		return 0;
+		break;
 	}
-	if (rc < 0)
-		return rc;
-	for (size_t i = 0; i < b->n; i++)
-		ok += b->res[i].ok;
-	__atomic_fetch_add(&n_ok, ok, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&n_failed, b->n - ok, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -177,14 +248,14 @@ static void free_batches(struct batch *b, size_t nb)
 /* The batch of (mode, timeout), added when new; NULL when BATCH_MAX are
  * taken (cannot happen with one setting per type) or out of memory. */
 static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum reg_probe mode,
-			      unsigned timeout_ms, const bool *stop)
+			      unsigned timeout_ms, const bool *stop, struct round *rd)
 {
 	for (size_t i = 0; i < *nb; i++)
 		if (b[i].mode == mode && b[i].timeout_ms == timeout_ms)
 			return &b[i];
 	if (*nb == BATCH_MAX)
 		return NULL;
-	b[*nb] = (struct batch){.mode = mode, .timeout_ms = timeout_ms, .stop = stop};
+	b[*nb] = (struct batch){.mode = mode, .timeout_ms = timeout_ms, .stop = stop, .round = rd};
 	b[*nb].paths = calloc(cap, sizeof(*b[*nb].paths));
 	b[*nb].names = calloc(cap, sizeof(*b[*nb].names));
 	b[*nb].res = calloc(cap, sizeof(*b[*nb].res));
@@ -198,33 +269,49 @@ static struct batch *batch_of(struct batch *b, size_t *nb, size_t cap, enum reg_
 struct keep_arg {
 	const struct probe_options *o;
 	const struct probe_hooks *h;
+	enum reg_probe lane;
 };
 
-/* Under the registry mutex: what the watches see is not even copied. */
+/* Whether a registration of mode is one of lane's (those not probed are
+ * the connect lane's: it sets them back to unknown). */
+static bool in_lane(enum reg_probe lane, enum reg_probe mode)
+{
+	return lane == REG_PROBE_DEFAULT || mode == lane ||
+	       (lane == REG_PROBE_CONNECT && mode == REG_PROBE_NONE);
+}
+
+/* Under the registry mutex: another lane's, and what the watches see, is
+ * not even copied. */
 static bool keep_target(void *arg, const char *type, const struct registration *g)
 {
 	const struct keep_arg *k = arg;
 	struct reg_probe_settings s;
 
 	reg_probe_settings_of(&k->o->policy, type, g->probe, &s);
-	return s.mode == REG_PROBE_NONE || !k->h->skip(k->h->arg, g->id, s.mode, &g->runtime);
+	if (!in_lane(k->lane, s.mode))
+		return false;
+	return s.mode == REG_PROBE_NONE || !k->h ||
+	       !k->h->skip(k->h->arg, g->id, s.mode, &g->runtime);
 }
 
-static int round_of(struct registry *r, const struct probe_options *o, const char *type)
+static int round_of(struct registry *r, const struct probe_options *o, const char *type,
+		    enum reg_probe lane)
 {
 	const struct probe_hooks *h = o->hooks;
 	struct reg_probe_targets snap = {0};
 	struct reg_probe_settings *set = NULL;
 	bool *seen = NULL; /* what the watches see: not probed this round */
 	struct batch batches[BATCH_MAX];
-	size_t n, nb = 0, probed = 0;
+	size_t n, nb = 0;
 	uint64_t mark = h ? h->begin(h->arg) : 0;
-	int64_t now, t0;
+	struct round rd = {.r = r, .o = o, .h = h, .mark = mark, .snap = &snap};
+	int64_t t0;
 	int rc;
 
-	struct keep_arg ka = {.o = o, .h = h};
+	struct keep_arg ka = {.o = o, .h = h, .lane = lane};
 
-	if ((rc = registry_probe_targets_kept(r, type, h ? keep_target : NULL, &ka, &snap)) < 0)
+	if ((rc = registry_probe_targets_kept(
+		 r, type, h || lane != REG_PROBE_DEFAULT ? keep_target : NULL, &ka, &snap)) < 0)
 		goto out;
 	n = snap.n;
 	set = calloc(n ? n : 1, sizeof(*set));
@@ -232,6 +319,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 	rc = -ENOMEM;
 	if (!set || !seen)
 		goto out;
+	rd.set = set;
 	for (size_t k = 0; k < n; k++) {
 		const struct reg_probe_target *g = &snap.t[k];
 		struct batch *b;
@@ -243,7 +331,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			seen[k] = true;
 			continue;
 		}
-		b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms, o->stop);
+		b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms, o->stop, &rd);
 		if (!b)
 			goto out;
 		b->paths[b->n] = g->socket;
@@ -251,7 +339,8 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		b->idx[b->n] = k;
 		b->n++;
 	}
-	/* No lock held while probing. */
+	/* No lock held while probing; each verdict applied as its probe
+	 * ends (apply_one). */
 	t0 = plugfs_mono_ms();
 	if ((rc = run_batches(batches, nb)) < 0)
 		goto out;
@@ -259,26 +348,6 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 		__atomic_fetch_add(&n_rounds, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&last_round_ms, (uint64_t)(plugfs_mono_ms() - t0),
 				 __ATOMIC_RELAXED);
-	}
-	now = probe_now(o);
-	for (size_t i = 0; i < nb; i++) {
-		for (size_t j = 0; j < batches[i].n; j++) {
-			const struct reg_probe_target *g = &snap.t[batches[i].idx[j]];
-			struct reg_runtime rt;
-			char err[REG_ERR_MAX];
-
-			/* An event's verdict came after this round's copy. */
-			if (h && h->newer(h->arg, g->id, mark))
-				continue;
-			probe_next_runtime(&g->runtime, &batches[i].res[j],
-					   set[batches[i].idx[j]].failures, now, &rt);
-			/* -ENOENT: deregistered meanwhile; nothing to do. */
-			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &rt, NULL, err,
-						   sizeof(err));
-			if (h)
-				h->result(h->arg, g->id, &batches[i].res[j]);
-			probed++;
-		}
 	}
 	/* Not probed (any more): back to unknown, which counts as alive. */
 	for (size_t i = 0; i < n; i++) {
@@ -291,7 +360,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			(void)registry_set_runtime(r, g->type, g->name, g->alloc, &unknown, NULL,
 						   err, sizeof(err));
 	}
-	rc = (int)probed;
+	rc = (int)__atomic_load_n(&rd.probed, __ATOMIC_RELAXED);
 out:
 	if (h)
 		h->end(h->arg, mark);
@@ -304,12 +373,18 @@ out:
 
 int probe_round(struct registry *r, const struct probe_options *o)
 {
-	return round_of(r, o, NULL);
+	return round_of(r, o, NULL, REG_PROBE_DEFAULT);
 }
 
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type)
 {
-	return round_of(r, o, type);
+	return round_of(r, o, type, REG_PROBE_DEFAULT);
+}
+
+int probe_round_lane(struct registry *r, const struct probe_options *o, const char *type,
+		     enum reg_probe lane)
+{
+	return round_of(r, o, type, lane);
 }
 
 void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,

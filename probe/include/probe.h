@@ -49,6 +49,15 @@ struct probe_options {
 	/* Set by the prober on its own copy (NULL: a round of its own): what
 	 * a round asks the watches (probe_internal.h). */
 	const struct probe_hooks *hooks;
+	/* NULL, or the prober's threads run their first round at once (the
+	 * daemon's start round, with the mount served: each verdict applied
+	 * as its probe ends) rather than an interval after prober_start, and
+	 * once the last of them ended it calls first_round (on that thread,
+	 * no lock held; not when prober_stop came first) with the number of
+	 * registrations probed (or the first -errno) and the ms since
+	 * prober_start. */
+	void (*first_round)(void *arg, int n, int64_t ms);
+	void *first_round_arg;
 };
 
 /* Whether anything is probed at all: the default or a type's mode is not
@@ -154,13 +163,14 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
  * One round of every registration, synchronously: snapshots the registry,
  * probes each registration by the settings of its type and its own mode
  * when it has one (those of one mode and timeout together, the groups on threads of their own, all
- * in parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and applies the results with
- * registry_set_runtime (events, and a new active registration, go out then).  A registration whose
- * mode is none is not probed (and goes back to unknown if it was).  Used at start, before the
- * daemon reports ready.  Returns the number probed or -errno.
+ * in parallel: bounded by the largest timeout per PROBE_MAX_INFLIGHT) and applies each result with
+ * registry_set_runtime as its probe ends (events, and a new active registration, go out then).  A
+ * registration whose mode is none is not probed (and goes back to unknown if it was).  Tests and
+ * benchmarks use it (the daemon's start round is the prober's first, o->first_round).  Returns the
+ * number probed or -errno.
  */
 int probe_round(struct registry *r, const struct probe_options *o);
-/* The same for the registrations of one type only (the prober's threads). */
+/* The same for the registrations of one type only. */
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
 /* The first probe of a registration of type that is not in the registry
@@ -183,10 +193,12 @@ void probe_stats(struct probe_stats *out);
 
 struct prober;
 
-/* Starts the prober: a thread per type of o->policy.types (also those whose mode
- * is none: a registration of theirs may have a mode of its own), each a
- * round of its type every interval of its type, until prober_stop
- * (without types: one thread, every registration, the default interval).
+/* Starts the prober: two threads per type of o->policy.types (also those whose
+ * mode is none: a registration of theirs may have a mode of its own), one
+ * for the registrations its probes connect to (and those not probed), one
+ * for those it asks over csi, each a round of them every interval of its
+ * type, until prober_stop (without types: two threads, every registration,
+ * the default interval); o->first_round: the first rounds at once.
  * The options are copied.  Nothing is started when !probe_enabled(o) (*out is
  * then NULL, and prober_stop(NULL) does nothing).  0 or -errno. */
 int prober_start(struct registry *r, const struct probe_options *o, struct prober **out, char *err,
