@@ -21,6 +21,7 @@
 #include "control_server_internal.h"
 #include "array.h"
 #include "clock.h"
+#include "fsutil.h"
 #include "log.h"
 #include "pathtrust.h"
 #include "thread.h"
@@ -239,6 +240,7 @@ static void server_free(struct control_server *srv)
 	free((char *)srv->opt.mountpoint);
 	free((char *)srv->opt.state_path);
 	free((char *)srv->opt.group);
+	plugfs_own_mount_unref(srv->opt.own_mount);
 	free(srv);
 }
 
@@ -296,6 +298,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	/* The options, with copies of their strings (all four set before
 	 * any check: server_free frees them). */
 	srv->opt = *opts;
+	srv->opt.own_mount = plugfs_own_mount_ref(opts->own_mount);
 	srv->opt.socket_path = strdup(opts->socket_path);
 	srv->opt.mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
 	srv->opt.state_path = strdup(opts->state_path ? opts->state_path : "");
