@@ -191,6 +191,7 @@ complete -c plugfs -n '__plugfs_is deregister' -s a -l alloc -x -a '(__plugfs_de
 # list, watch, show, wait
 complete -c plugfs -n '__plugfs_is list watch' -s t -l type -x -a '(__plugfs_types)' -d 'only this type'
 complete -c plugfs -n '__plugfs_is list watch show status reload version' -l json -d 'JSON output'
+complete -c plugfs -n '__plugfs_is reload' -l pid -x -a '(__fish_complete_pids)' -d 'the daemon process whose control socket to ask'
 complete -c plugfs -n '__plugfs_is 0 show wait' -a '(__plugfs_types)'
 complete -c plugfs -n '__plugfs_is 1 show wait' -a '(__plugfs_names)'
 complete -c plugfs -n '__plugfs_is wait' -s a -l alloc -x -a '(__plugfs_wait_allocs)' -d 'wait until this alloc is the active one'

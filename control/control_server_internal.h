@@ -226,6 +226,10 @@ struct control_server {
 	 * again; when even that fails, the listening socket is not polled
 	 * until accept_resume (monotonic ms), backing off up to 1 s. */
 	int reserve_fd;
+	/* An O_PATH descriptor of the socket file (-1: none): /proc/PID/fd
+	 * names where the socket is, so that `plugfs reload --pid' reaches
+	 * this daemon after [control] socket changed in its config. */
+	int path_fd;
 	int64_t accept_resume;
 	int accept_backoff_ms;
 	struct ctl_ratelimit refuse_log;

@@ -8,12 +8,14 @@
  * the wait ends.  Runs on the server thread.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "control_server_internal.h"
 #include "clock.h"
+#include "fsutil.h"
 #include "log.h"
 #include "strutil.h"
 #include "timefmt.h"
@@ -79,6 +81,43 @@ static void add_mutation(struct control_server *srv, struct client *c, struct ct
 		ctl_refuse(c, req, CTL_E_INTERNAL, "out of memory");
 }
 
+/*
+ * 0, or refuses a socket whose path leads into the daemon's own mount
+ * through a symlink or a bind mount (the lexical check above sees only
+ * the path as written): its names resolved one at a time on a helper
+ * thread, bounded, and never looked up in the mount.  A probe would look
+ * it up there, and a thread of the daemon blocked in a request to its own
+ * mount cannot be killed (docs/design.md, Hazards).
+ */
+static int check_socket_path(struct control_server *srv, struct client *c, struct ctl_request *req)
+{
+	char via[PATH_MAX];
+	int rc;
+
+	if (!srv->opt.own_mount)
+		return 0;
+	rc = plugfs_own_mount_check_within(srv->opt.own_mount, req->socket, CTL_SOCKET_RESOLVE_MS,
+					   via, sizeof(via));
+	if (rc == 1) {
+		ctl_refuse(c, req, CTL_E_INVALID_ARGUMENT,
+			   "field `socket' must not lead into the plugfs mount %s (plugfs serves "
+			   "links there, not sockets, and never looks a path up in its own "
+			   "mount): `%.256s' leads to `%.256s'",
+			   plugfs_own_mount_path(srv->opt.own_mount), req->socket, via);
+		return -EINVAL;
+	}
+	if (rc == -ETIMEDOUT || rc == -EBUSY) {
+		ctl_refuse(c, req, CTL_E_UNAVAILABLE,
+			   "field `socket': the directories of `%.256s' could not be resolved "
+			   "within %d ms (a filesystem on the way does not answer)",
+			   req->socket, CTL_SOCKET_RESOLVE_MS);
+		return -EINVAL;
+	}
+	/* 0, or a path the kernel would not resolve either (-ELOOP ...): the
+	 * probe says so.  -EAGAIN, -ENOMEM: the connectors check it too. */
+	return 0;
+}
+
 /* --- the operations --- */
 
 static void op_register(struct control_server *srv, struct client *c, struct ctl_request *req)
@@ -139,6 +178,8 @@ static void op_register(struct control_server *srv, struct client *c, struct ctl
 		ctl_refuse_registry(c, req, rc, err);
 		return;
 	}
+	if (check_socket_path(srv, c, req) != 0)
+		return;
 	/* Probed before it is stored, on a probe thread (firstprobe.c): a new
 	 * registration whose socket is dead is stored dead and never takes
 	 * over.  Then committed with the other mutations of its poll round

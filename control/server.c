@@ -22,6 +22,7 @@
 #include "control_server_internal.h"
 #include "array.h"
 #include "clock.h"
+#include "fsutil.h"
 #include "log.h"
 #include "pathtrust.h"
 #include "thread.h"
@@ -245,11 +246,14 @@ static void server_free(struct control_server *srv)
 		close(srv->wake_fd);
 	if (srv->reserve_fd >= 0)
 		close(srv->reserve_fd);
+	if (srv->path_fd >= 0)
+		close(srv->path_fd);
 	pthread_mutex_destroy(&srv->q_lock);
 	free((char *)srv->opt.socket_path);
 	free((char *)srv->opt.mountpoint);
 	free((char *)srv->opt.state_path);
 	free((char *)srv->opt.group);
+	plugfs_own_mount_unref(srv->opt.own_mount);
 	free(srv);
 }
 
@@ -283,6 +287,25 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 	return 0;
 }
 
+/* The socket file held by an O_PATH descriptor (srv->path_fd), when it is
+ * still the one this server listens on: `plugfs reload --pid PID' finds
+ * it in /proc/PID/fd after the config's [control] socket moved.  None is
+ * no error (the config's path still reaches the daemon). */
+static void hold_path(struct control_server *srv)
+{
+	struct stat st;
+	int fd = open(srv->opt.socket_path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode) || st.st_dev != srv->sock_dev ||
+	    st.st_ino != srv->sock_ino) {
+		close(fd);
+		return;
+	}
+	srv->path_fd = fd;
+}
+
 int control_server_start(struct registry *reg, const struct control_options *opts,
 			 struct control_server **out, char *err, size_t errlen)
 {
@@ -300,7 +323,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 		return -ENOMEM;
 	}
 	srv->reg = reg;
-	srv->listen_fd = srv->wake_fd = srv->reserve_fd = -1;
+	srv->listen_fd = srv->wake_fd = srv->reserve_fd = srv->path_fd = -1;
 	srv->sub_id = -1;
 	srv->q_tail = &srv->q_head;
 	pthread_mutex_init(&srv->q_lock, NULL);
@@ -308,6 +331,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 	/* The options, with copies of their strings (all four set before
 	 * any check: server_free frees them). */
 	srv->opt = *opts;
+	srv->opt.own_mount = plugfs_own_mount_ref(opts->own_mount);
 	srv->opt.socket_path = strdup(opts->socket_path);
 	srv->opt.mountpoint = strdup(opts->mountpoint ? opts->mountpoint : "");
 	srv->opt.state_path = strdup(opts->state_path ? opts->state_path : "");
@@ -349,6 +373,7 @@ int control_server_start(struct registry *reg, const struct control_options *opt
 				&srv->sock_dev, &srv->sock_ino, err, errlen);
 	if (rc)
 		goto out;
+	hold_path(srv);
 	rc = registry_subscribe(reg, ctl_events_on_registry, srv);
 	if (rc < 0) {
 		plugfs_seterr(err, errlen, "control: cannot subscribe to registry events: %s",

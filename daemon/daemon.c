@@ -228,6 +228,7 @@ static int start_control(struct daemon *d, char *err, size_t errlen)
 	    .max_clients = d->cfg.max_clients,
 	    .idle_timeout = d->cfg.idle_timeout,
 	    .mountpoint = d->cfg.mountpoint,
+	    .own_mount = d->own,
 	    .state_path = d->cfg.state_path,
 	    .inherit_listen_fd = d->resuming && d->resume.control_fd >= 0,
 	    .listen_fd = d->resuming ? d->resume.control_fd : -1,
@@ -340,6 +341,12 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 		goto fail;
 	}
 	d->curl_ready = true;
+	/* Before the first probe: on a re-exec the mount is there and
+	 * nobody serves it until the loop runs. */
+	rc = plugfs_own_mount_new(d->cfg.mountpoint, &d->own, err, errlen);
+	if (rc < 0)
+		goto fail;
+	probe_set_own_mount(d->own);
 	rc = start_registry(d, err, errlen);
 	if (rc == 0)
 		rc = start_fs(d, err, errlen);
@@ -482,6 +489,10 @@ int daemon_stop(struct daemon *d, int run)
 	drop_fallback(d);
 	if (d->curl_ready)
 		probe_global_cleanup();
+	if (d->own) {
+		probe_set_own_mount(NULL);
+		plugfs_own_mount_unref(d->own);
+	}
 	free(d->probe_types);
 	config_free(&d->cfg);
 	pthread_mutex_destroy(&d->reload_lock);

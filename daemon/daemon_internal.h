@@ -31,9 +31,12 @@ struct daemon {
 	struct registry *reg;
 	struct plugfs_fs *fs;
 	struct control_server *ctl;
-	struct probe_options probe;	    /* from [probe] and [probe.TYPE] */
-	struct reg_probe_type *probe_types; /* one per [registry] type */
-	struct prober *prober;		    /* NULL: none running */
+	struct probe_options probe;		/* from [probe] and [probe.TYPE] */
+	struct reg_probe_type *probe_types;	/* one per [registry] type */
+	struct prober *prober;			/* NULL: none running */
+	/* The daemon's own mount (fsutil.h): no probe, watch or `register'
+	 * looks a path up there, through a symlink neither (Hazards). */
+	struct plugfs_own_mount *own;
 	int audit_sub; /* registry subscription of audit_log_change, 0 = none */
 	pthread_t house;
 	bool house_started;

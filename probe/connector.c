@@ -18,6 +18,7 @@
 
 #include "connector.h"
 #include "clock.h"
+#include "fsutil.h"
 
 #define CONNECTOR_STACK (256 * 1024)
 
@@ -55,6 +56,8 @@ static struct job *queue_head, *queue_tail;
 static struct job *running;
 static unsigned n_threads, n_idle, n_busy, n_queued;
 static unsigned n_cpus = 1; /* online, at the first batch: init_once */
+/* The daemon's own mount (connector_set_own_mount; a reference), NULL: none. */
+static struct plugfs_own_mount *own_mount;
 
 static void init_once(void)
 {
@@ -95,7 +98,7 @@ static void unlink_running(struct job *j)
  * one connect() each, not a socket(), a connect() and a close().  Any
  * other outcome hands the socket on (made, in progress) or closes it.
  */
-static void run(struct job *j, int *spare)
+static void run(struct job *j, int *spare, struct plugfs_own_mount *own)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = *spare;
@@ -103,6 +106,16 @@ static void run(struct job *j, int *spare)
 	*spare = -1;
 	memcpy(sa.sun_path, j->path, sizeof(j->path));
 	j->err = 0;
+	/* Never a lookup in the daemon's own mount (docs/design.md,
+	 * Hazards): a path that leads there, through a symlink on the way
+	 * or at its end, is not connected to.  The walk resolves what
+	 * connect() would, one name at a time, and stops before the mount. */
+	if (own && plugfs_own_mount_check(own, j->path, NULL, 0) == 1) {
+		j->err = EXDEV;
+		j->fd = -1;
+		*spare = fd;
+		return;
+	}
 	if (fd < 0)
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
@@ -146,6 +159,7 @@ static void *connector_main(void *arg)
 	while (wait_for_job()) {
 		struct job *j = queue_head;
 		struct connector_batch *b;
+		struct plugfs_own_mount *own;
 
 		queue_head = j->next;
 		if (!queue_head)
@@ -162,8 +176,10 @@ static void *connector_main(void *arg)
 		j->rnext = running;
 		running = j;
 		n_busy++;
+		own = plugfs_own_mount_ref(own_mount);
 		pthread_mutex_unlock(&mu);
-		run(j, &spare);
+		run(j, &spare, own);
+		plugfs_own_mount_unref(own);
 		pthread_mutex_lock(&mu);
 		n_busy--;
 		j->state = RETURNED;
@@ -430,4 +446,26 @@ void connector_counts(unsigned *threads, unsigned *busy)
 	*threads = n_threads;
 	*busy = n_busy;
 	pthread_mutex_unlock(&mu);
+}
+
+void connector_set_own_mount(struct plugfs_own_mount *m)
+{
+	struct plugfs_own_mount *old;
+
+	m = plugfs_own_mount_ref(m);
+	pthread_mutex_lock(&mu);
+	old = own_mount;
+	own_mount = m;
+	pthread_mutex_unlock(&mu);
+	plugfs_own_mount_unref(old);
+}
+
+struct plugfs_own_mount *connector_own_mount(void)
+{
+	struct plugfs_own_mount *m;
+
+	pthread_mutex_lock(&mu);
+	m = plugfs_own_mount_ref(own_mount);
+	pthread_mutex_unlock(&mu);
+	return m;
 }

@@ -75,6 +75,15 @@ void connector_abandon(struct connector_batch *b, unsigned slot);
 /* Abandons every job still out and frees the batch. */
 void connector_batch_free(struct connector_batch *b);
 
+struct plugfs_own_mount;
+/* The daemon's own mount (fsutil.h), whose paths no connect looks up: a
+ * job whose path leads under it fails at once with EXDEV (its connector
+ * resolves the path's names first and stops before the mount).  Takes a
+ * reference of its own (NULL: none, the reference dropped). */
+void connector_set_own_mount(struct plugfs_own_mount *m);
+/* A reference to it (the caller unrefs), NULL when none was set. */
+struct plugfs_own_mount *connector_own_mount(void);
+
 /* For tests: threads alive, and of them, those running a connect. */
 void connector_counts(unsigned *threads, unsigned *busy);
 

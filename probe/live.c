@@ -40,7 +40,9 @@
 
 #include "array.h"
 #include "clock.h"
+#include "connector.h"
 #include "err.h"
+#include "fsutil.h"
 #include "hash.h"
 #include "log.h"
 #include "probe_internal.h"
@@ -614,7 +616,12 @@ int live_start(struct registry *r, const struct probe_options *o, struct live **
 					.newer = hook_newer,
 					.result = hook_result};
 	wo.arg = l;
-	if ((rc = watch_start(&wo, &l->w, err, errlen)) < 0)
+	/* The connectors' own mount: the adder resolves a socket's path the
+	 * same way before it watches its directory. */
+	wo.own = connector_own_mount();
+	rc = watch_start(&wo, &l->w, err, errlen);
+	plugfs_own_mount_unref(wo.own);
+	if (rc < 0)
 		goto fail;
 	if ((rc = plugfs_thread_start(&l->thread, NULL, live_main, l)) < 0) {
 		plugfs_seterr(err, errlen, "watch: cannot start a thread: %s", strerror(-rc));

@@ -31,6 +31,10 @@ void probe_set_errno(struct probe_result *res, int e)
 	case ETIMEDOUT:
 		probe_set_error(res, "timeout");
 		break;
+	case EXDEV: /* the connectors' refusal (connector_set_own_mount) */
+		probe_set_error(res, "socket path leads into plugfs's own mount: never probed "
+				     "there");
+		break;
 	default:
 		probe_set_error(res, "%s", strerror(e));
 		break;
@@ -276,4 +280,9 @@ void probe_next_runtime(const struct reg_runtime *old, const struct probe_result
 	}
 	if (out->health != old->health)
 		out->since = now;
+}
+
+void probe_set_own_mount(struct plugfs_own_mount *m)
+{
+	connector_set_own_mount(m);
 }

@@ -29,6 +29,7 @@
 #include "array.h"
 #include "clock.h"
 #include "err.h"
+#include "fsutil.h"
 #include "hash.h"
 #include "log.h"
 #include "pool.h"
@@ -84,6 +85,7 @@ struct watch {
 	struct watch_options o;
 	char *exclude; /* o.exclude's copy, without a trailing slash */
 	size_t exclude_len;
+	struct plugfs_own_mount *own; /* o.own's reference */
 	int ep, ifd, wake;
 	pthread_t loop, adder;
 	bool loop_started, adder_started;
@@ -372,6 +374,8 @@ static bool adder_place(struct watch *w, int64_t key)
 	struct stat st;
 	int wd;
 
+	int lead = 0;
+
 	pthread_mutex_lock(&w->mu);
 	e = went_find(w, key);
 	if (!e || ST(e) != W_QUEUED) {
@@ -379,10 +383,24 @@ static bool adder_place(struct watch *w, int64_t key)
 		return false;
 	}
 	sock = rcstr_ref(e->socket);
+	pthread_mutex_unlock(&w->mu);
+	/* A path that leads into the daemon's own mount through a symlink
+	 * (or a bind mount of it) is not watched either: resolved one name
+	 * at a time, never looked up there (no lock held: it may block as
+	 * the watch would). */
+	if (w->own)
+		lead = plugfs_own_mount_check(w->own, sock, NULL, 0);
+	pthread_mutex_lock(&w->mu);
+	e = went_find(w, key);
+	if (!e || e->socket != sock || ST(e) != W_QUEUED) {
+		pthread_mutex_unlock(&w->mu);
+		rcstr_unref(sock);
+		return false;
+	}
 	n = strlen(sock);
 	base = comp_start(sock, n);
 	if (sock[0] != '/' || base == n || n >= sizeof(path) || n - base > UINT8_MAX ||
-	    excluded(w, sock)) {
+	    excluded(w, sock) || lead == 1) {
 		went_poll(w, e);
 		pthread_mutex_unlock(&w->mu);
 		rcstr_unref(sock);
@@ -765,6 +783,7 @@ int watch_start(const struct watch_options *o, struct watch **out, char *err, si
 		while (w->exclude_len > 1 && w->exclude[w->exclude_len - 1] == '/')
 			w->exclude[--w->exclude_len] = '\0';
 	}
+	w->own = plugfs_own_mount_ref(o->own);
 	w->ep = epoll_create1(EPOLL_CLOEXEC);
 	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	w->wake = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -865,6 +884,7 @@ static void watch_free(struct watch *w)
 		close(w->wake);
 	free(w->queue);
 	free(w->exclude);
+	plugfs_own_mount_unref(w->own);
 	pthread_cond_destroy(&w->cond);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

@@ -20,7 +20,9 @@
  * yet is watched from its nearest existing ancestor, for the creation of
  * the next component of its path, and the watch moves down as the
  * directories appear: a missing socket costs no probe until it appears.
- * Nothing under `exclude' (the daemon's own mount) is ever watched.
+ * Nothing under `exclude' (the daemon's own mount) is ever watched, nor
+ * anything whose path leads into `own' (the same mount, reached through a
+ * symlink or a bind mount).
  *
  * One mutex (w->mu) guards the tables; it is taken alone, never across a
  * system call that can block, and never while a callback runs, so a
@@ -47,8 +49,14 @@
  * block (queue a probe). */
 typedef void (*watch_event_fn)(void *arg, int64_t key, unsigned what);
 
+struct plugfs_own_mount;
+
 struct watch_options {
-	const char *exclude;  /* NULL, or a directory not to watch anything under */
+	const char *exclude; /* NULL, or a directory not to watch anything under */
+	/* NULL, or the daemon's own mount (fsutil.h; the watcher takes a
+	 * reference): a socket whose path leads there, through a symlink or
+	 * a bind mount, is not watched (the adder resolves it first). */
+	struct plugfs_own_mount *own;
 	unsigned fd_reserve;  /* descriptors to leave free below RLIMIT_NOFILE:
 				 no pidfd is opened past that */
 	unsigned max_watches; /* test knob: at most this many directories

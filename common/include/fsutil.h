@@ -51,4 +51,66 @@ bool plugfs_file_empty(const char *path);
  */
 int plugfs_read_fd(int fd, size_t max, char **out, size_t *len);
 
+/*
+ * Whether the absolute path leads under one of roots (n_roots absolute,
+ * canonical paths without a trailing slash: the daemon's own mount): its
+ * names are resolved one at a time from `/', as the kernel would resolve
+ * them for a connect() (`.', `..', a symlink on the way and at the end, at
+ * most 40 of them), with lstat and readlink, and before each one is looked
+ * up, the path reached so far is compared with the roots: nothing at or
+ * under a root is ever looked up (a lookup there would be a request to the
+ * daemon's own mount).  A name that does not exist (or is no directory,
+ * or cannot be looked up) ends the walk: the kernel's would end there too.
+ *
+ * 1 when it leads under a root (via: the path reached, under that root),
+ * 0 when it does not (via: as far as it resolved), -EINVAL (not absolute),
+ * -ELOOP (more than 40 symlinks), -ENAMETOOLONG.  Any thread; it blocks
+ * as an lstat of the path's directories would (a hung filesystem among
+ * them), never on the roots.
+ */
+int plugfs_path_leads_under(const char *path, const char *const *roots, size_t n_roots, char *via,
+			    size_t vialen);
+
+/*
+ * The daemon's own mount (docs/design.md, Hazards: no thread of the daemon
+ * accesses it): its mountpoint (the configured one, its parent resolved,
+ * itself never looked up) and every other mount point of the same
+ * filesystem in /proc/self/mountinfo (a bind mount of it: the device of
+ * the FUSE mount at the mountpoint, when there is one).  The list is read
+ * again when mountinfo says the mounts changed (POLLPRI).  Reference
+ * counted: the threads that check a path (a connector, the watcher's
+ * adder, a check abandoned at its deadline) hold a reference of their own.
+ */
+struct plugfs_own_mount;
+
+/* 0 with *out (one reference), or -errno with err naming the mountpoint. */
+int plugfs_own_mount_new(const char *mountpoint, struct plugfs_own_mount **out, char *err,
+			 size_t errlen);
+/* Another reference (m may be NULL: returns NULL). */
+struct plugfs_own_mount *plugfs_own_mount_ref(struct plugfs_own_mount *m);
+/* Drops a reference; the last frees m.  NULL is a no-op. */
+void plugfs_own_mount_unref(struct plugfs_own_mount *m);
+/* The mountpoint, canonical (m's, as long as the reference). */
+const char *plugfs_own_mount_path(const struct plugfs_own_mount *m);
+
+/*
+ * plugfs_path_leads_under(path) against m's mount points, on the calling
+ * thread: 1 (via: where it leads), 0, or -errno as that function.  m NULL:
+ * 0.
+ */
+int plugfs_own_mount_check(struct plugfs_own_mount *m, const char *path, char *via, size_t vialen);
+
+/*
+ * The same on a helper thread, waited for at most timeout_ms: a thread
+ * others wait on (the control server's) never blocks in a path lookup on
+ * a hung filesystem.  -ETIMEDOUT when the helper did not return in time
+ * (it is abandoned: it frees what it holds when it returns), -EBUSY when
+ * PLUGFS_OWN_MOUNT_STUCK_MAX helpers are out already (refused at once
+ * rather than adding another stuck thread), -EAGAIN when no thread could
+ * be started.
+ */
+#define PLUGFS_OWN_MOUNT_STUCK_MAX 8
+int plugfs_own_mount_check_within(struct plugfs_own_mount *m, const char *path, unsigned timeout_ms,
+				  char *via, size_t vialen);
+
 #endif

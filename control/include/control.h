@@ -22,15 +22,25 @@ struct control_server;
 
 /* Room for the message of a refused reload (control_options.reload). */
 #define CTL_RELOAD_ERR_MAX 1024
-struct metrics; /* common/metrics.h */
+struct metrics;		 /* common/metrics.h */
+struct plugfs_own_mount; /* common/fsutil.h */
+
+/* How long `register' waits for its socket's path to be resolved (a
+ * filesystem on the way that does not answer: refused). */
+#define CTL_SOCKET_RESOLVE_MS 1000
 
 struct control_options {
 	const char *socket_path;
 	const char *group; /* "" or NULL: mutations by uid 0 only */
 	unsigned max_clients;
 	unsigned idle_timeout; /* seconds, 0 = none */
-	/* For `status`. */
+	/* For `status`, and `register' refuses a socket under it. */
 	const char *mountpoint;
+	/* NULL, or the daemon's own mount (common's fsutil.h; the server
+	 * takes a reference): `register' refuses a socket whose path leads
+	 * there through a symlink or a bind mount, resolved on a helper
+	 * thread bounded by CTL_SOCKET_RESOLVE_MS, never looked up there. */
+	struct plugfs_own_mount *own_mount;
 	const char *state_path;
 	/* When inherit_listen_fd: serve listen_fd, a listening socket at
 	 * socket_path inherited across a re-exec of the daemon, instead of

@@ -142,6 +142,21 @@ struct probe_identity {
 int probe_csi_identify(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_identity *out, const bool *stop);
 
+struct plugfs_own_mount;
+/*
+ * The daemon's own mount (common's fsutil.h), where no probe of this
+ * process ever looks up a path (docs/design.md, Hazards): every probe's
+ * connect() runs on a connector thread, which first resolves the socket's
+ * path one name at a time, stopping before the mount; a path that leads
+ * there (a symlink on the way or at its end, a bind mount of it) fails at
+ * once, dead with "socket path leads into plugfs's own mount", and is
+ * never connected to (the csi probe's libcurl only after such a connect
+ * made).  The watcher's adder checks it the same way before it watches a
+ * socket's directory.  Takes a reference of its own; NULL drops it.  The
+ * daemon sets it before its first probe; any thread.
+ */
+void probe_set_own_mount(struct plugfs_own_mount *m);
+
 /* libcurl's global set-up, once per process before any thread probes (the
  * daemon's start); probe_global_cleanup at its end.  0 or -ENOMEM. */
 int probe_global_init(void);

@@ -10,7 +10,7 @@ require_fuse
 write_config "[log]" "level = info"
 start_daemon
 
-check_eq "the unit's ExecReload= is plugfs reload" "/usr/bin/plugfs reload" "$(unit_setting ExecReload)"
+check_eq "the unit's ExecReload= is plugfs reload --pid \$MAINPID" "/usr/bin/plugfs reload --pid \$MAINPID" "$(unit_setting ExecReload)"
 
 # --- a config the daemon refuses: the daemon reads $CFG, the command a good
 # copy naming the same control socket ---
