@@ -66,14 +66,16 @@ static void on_ready(void *arg)
 		uint64_t t = plugfs_mono_ns(),
 			 t_mounted = __atomic_load_n(&d->t_mounted, __ATOMIC_SEQ_CST);
 
-		/* No probe phase: the start round runs once the mount
-		 * serves (probed_at_start says when it ended). */
+		/* The probe phase is the connect pass only: the start round
+		 * runs once the mount serves (probed_at_start says when it
+		 * ended). */
 		registry_counts(d->reg, &n_plugins, &n_regs);
 		log_info("ready: serving %s (%zu registration(s); %.1f ms from start: state %.1f, "
-			 "tree and mount %.1f, until the kernel's handshake %.1f)",
+			 "connect pass %.1f, tree and mount %.1f, until the kernel's handshake %.1f)",
 			 d->cfg.mountpoint, n_regs, (double)(t - d->t_start) / 1e6,
 			 (double)(d->t_loaded - d->t_start) / 1e6,
-			 (double)((t_mounted ? t_mounted : t) - d->t_loaded) / 1e6,
+			 (double)(d->t_connected - d->t_loaded) / 1e6,
+			 (double)((t_mounted ? t_mounted : t) - d->t_connected) / 1e6,
 			 (double)(t - (t_mounted ? t_mounted : t)) / 1e6);
 	}
 	if (!fs_resumed(d->fs) && handover_store(d->fs, d->ctl))
@@ -140,7 +142,8 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 }
 
 /* The start round's end (the prober's first rounds, on its last thread to
- * end one): one line, how many were probed, which are dead. */
+ * end one): one line, how many were probed (the connect pass probed every
+ * one; the round leaves out what the watches saw since), which are dead. */
 static void probed_at_start(void *arg, int n, int64_t ms)
 {
 	const struct daemon *d = arg;
@@ -148,7 +151,7 @@ static void probed_at_start(void *arg, int n, int64_t ms)
 	if (n < 0)
 		log_warn("probe: the first round failed: %s", strerror(-n));
 	else
-		audit_probed_at_start(d->reg, n, ms);
+		audit_probed_at_start(d->reg, n > d->n_connected ? n : d->n_connected, ms);
 }
 
 /* The state: opened and loaded, its upkeep started. */
@@ -174,13 +177,19 @@ static int start_registry(struct daemon *d, char *err, size_t errlen)
 	if (rc != 0)
 		return rc;
 	d->t_loaded = plugfs_mono_ns();
-	/* Every registration is probed once at start by the prober's first
-	 * rounds, started with the mount served (daemon_start): a start (a
-	 * re-exec) never waits for a round of hung plugins, and each verdict
-	 * is applied as its probe ends, so a dead socket is served for the
-	 * time of its own probe at most. */
+	/* Every registration is connected to once before the mount is
+	 * served (probe_start_connect): a missing, refusing or hung socket is
+	 * dead before any consumer is, as it was before the restart.  The
+	 * csi calls, which a plugin that accepts and never answers holds for
+	 * a timeout, come with the prober's first rounds, started with the
+	 * mount served (daemon_start): a start (a re-exec) never waits for
+	 * them, and each verdict is applied as its probe ends. */
 	if (daemon_probe_options(d) != 0)
 		return plugfs_errf(err, errlen, -ENOMEM, "out of memory");
+	if (probe_enabled(&d->probe) && (rc = probe_start_connect(d->reg, &d->probe)) < 0)
+		log_warn("probe: the start's connect pass failed: %s", strerror(-rc));
+	d->n_connected = rc > 0 ? rc : 0;
+	d->t_connected = plugfs_mono_ns();
 	d->audit_sub = registry_subscribe(d->reg, audit_log_change, NULL);
 	if (d->audit_sub < 0) {
 		rc = d->audit_sub;

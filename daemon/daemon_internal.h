@@ -53,9 +53,11 @@ struct daemon {
 	/* The handover under way is a stop, not a re-exec; atomic. */
 	bool stop_keeping;
 	/* The start's phases (CLOCK_MONOTONIC, ns): begin, state loaded,
-	 * tree built and mounted; the ready line reports them (the start
-	 * round runs after them, its own line says how long it took). */
-	uint64_t t_start, t_loaded, t_mounted;
+	 * the start's connect pass ended, tree built and mounted; the ready
+	 * line reports them (the start round runs after them, its own line
+	 * says how long it took). */
+	uint64_t t_start, t_loaded, t_connected, t_mounted;
+	int n_connected; /* registrations the start's connect pass probed */
 	/* One reload at a time: SIGHUP on the housekeeping thread, `reload'
 	 * on the control server's; guards the reloadable fields of cfg. */
 	pthread_mutex_t reload_lock;

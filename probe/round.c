@@ -49,6 +49,7 @@ struct round {
 	const struct reg_probe_targets *snap;
 	const struct reg_probe_settings *set;
 	size_t probed; /* atomic: the batches apply at the same time */
+	bool connect_only; /* probe_start_connect: every one connected to only */
 };
 
 bool probe_enabled(const struct probe_options *o)
@@ -107,6 +108,10 @@ static void apply_one(struct batch *b, size_t j)
 		return;
 	g = &rd->snap->t[b->idx[j]];
 	__atomic_fetch_add(&rd->probed, 1, __ATOMIC_RELAXED);
+	/* A csi registration that accepts is not known alive by a connect:
+	 * its call comes with the prober's first round. */
+	if (rd->connect_only && res->ok && rd->set[b->idx[j]].mode != REG_PROBE_CONNECT)
+		return;
 	/* An event's verdict came after this round's copy. */
 	if (rd->h && rd->h->newer(rd->h->arg, g->id, rd->mark))
 		return;
@@ -295,7 +300,7 @@ static bool keep_target(void *arg, const char *type, const struct registration *
 }
 
 static int round_of(struct registry *r, const struct probe_options *o, const char *type,
-		    enum reg_probe lane)
+		    enum reg_probe lane, bool connect_only)
 {
 	const struct probe_hooks *h = o->hooks;
 	struct reg_probe_targets snap = {0};
@@ -304,7 +309,8 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 	struct batch batches[BATCH_MAX];
 	size_t n, nb = 0;
 	uint64_t mark = h ? h->begin(h->arg) : 0;
-	struct round rd = {.r = r, .o = o, .h = h, .mark = mark, .snap = &snap};
+	struct round rd = {
+	    .r = r, .o = o, .h = h, .mark = mark, .snap = &snap, .connect_only = connect_only};
 	int64_t t0;
 	int rc;
 
@@ -331,11 +337,14 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 			seen[k] = true;
 			continue;
 		}
-		b = batch_of(batches, &nb, n, set[k].mode, set[k].timeout_ms, o->stop, &rd);
+		b = batch_of(batches, &nb, n, connect_only ? REG_PROBE_CONNECT : set[k].mode,
+			     set[k].timeout_ms, o->stop, &rd);
 		if (!b)
 			goto out;
 		b->paths[b->n] = g->socket;
-		b->names[b->n] = set[k].mode == REG_PROBE_CSI && *g->csi_name ? g->csi_name : NULL;
+		b->names[b->n] = set[k].mode == REG_PROBE_CSI && !connect_only && *g->csi_name
+				     ? g->csi_name
+				     : NULL;
 		b->idx[b->n] = k;
 		b->n++;
 	}
@@ -350,7 +359,7 @@ static int round_of(struct registry *r, const struct probe_options *o, const cha
 				 __ATOMIC_RELAXED);
 	}
 	/* Not probed (any more): back to unknown, which counts as alive. */
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && !connect_only; i++) {
 		const struct reg_runtime unknown = {0};
 		const struct reg_probe_target *g = &snap.t[i];
 		char err[REG_ERR_MAX];
@@ -373,18 +382,23 @@ out:
 
 int probe_round(struct registry *r, const struct probe_options *o)
 {
-	return round_of(r, o, NULL, REG_PROBE_DEFAULT);
+	return round_of(r, o, NULL, REG_PROBE_DEFAULT, false);
 }
 
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type)
 {
-	return round_of(r, o, type, REG_PROBE_DEFAULT);
+	return round_of(r, o, type, REG_PROBE_DEFAULT, false);
 }
 
 int probe_round_lane(struct registry *r, const struct probe_options *o, const char *type,
 		     enum reg_probe lane)
 {
-	return round_of(r, o, type, lane);
+	return round_of(r, o, type, lane, false);
+}
+
+int probe_start_connect(struct registry *r, const struct probe_options *o)
+{
+	return round_of(r, o, NULL, REG_PROBE_DEFAULT, true);
 }
 
 void probe_first(const char *type, const char *socket, enum reg_probe probe, const char *csi_name,

@@ -188,6 +188,17 @@ int probe_round(struct registry *r, const struct probe_options *o);
 /* The same for the registrations of one type only. */
 int probe_round_type(struct registry *r, const struct probe_options *o, const char *type);
 
+/*
+ * The start's connect pass, before the mount is served: every probed
+ * registration connected to once (csi ones too), its verdict applied as
+ * its connect ends, except that a csi registration that accepts stays as
+ * it is (unknown) until the prober's first round asks it.  A missing,
+ * refusing or hung socket (the timeout) is dead before any consumer is
+ * served; a plugin that accepts and never answers costs no wait here.
+ * Returns how many were probed, or -errno.
+ */
+int probe_start_connect(struct registry *r, const struct probe_options *o);
+
 /* The first probe of a registration of type that is not in the registry
  * yet (a `register'), by its override probe over its type's mode, csi_name
  * the plugin name its csi probe expects (NULL or "" = none): *rt is what
