@@ -12,26 +12,9 @@
 . "$(dirname "$0")/control_lib.sh"
 . "$(dirname "$0")/csi_lib.sh"
 require_fuse
-ROOT=$T/plugins
-mkdir -m 0755 "$ROOT"
+. "$(dirname "$0")/discover_lib.sh"
 write_config "[discover.t]" "root = $ROOT" "[probe]" "mode = connect"
 start_daemon
-
-# served TYPE NAME ALLOC: the plugin's csi.sock leads to ALLOC's socket.
-served() { [ "$(readlink "$MNT/plugins/$1/$2/csi.sock")" = "$ROOT/$3/csi.sock" ]; }
-now_ms() { echo $((${EPOCHREALTIME/[.,]/} / 1000)); }
-# start_plugin ALLOC FLAVOUR NAME [ARGS]: csi_plugin.py on ROOT/ALLOC/csi.sock;
-# sets P_<ALLOC> to its pid and T0 to the time it was asked to start.
-start_plugin() {
-	local a=$1 f=$2 n=$3
-	shift 3
-	mkdir -p -m 0755 "$ROOT/$a"
-	T0=$(now_ms)
-	csi_plugin "$ROOT/$a/csi.sock" --flavour "$f" --name "$n" "$@"
-	printf -v "P_$a" %s "$CSI_PID"
-}
-# took WHAT: prints the time since T0 and what the daemon logged for ALLOC.
-took() { echo "# $1: $(($(now_ms) - T0)) ms from the plugin's start to served (daemon: $(grep -o "alloc $2, socket [^ ]* ([0-9]* ms after the socket was created)" "$DAEMON_LOG" | tail -n 1 | grep -o '[0-9]* ms after'))"; }
 
 start_plugin a1 node node.example.com
 wait_until 20 "node.example.com is served from a1" served csi-node node.example.com a1 || exit 1
