@@ -28,7 +28,8 @@
  *   1. SOCKETS (100) sockets one after the other, each once the one before
  *      is served: median and p99.
  *   2. BURST (1,000) sockets at once: the time until every one is served
- *      (and until half are).  The hook side runs 16 registers at a time.
+ *      (and until half are), and the CPU the daemon and the plugins' process
+ *      used until then.  The hook side runs 16 registers at a time.
  *
  * State and sockets on tmpfs, [state] synchronous = full (the default).
  * Printed, never judged by the exit status.
@@ -62,12 +63,15 @@ struct ctx {
 	const char *plugfs, *dir;
 	const struct bench_discover_opts *o;
 	long total; /* o->sockets + o->burst */
+	pid_t plugins;
 	char cfg[PATH_MAX];
 };
 
 struct side_run {
 	double seq_med, seq_p99, seq_max;
 	double burst_half, burst_all;
+	double cpu_daemon, cpu_plugins; /* CPU ms during the burst */
+	long unanswered;		/* plugfs_discover_identify_failed_total after it */
 	int n;
 };
 
@@ -251,6 +255,28 @@ static int wait_all(const struct ctx *c, enum side s, long from, long to, uint64
 	return 0;
 }
 
+/* The daemon's plugfs_discover_identify_failed_total (the control
+ * socket's metrics answer, JSON: newlines escaped), or -1. */
+static long unanswered(const struct ctx *c)
+{
+	static const char key[] = "\\nplugfs_discover_identify_failed_total ";
+	char ctl[PATH_MAX], *ans = malloc(1 << 18);
+	const char *p;
+	long v = -1;
+	int fd;
+
+	snprintf(ctl, sizeof(ctl), "%s/ctl.sock", c->dir);
+	if (!ans || (fd = bench_ctl_connect(ctl)) < 0) {
+		free(ans);
+		return -1;
+	}
+	if (bench_call(fd, "{\"op\":\"metrics\"}\n", ans, 1 << 18) == 0 && (p = strstr(ans, key)))
+		v = strtol(p + strlen(key), NULL, 10);
+	close(fd);
+	free(ans);
+	return v;
+}
+
 static int run_side(struct ctx *c, enum side s, struct side_run *out)
 {
 	const struct bench_discover_opts *o = c->o;
@@ -296,6 +322,8 @@ static int run_side(struct ctx *c, enum side s, struct side_run *out)
 		uint64_t t0 = plugfs_mono_ns();
 		pthread_t th[HOOK_PARALLEL];
 		struct hook_share hs[HOOK_PARALLEL];
+		struct bench_daemon pd = {.pid = c->plugins};
+		double dc0 = bench_daemon_cpu_ms(&d), pc0 = bench_daemon_cpu_ms(&pd);
 		int nth = 0;
 
 		for (long i = o->sockets; i < c->total; i++) {
@@ -316,6 +344,9 @@ static int run_side(struct ctx *c, enum side s, struct side_run *out)
 		}
 		int w = wait_all(c, s, o->sockets, c->total, t0, &out->burst_half, &out->burst_all);
 
+		out->cpu_daemon = bench_daemon_cpu_ms(&d) - dc0;
+		out->cpu_plugins = bench_daemon_cpu_ms(&pd) - pc0;
+		out->unanswered = s == S_HOOK ? 0 : unanswered(c);
 		for (int k = 0; k < nth; k++) {
 			pthread_join(th[k], NULL);
 			if (hs[k].rc != 0)
@@ -448,6 +479,7 @@ int bench_discover(const char *plugfs, const char *tmpdir, const char *python, c
 	}
 	if ((pp = start_plugins(&c, python, script)) < 0)
 		return 1;
+	c.plugins = pp;
 	for (int s = 0; s < S_N; s++)
 		if (run_side(&c, (enum side)s, &r[s]) != 0)
 			goto out;
@@ -469,6 +501,17 @@ int bench_discover(const char *plugfs, const char *tmpdir, const char *python, c
 	printf("  all served                      %10.0f %10.0f %10.0f %12.2f %11.2f\n",
 	       r[0].burst_all, r[1].burst_all, r[2].burst_all,
 	       ratio(r[0].burst_all, r[2].burst_all), ratio(r[1].burst_all, r[2].burst_all));
+	printf("  CPU until all served: daemon    %10.0f %10.0f %10.0f %12.2f %11.2f\n",
+	       r[0].cpu_daemon, r[1].cpu_daemon, r[2].cpu_daemon,
+	       ratio(r[0].cpu_daemon, r[2].cpu_daemon), ratio(r[1].cpu_daemon, r[2].cpu_daemon));
+	printf("                        plugins   %10.0f %10.0f %10.0f\n", r[0].cpu_plugins,
+	       r[1].cpu_plugins, r[2].cpu_plugins);
+	printf("  identifications unanswered       %10ld %10ld %10s   (each asked again after "
+	       "200 ms, doubling)\n",
+	       r[0].unanswered, r[1].unanswered, "-");
+	printf("  (the CPU of the hook side's `plugfs register' processes is not counted; "
+	       "%ld CPUs)\n",
+	       sysconf(_SC_NPROCESSORS_ONLN));
 	rc = 0;
 out:
 	kill(pp, SIGKILL);

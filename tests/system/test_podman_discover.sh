@@ -55,7 +55,7 @@ fi
 
 # Nomad's layout: <data_dir>/client/csi/plugins/<alloc>/csi.sock.
 ROOT=$T/nomad/client/csi/plugins
-mkdir -p -m 0755 "$T/nomad" "$T/nomad/client" "$T/nomad/client/csi" "$ROOT" "$T/bin"
+mkdir -m 0755 "$T/nomad" "$T/nomad/client" "$T/nomad/client/csi" "$ROOT" "$T/bin"
 cp "$PLUGFS_SOURCE_DIR/tests/integration/csi_plugin.py" "$T/bin/"
 cat >"$T/bin/consumer.py" <<'PY'
 # A consumer: csi.v1.Identity/GetPluginInfo through the path given; prints
