@@ -21,6 +21,10 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
       --answer-after: every call fails UNAVAILABLE (`starting') until
       SECONDS after the start: a plugin whose socket is there before it
       answers.
+      --stagger SECONDS: each PATH its own server, started SECONDS after
+      the one before (sockets created one at a time, in one process);
+      prints `listening on PATH' for each.
+      --workers N: the server's threads (default 8).
   csi_plugin.py --hang PATH...
       Listens on every PATH, accepts connections and never answers (nor
       reads): a plugin that is stuck.
@@ -144,7 +148,22 @@ def serve_grpc(args):
         generic.append(grpc.method_handlers_generic_handler(
             "csi.v1.Node",
             {"NodeGetInfo": grpc.unary_unary_rpc_method_handler(node_info)}))
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    if args.stagger:
+        servers = []
+        for path in args.socket:
+            if os.path.exists(path):
+                os.unlink(path)
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+            server.add_generic_rpc_handlers(tuple(generic))
+            server.add_insecure_port("unix:" + path)
+            server.start()
+            servers.append(server)
+            print("listening on %s" % path, flush=True)
+            time.sleep(args.stagger)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        while True:
+            time.sleep(3600)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=args.workers))
     server.add_generic_rpc_handlers(tuple(generic))
     for path in args.socket:
         if os.path.exists(path):
@@ -184,6 +203,8 @@ def main():
     ap.add_argument("--flavour", default="identity",
                     choices=["identity", "node", "controller", "monolith"])
     ap.add_argument("--answer-after", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--hang", nargs="+", metavar="PATH")
     args = ap.parse_args()
     if args.hang:
