@@ -22,6 +22,10 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
       --answer-after: every call fails UNAVAILABLE (`starting') until
       SECONDS after the start: a plugin whose socket is there before it
       answers.
+      --stagger SECONDS: each PATH its own server, started SECONDS after
+      the one before (sockets created one at a time, in one process);
+      prints `listening on PATH' for each.
+      --workers N: the server's threads (default 8).
   csi_plugin.py --hang PATH...
       Listens on every PATH, accepts connections and never answers (nor
       reads): a plugin that is stuck.
@@ -150,13 +154,31 @@ def serve_grpc(args):
                 {"NodeGetInfo": grpc.unary_unary_rpc_method_handler(node_info)}))
         return tuple(generic)
 
+    def name_of(path):
+        return args.name.replace("{dir}", os.path.basename(os.path.dirname(path)))
+
+    if args.stagger:
+        servers = []
+        for path in args.socket:
+            if os.path.exists(path):
+                os.unlink(path)
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+            server.add_generic_rpc_handlers(handlers_for(name_of(path)))
+            server.add_insecure_port("unix:" + path)
+            server.start()
+            servers.append(server)
+            print("listening on %s" % path, flush=True)
+            time.sleep(args.stagger)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        while True:
+            time.sleep(3600)
+
     # The sockets by the name they answer: one server per name (the
     # handlers cannot tell which socket a call came on), one executor.
     by_name = {}
     for path in args.socket:
-        name = args.name.replace("{dir}", os.path.basename(os.path.dirname(path)))
-        by_name.setdefault(name, []).append(path)
-    executor = futures.ThreadPoolExecutor(max_workers=8)
+        by_name.setdefault(name_of(path), []).append(path)
+    executor = futures.ThreadPoolExecutor(max_workers=args.workers)
     servers = []
     for name, paths in by_name.items():
         server = grpc.server(executor)
@@ -201,6 +223,8 @@ def main():
     ap.add_argument("--flavour", default="identity",
                     choices=["identity", "node", "controller", "monolith"])
     ap.add_argument("--answer-after", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--hang", nargs="+", metavar="PATH")
     args = ap.parse_args()
     if args.hang:
