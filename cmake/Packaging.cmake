@@ -63,6 +63,7 @@ install(FILES contrib/plugfs.zsh-completion DESTINATION ${CMAKE_INSTALL_DATAROOT
   RENAME _plugfs)
 install(FILES contrib/plugfs.fish DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/fish/vendor_completions.d)
 install(FILES contrib/plugfs.ini contrib/nomad/csi-node-plugin.nomad.hcl
+  contrib/nomad/csi-node-plugin-discover.nomad.hcl
   DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(PROGRAMS contrib/docker-consumer.sh DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -4,7 +4,8 @@
 # podman and runc: the consumer test in a real container; prometheus: its
 # promtool checks the metrics; lintian: test_package.sh checks the .deb;
 # libcurl4-openssl-dev: the csi probe's HTTP/2 gRPC calls; python3-grpcio:
-# the tests' stand-in CSI plugin, a real gRPC server; clang and
+# the tests' stand-in CSI plugin, a real gRPC server (in test_podman_discover
+# also in containers, the host's /usr bound read-only); clang and
 # libclang-rt-14-dev: libFuzzer for the fuzz targets of tests/fuzz; zsh and
 # fish: their completions are tested in the real shells).
 set -euo pipefail

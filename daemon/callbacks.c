@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "confread.h"
+#include "discover.h"
 #include "discover_scan.h"
 #include "daemon_internal.h"
 #include "clock.h"
@@ -75,6 +76,7 @@ void daemon_metrics(struct metrics *m, void *arg)
 	size_t n = fs_error_counts(d->fs, names, counts, FS_N_COUNTED_ERRNOS + 1);
 	struct probe_stats ps;
 	struct probe_watch_stats ws;
+	struct discover_stats ds;
 
 	metrics_family(m, "plugfs_fuse_requests_total", "counter",
 		       "FUSE requests the daemon answered (the kernel's cache answers the rest).");
@@ -89,6 +91,29 @@ void daemon_metrics(struct metrics *m, void *arg)
 		       "1 when this process resumed a FUSE connection it did not mount (a "
 		       "restart, a re-exec), 0 when it mounted.");
 	metrics_sample(m, "plugfs_fuse_resumed", NULL, fs_resumed(d->fs) ? 1 : 0);
+	discover_stats(d->disc, &ds);
+	metrics_family(m, "plugfs_discover_watches", "gauge",
+		       "inotify watches the discovery holds (its roots and the allocation "
+		       "directories below them).");
+	metrics_sample(m, "plugfs_discover_watches", NULL, (double)ds.watches);
+	metrics_family(m, "plugfs_discover_unwatched_directories", "gauge",
+		       "Allocation directories without a watch (the inotify watch limit), "
+		       "rescanned every 2 s instead.");
+	metrics_sample(m, "plugfs_discover_unwatched_directories", NULL, (double)ds.unwatched);
+	metrics_family(m, "plugfs_discover_rescans_total", "counter",
+		       "Scans of a discovery root, or of the names in it an event named.");
+	metrics_sample(m, "plugfs_discover_rescans_total", NULL, (double)ds.rescans);
+	metrics_family(m, "plugfs_discover_registrations_total", "counter",
+		       "Registrations and deregistrations the discovery made.");
+	metrics_sample(m, "plugfs_discover_registrations_total",
+		       (const char *[]){"op", "register", NULL}, (double)ds.registered);
+	metrics_sample(m, "plugfs_discover_registrations_total",
+		       (const char *[]){"op", "deregister", NULL}, (double)ds.deregistered);
+	metrics_family(m, "plugfs_discover_identify_failed_total", "counter",
+		       "Identifications of a discovered socket that were not answered (asked "
+		       "again with back-off).");
+	metrics_sample(m, "plugfs_discover_identify_failed_total", NULL,
+		       (double)ds.identify_failed);
 	if (!probe_enabled(&d->probe))
 		return;
 	probe_stats(&ps);
@@ -190,6 +215,9 @@ static void reload_discover(struct daemon *d, struct plugfs_config *nc)
 	d->cfg.n_discover = nc->n_discover;
 	nc->discover = keep;
 	nc->n_discover = n_keep;
+	/* The discovery's thread applies them (copies), soon after. */
+	if (discover_reload(d->disc, d->cfg.discover, d->cfg.n_discover) < 0)
+		log_error("reload: the discovery keeps its sections: out of memory");
 }
 
 /*

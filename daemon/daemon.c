@@ -43,6 +43,7 @@
 #include "confread.h"
 #include "clock.h"
 #include "daemon_internal.h"
+#include "discover.h"
 #include "discover_scan.h"
 #include "err.h"
 #include "fsutil.h"
@@ -134,9 +135,6 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 		 * error, as a bad value is. */
 		if ((rc = discover_check_root(&d->cfg.discover[i], err, errlen)) < 0)
 			return rc;
-		log_warn("[discover.%s] root %s: read and checked, not watched: this plugfs does not "
-			 "discover plugins yet; register them with `plugfs register'",
-			 d->cfg.discover[i].name, d->cfg.discover[i].root);
 	}
 	return 0;
 }
@@ -225,6 +223,20 @@ static int start_fs(struct daemon *d, char *err, size_t errlen)
 	malloc_trim(0);
 #endif
 	return 0;
+}
+
+/* The discovery: every root scanned and what the registry holds of it
+ * reconciled before the mount is served, then its thread watches. */
+static int start_discover(struct daemon *d, char *err, size_t errlen)
+{
+	struct discover_options o = {
+	    .reg = d->reg,
+	    .types = (const char *const *)d->cfg.types,
+	    .n_types = d->cfg.n_types,
+	    .timeout_ms = d->cfg.probe.dflt.timeout_ms,
+	};
+
+	return discover_start(&o, d->cfg.discover, d->cfg.n_discover, &d->disc, err, errlen);
 }
 
 /* The control server after the mount: an `ok' is only ever given with the
@@ -358,6 +370,8 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 	probe_set_own_mount(d->own);
 	rc = start_registry(d, err, errlen);
 	if (rc == 0)
+		rc = start_discover(d, err, errlen);
+	if (rc == 0)
 		rc = start_fs(d, err, errlen);
 	if (rc == 0)
 		rc = start_control(d, err, errlen);
@@ -470,6 +484,10 @@ int daemon_stop(struct daemon *d, int run)
 		control_server_stop(d->ctl);
 	}
 	d->ctl = NULL;
+	/* The discovery after the control server (its `metrics' and `reload'
+	 * call it), before the registry closes. */
+	discover_stop(d->disc);
+	d->disc = NULL;
 	prober_stop(d->prober);
 	d->prober = NULL;
 	if (d->fs && d->giving_back) {

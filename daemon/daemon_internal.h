@@ -80,6 +80,9 @@ struct daemon {
 	/* This start failed: daemon_stop gives the mount back (fallback_h)
 	 * instead of unmounting. */
 	bool giving_back;
+	/* The [discover.NAME] sections' discovery (discover.h), NULL: not
+	 * started. */
+	struct discover *disc;
 };
 
 /* d->probe from the config: [probe] the default, and every type of

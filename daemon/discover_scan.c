@@ -87,19 +87,27 @@ int discover_check_root(const struct plugfs_discover *sec, char *err, size_t err
 __attribute__((format(printf, 4, 5))) static int skip(struct discover_scan *s, const char *root,
 						      const char *name, const char *fmt, ...)
 {
-	char why[256], qr[PLUGFS_QUOTE_MAX], qn[PLUGFS_QUOTE_MAX], *msg = NULL;
+	char why[256], qr[PLUGFS_QUOTE_MAX], qn[PLUGFS_QUOTE_MAX], *msg = NULL, *nm = strdup(name);
 	va_list ap;
+
+	if (!nm)
+		return -ENOMEM;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	if (asprintf(&msg, "%s/%s: %s; skipped", plugfs_quote(qr, sizeof(qr), root),
-		     plugfs_quote(qn, sizeof(qn), name), why) < 0)
-		return -ENOMEM;
-	if (PLUGFS_GROW(s->skipped, s->cap_skipped, s->n_skipped, 4) < 0) {
-		free(msg);
+		     plugfs_quote(qn, sizeof(qn), name), why) < 0) {
+		free(nm);
 		return -ENOMEM;
 	}
+	if (PLUGFS_GROW(s->skipped, s->cap_skipped, s->n_skipped, 4) < 0 ||
+	    PLUGFS_GROW(s->skipped_name, s->cap_skipped_name, s->n_skipped, 4) < 0) {
+		free(msg);
+		free(nm);
+		return -ENOMEM;
+	}
+	s->skipped_name[s->n_skipped] = nm;
 	s->skipped[s->n_skipped++] = msg;
 	return 0;
 }
@@ -133,6 +141,16 @@ static int scan_entry(const struct plugfs_discover *sec, int rootfd, const char 
 	if (fstat(dfd, &dst) < 0 || dst.st_dev != st.st_dev || dst.st_ino != st.st_ino) {
 		rc = skip(s, sec->root, name, "changed while it was checked");
 		goto out;
+	}
+	{
+		char *d = strdup(name);
+
+		if (!d || PLUGFS_GROW(s->dirs, s->cap_dirs, s->n_dirs, 8) < 0) {
+			free(d);
+			rc = -ENOMEM;
+			goto out;
+		}
+		s->dirs[s->n_dirs++] = d;
 	}
 	if (fstatat(dfd, sec->socket, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		goto out; /* no socket yet */
@@ -230,15 +248,49 @@ out:
 	return rc;
 }
 
+int discover_scan_names(const struct plugfs_discover *sec, const char *const *names, size_t n,
+			struct discover_scan *out, char *err, size_t errlen)
+{
+	struct discover_scan s = {0};
+	int rootfd = open_root(sec, err, errlen), rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (rootfd < 0)
+		return rootfd;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(names[i], ".") == 0 || strcmp(names[i], "..") == 0 ||
+		    strchr(names[i], '/'))
+			continue;
+		if ((rc = scan_entry(sec, rootfd, names[i], &s)) < 0) {
+			plugfs_errf(err, errlen, rc, "[discover.%s]: out of memory", sec->name);
+			goto out;
+		}
+	}
+	if (s.n_found > 1)
+		qsort(s.found, s.n_found, sizeof(*s.found), by_ctime);
+	*out = s;
+	memset(&s, 0, sizeof(s));
+out:
+	close(rootfd);
+	discover_scan_free(&s);
+	return rc;
+}
+
 void discover_scan_free(struct discover_scan *s)
 {
 	for (size_t i = 0; i < s->n_found; i++) {
 		free(s->found[i].alloc);
 		free(s->found[i].socket);
 	}
-	for (size_t i = 0; i < s->n_skipped; i++)
+	for (size_t i = 0; i < s->n_skipped; i++) {
 		free(s->skipped[i]);
+		free(s->skipped_name[i]);
+	}
+	for (size_t i = 0; i < s->n_dirs; i++)
+		free(s->dirs[i]);
 	free(s->found);
 	free(s->skipped);
+	free(s->skipped_name);
+	free(s->dirs);
 	memset(s, 0, sizeof(*s));
 }

@@ -25,13 +25,18 @@ struct discover_found {
 };
 
 /* A root's scan.  found is sorted by ctime, oldest first (ties by alloc);
- * skipped holds one message per entry refused ("ROOT/NAME: why; skipped"). */
+ * skipped holds one message per entry refused ("ROOT/NAME: why; skipped"),
+ * skipped_name[i] the entry's name; dirs the directories trusted (an
+ * allocation, with or without its socket yet: each one watched). */
 struct discover_scan {
 	struct discover_found *found;
 	size_t n_found;
 	char **skipped;
+	char **skipped_name;
 	size_t n_skipped;
-	size_t cap_found, cap_skipped; /* the arrays' room */
+	char **dirs;
+	size_t n_dirs;
+	size_t cap_found, cap_skipped, cap_skipped_name, cap_dirs; /* the arrays' room */
 };
 
 /*
@@ -57,6 +62,14 @@ int discover_check_root(const struct plugfs_discover *sec, char *err, size_t err
  */
 int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *out, char *err,
 		       size_t errlen);
+
+/*
+ * The same for the entries names[0..n) of sec's root only (a rescan of
+ * what an event named): a name that is gone is in none of the arrays.
+ * 0 or -errno with err, as discover_scan_root.  Any thread.
+ */
+int discover_scan_names(const struct plugfs_discover *sec, const char *const *names, size_t n,
+			struct discover_scan *out, char *err, size_t errlen);
 
 void discover_scan_free(struct discover_scan *s);
 

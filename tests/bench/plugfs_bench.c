@@ -20,6 +20,9 @@
  *
  *   plugfs-bench [--iterations N] [--connects N] [--switches N] [--quick]
  *   plugfs-bench --scale N[,N...] [--plugfs PATH] [--disk DIR] [--quick]
+ *   plugfs-bench --watch [--plugfs PATH] ... (bench_watch.c)
+ *   plugfs-bench --discover [--plugfs PATH] [--sockets N] [--burst N]
+ *                [--python PATH] [--csi-plugin SCRIPT] [--quick] (bench_discover.c)
  *
  * --scale prints everything in one run: first the daemon at each plugin
  * count, side by side (start to ready, RSS per registration, uncached
@@ -52,6 +55,7 @@
 #include <unistd.h>
 
 #include "bench_cached.h"
+#include "bench_discover.h"
 #include "bench_scale.h"
 #include "bench_watch.h"
 #include "clock.h"
@@ -61,7 +65,6 @@
 
 #define TYPE "csi-node"
 #define NAME "bench"
-
 
 static double register_baseline(struct bench *b, long n);
 
@@ -433,6 +436,34 @@ static int run_watch(const char *plugfs_arg, const struct bench_watch_opts *o)
 	return rc;
 }
 
+static int run_discover(const char *plugfs_arg, const char *python, const char *script,
+			const struct bench_discover_opts *o)
+{
+	char plugfs[PATH_MAX], tmp[256], check[PATH_MAX + 64];
+	int rc;
+
+	if (snprintf(check, sizeof(check), "'%s' -c 'import grpc' 2>/dev/null", python) >=
+		(int)sizeof(check) ||
+	    strchr(python, '\'') || system(check) != 0 || access(script, R_OK) != 0) {
+		const char *ci = getenv("CI");
+		bool fail = ci && strcmp(ci, "true") == 0;
+
+		fprintf(stderr,
+			"plugfs-bench: --discover: python3-grpcio for %s or the plugin %s is "
+			"missing (contrib/install-deps.sh)%s\n",
+			python, script, fail ? "; CI=true: not skipping" : "; skipped");
+		return fail ? 1 : 77;
+	}
+	if (plugfs_arg)
+		snprintf(plugfs, sizeof(plugfs), "%s", plugfs_arg);
+	else
+		default_plugfs(plugfs, sizeof(plugfs));
+	bench_tmpdir("plugfs-bench", "plugfs-bench", tmp, sizeof(tmp));
+	rc = bench_discover(plugfs, tmp, python, script, o);
+	bench_tmpdir_remove("plugfs-bench", tmp);
+	return rc;
+}
+
 /* The cached path: readlink, stat and connect through the mount against a
  * tmpfs symlink of the same depth (what is left is the kernel's FUSE code:
  * no request reaches the daemon), listings, switches, stale reads.  0, or 1
@@ -513,6 +544,11 @@ int main(int argc, char *argv[])
 	    {"interval", required_argument, NULL, 'I'},
 	    {"missing", required_argument, NULL, 'M'},
 	    {"live", required_argument, NULL, 'L'},
+	    {"discover", no_argument, NULL, 'X'},
+	    {"sockets", required_argument, NULL, 'N'},
+	    {"burst", required_argument, NULL, 'U'},
+	    {"python", required_argument, NULL, 'Y'},
+	    {"csi-plugin", required_argument, NULL, 'C'},
 	    {"help", no_argument, NULL, 'h'},
 	    {0},
 	};
@@ -521,7 +557,9 @@ int main(int argc, char *argv[])
 	const char *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
 	struct bench_watch_opts wo = {
 	    .interval = 30, .kills = 200, .baseline_kills = 3, .n = 100000, .live = 1000};
-	bool quick = false, watch = false;
+	struct bench_discover_opts xo = {.sockets = 100, .burst = 1000};
+	const char *python = "/usr/bin/python3", *csi_plugin = BENCH_CSI_PLUGIN;
+	bool quick = false, watch = false, discover = false;
 	int c, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -542,6 +580,22 @@ int main(int argc, char *argv[])
 			quick = true;
 			wo = (struct bench_watch_opts){
 			    .interval = 1, .kills = 5, .baseline_kills = 1, .n = 300, .live = 20};
+			xo = (struct bench_discover_opts){.sockets = 10, .burst = 50};
+			break;
+		case 'X':
+			discover = true;
+			break;
+		case 'N':
+			xo.sockets = atol(optarg);
+			break;
+		case 'U':
+			xo.burst = atol(optarg);
+			break;
+		case 'Y':
+			python = optarg;
+			break;
+		case 'C':
+			csi_plugin = optarg;
 			break;
 		case 'W':
 			watch = true;
@@ -576,7 +630,9 @@ int main(int argc, char *argv[])
 			       "[--disk DIR] "
 			       "[--quick]\n       plugfs-bench --watch [--plugfs PATH] [--kills N] "
 			       "[--baseline-kills N] [--interval S] [--missing N] [--live N] "
-			       "[--quick]\n");
+			       "[--quick]\n       plugfs-bench --discover [--plugfs PATH] "
+			       "[--sockets N] "
+			       "[--burst N] [--python PATH] [--csi-plugin SCRIPT] [--quick]\n");
 			return 0;
 		default:
 			return 2;
@@ -593,12 +649,19 @@ int main(int argc, char *argv[])
 		return rc;
 	if (wo.kills < 1 || wo.baseline_kills < 1 || wo.interval < 0.05 || wo.n < 1 ||
 	    wo.live < 1) {
-		fprintf(stderr, "plugfs-bench: --kills, --baseline-kills, --missing and --live must "
-				"be >= 1, --interval >= 0.05\n");
+		fprintf(stderr,
+			"plugfs-bench: --kills, --baseline-kills, --missing and --live must "
+			"be >= 1, --interval >= 0.05\n");
+		return 2;
+	}
+	if (xo.sockets < 1 || xo.burst < 1 || xo.sockets > 99999 || xo.burst > 99999) {
+		fprintf(stderr, "plugfs-bench: --sockets and --burst must be 1 to 99999\n");
 		return 2;
 	}
 	if (watch)
 		return run_watch(plugfs, &wo);
+	if (discover)
+		return run_discover(plugfs, python, csi_plugin, &xo);
 	if (scale) {
 		/* The whole picture in one run: the daemon at each size, then the
 		 * cached path against tmpfs. */

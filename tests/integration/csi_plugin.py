@@ -9,7 +9,8 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
                 [--flavour identity|node|controller|monolith]
                 [--answer-after SECONDS]
       Probe answers ready true, false, or without the field; GetPluginInfo
-      answers NAME (default csi.example.com) and version 1.0.0.  With
+      answers NAME (default csi.example.com; `{dir}' in it: the name of the
+      socket's directory, each socket its own) and version 1.0.0.  With
       --control FILE, each Probe reads FILE when it exists: `true', `false',
       `absent', or `error CODE MESSAGE' (a gRPC error), so a test switches
       the answer at run time by writing the file.
@@ -21,6 +22,10 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
       --answer-after: every call fails UNAVAILABLE (`starting') until
       SECONDS after the start: a plugin whose socket is there before it
       answers.
+      --stagger SECONDS: each PATH its own server, started SECONDS after
+      the one before (sockets created one at a time, in one process);
+      prints `listening on PATH' for each.
+      --workers N: the server's threads (default 8).
   csi_plugin.py --hang PATH...
       Listens on every PATH, accepts connections and never answers (nor
       reads): a plugin that is stuck.
@@ -121,9 +126,11 @@ def serve_grpc(args):
             context.abort(status, msg)
         return probe_response(mode)
 
-    def info(request, context):
-        starting(context)
-        return info_response(args.name)
+    def info_for(name):
+        def info(request, context):
+            starting(context)
+            return info_response(name)
+        return info
 
     def caps(request, context):
         starting(context)
@@ -133,27 +140,59 @@ def serve_grpc(args):
         starting(context)
         return node_info_response()
 
-    handlers = {
-        "Probe": grpc.unary_unary_rpc_method_handler(probe),
-        "GetPluginInfo": grpc.unary_unary_rpc_method_handler(info),
-    }
-    if args.flavour != "identity":
-        handlers["GetPluginCapabilities"] = grpc.unary_unary_rpc_method_handler(caps)
-    generic = [grpc.method_handlers_generic_handler("csi.v1.Identity", handlers)]
-    if args.flavour in ("node", "monolith"):
-        generic.append(grpc.method_handlers_generic_handler(
-            "csi.v1.Node",
-            {"NodeGetInfo": grpc.unary_unary_rpc_method_handler(node_info)}))
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
-    server.add_generic_rpc_handlers(tuple(generic))
+    def handlers_for(name):
+        handlers = {
+            "Probe": grpc.unary_unary_rpc_method_handler(probe),
+            "GetPluginInfo": grpc.unary_unary_rpc_method_handler(info_for(name)),
+        }
+        if args.flavour != "identity":
+            handlers["GetPluginCapabilities"] = grpc.unary_unary_rpc_method_handler(caps)
+        generic = [grpc.method_handlers_generic_handler("csi.v1.Identity", handlers)]
+        if args.flavour in ("node", "monolith"):
+            generic.append(grpc.method_handlers_generic_handler(
+                "csi.v1.Node",
+                {"NodeGetInfo": grpc.unary_unary_rpc_method_handler(node_info)}))
+        return tuple(generic)
+
+    def name_of(path):
+        return args.name.replace("{dir}", os.path.basename(os.path.dirname(path)))
+
+    if args.stagger:
+        servers = []
+        for path in args.socket:
+            if os.path.exists(path):
+                os.unlink(path)
+            server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+            server.add_generic_rpc_handlers(handlers_for(name_of(path)))
+            server.add_insecure_port("unix:" + path)
+            server.start()
+            servers.append(server)
+            print("listening on %s" % path, flush=True)
+            time.sleep(args.stagger)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+        while True:
+            time.sleep(3600)
+
+    # The sockets by the name they answer: one server per name (the
+    # handlers cannot tell which socket a call came on), one executor.
+    by_name = {}
     for path in args.socket:
-        if os.path.exists(path):
-            os.unlink(path)
-        server.add_insecure_port("unix:" + path)
-    server.start()
-    signal.signal(signal.SIGTERM, lambda *a: (server.stop(0), sys.exit(0)))
+        by_name.setdefault(name_of(path), []).append(path)
+    executor = futures.ThreadPoolExecutor(max_workers=args.workers)
+    servers = []
+    for name, paths in by_name.items():
+        server = grpc.server(executor)
+        server.add_generic_rpc_handlers(handlers_for(name))
+        for path in paths:
+            if os.path.exists(path):
+                os.unlink(path)
+            server.add_insecure_port("unix:" + path)
+        servers.append(server)
+    for server in servers:
+        server.start()
+    signal.signal(signal.SIGTERM, lambda *a: ([s.stop(0) for s in servers], sys.exit(0)))
     print("listening on %s" % " ".join(args.socket), flush=True)
-    server.wait_for_termination()
+    servers[0].wait_for_termination()
 
 
 def serve_hang(paths):
@@ -184,6 +223,8 @@ def main():
     ap.add_argument("--flavour", default="identity",
                     choices=["identity", "node", "controller", "monolith"])
     ap.add_argument("--answer-after", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS")
+    ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--hang", nargs="+", metavar="PATH")
     args = ap.parse_args()
     if args.hang:

@@ -25,8 +25,8 @@ check "a symlinked root: named" grep -q "\[discover.nomad\] root \`$T/link' is a
 
 write_config "[discover.nomad]" "root = $T/good"
 start_daemon
-check "a good root: the daemon starts and says it does not watch it yet" \
-	grep -q "plugfs warn: \[discover.nomad\] root $T/good: read and checked, not watched" "$DAEMON_LOG"
+check_eq "a good root: the daemon starts and watches it" 1 \
+	"$(plugfs metrics | awk '$1 == "plugfs_discover_watches" { print $2 }')"
 
 # Reload to a bad root: refused, the running config kept.
 sed -i "s|^root = $T/good\$|root = $T/open|" "$CFG"

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -71,11 +73,48 @@ static void test_example_socket_roots_hint_is_valid(void **state)
 	config_free(&cfg);
 }
 
+/* Uncommenting the example's [discover.nomad] block (every line from the
+ * section header to the blank line after it) gives a valid file, with the
+ * values the comments say. */
+static void test_example_discover_block_is_valid(void **state)
+{
+	char line[512], text[4096] = "", err[CONFIG_ERR_MAX] = "";
+	struct plugfs_config cfg;
+	const struct plugfs_discover *d;
+	bool in = false;
+	FILE *f = fopen(EXAMPLE, "r");
+
+	(void)state;
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "#   [discover.nomad]", 20) == 0)
+			in = true;
+		else if (in && strncmp(line, "#   ", 4) != 0)
+			break;
+		if (in)
+			strncat(text, line + 4, sizeof(text) - strlen(text) - 1);
+	}
+	fclose(f);
+	assert_true(in);
+	if (config_parse_string(text, "hint", &cfg, err, sizeof(err)) != 0)
+		fail_msg("the [discover.nomad] example: %s\n%s", err, text);
+	d = config_discover_find(&cfg, "nomad");
+	assert_non_null(d);
+	assert_string_equal(d->root, "/var/lib/nomad/client/csi/plugins");
+	assert_int_equal(d->layout, PLUGFS_DISCOVER_ALLOC);
+	assert_string_equal(d->socket, "csi.sock");
+	assert_null(d->type);
+	assert_null(d->plugin);
+	assert_int_equal(d->forget_after, 3600);
+	config_free(&cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_example_is_the_defaults),
 	    cmocka_unit_test(test_example_socket_roots_hint_is_valid),
+	    cmocka_unit_test(test_example_discover_block_is_valid),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
