@@ -333,17 +333,16 @@ static void watch_dir(struct discover *D, struct entry *e)
  * discovery's (its source e's section's). */
 static void dereg_one(struct discover *D, struct entry *e, int ti, const char *why)
 {
-	struct reg_plugin p = {0};
+	struct registration g;
 	char err[REG_ERR_MAX];
 	bool ours = false, removed = false;
 	int rc;
 
-	if (registry_get_plugin(D->reg, D->types[ti], e->name, &p) == 0) {
-		for (size_t j = 0; j < p.n_regs; j++)
-			if (strcmp(p.regs[j].alloc, e->alloc) == 0 &&
-			    strcmp(p.regs[j].source, e->sec->source) == 0)
-				ours = true;
-		reg_plugin_free_contents(&p);
+	/* One registration looked at, not its plugin's list copied: a
+	 * plugin may have a thousand. */
+	if (registry_get_registration(D->reg, D->types[ti], e->name, e->alloc, &g) == 0) {
+		ours = strcmp(g.source, e->sec->source) == 0;
+		registration_free_contents(&g);
 	}
 	if (!ours)
 		return;
@@ -626,17 +625,13 @@ static void take_notes(struct discover *D)
  * before. */
 static bool still_dead(struct discover *D, struct entry *e, int ti, int64_t before)
 {
-	struct reg_plugin p = {0};
-	bool dead = false;
+	struct registration g;
+	bool dead;
 
-	if (registry_get_plugin(D->reg, D->types[ti], e->name, &p) != 0)
+	if (registry_get_registration(D->reg, D->types[ti], e->name, e->alloc, &g) != 0)
 		return false;
-	for (size_t j = 0; j < p.n_regs; j++)
-		if (strcmp(p.regs[j].alloc, e->alloc) == 0 &&
-		    p.regs[j].runtime.health == REG_HEALTH_DEAD && p.regs[j].runtime.since &&
-		    p.regs[j].runtime.since <= before)
-			dead = true;
-	reg_plugin_free_contents(&p);
+	dead = g.runtime.health == REG_HEALTH_DEAD && g.runtime.since && g.runtime.since <= before;
+	registration_free_contents(&g);
 	return dead;
 }
 

@@ -31,6 +31,7 @@
 
 struct registry;
 struct reg_plugin;
+struct registration;
 struct fs_view;
 
 /*
@@ -111,6 +112,9 @@ struct fs_node {
 	/* An allocs/ link: its registration's kind and health, for the info
 	 * text (info.c), in what would be padding. */
 	unsigned char reg_kind, reg_health;
+	/* An allocs/ link: seen in the plugin's list by the sync under way
+	 * (sync.c), false between syncs. */
+	bool seen;
 };
 
 /* A node that can be in the (parent, name) index: every one but the three
@@ -378,6 +382,8 @@ int fs_view_add_empty_plugin(struct fs_view *v, const char *type, const char *na
  * first, then list order: "alloc socket version kind registered_at health"
  * (health: unknown, alive or dead).  A malloc'd text or NULL (ENOMEM). */
 char *fs_render_info(const struct reg_plugin *p);
+/* The length of the line of r in that text, without rendering it. */
+size_t fs_info_line_len(const struct registration *r);
 /* The same text from the view: the links of pdir's allocs/, the one
  * csi.sock shares its text with first, then by seq.  An info file in the
  * tree has no text of its own (its data is NULL, its size the length of

@@ -50,6 +50,20 @@ static int info_line(char **text, size_t *len, size_t *cap, const char *alloc, c
 			 reg_health_name(h));
 }
 
+size_t fs_info_line_len(const struct registration *r)
+{
+	const char *kind = reg_kind_name(r->kind);
+	/* What plugfs_format_time writes: the form without a fraction, or
+	 * "invalid". */
+	size_t when = plugfs_format_time(r->registered_at, -1, NULL, 0) == 0
+			  ? sizeof("2026-11-30T09:19:05Z") - 1
+			  : sizeof("invalid") - 1;
+
+	return strlen(r->alloc) + strlen(r->socket) +
+	       (r->version && r->version[0] ? strlen(r->version) : 1) + (kind ? strlen(kind) : 1) +
+	       when + strlen(reg_health_name(r->runtime.health)) + 6;
+}
+
 /* Built with vsnprintf into a buffer sized for a few lines, not with
  * open_memstream: at start this runs once per plugin, and the stream's
  * buffers made malloc consolidate its free lists each time. */
@@ -82,12 +96,14 @@ static const struct fs_link *link_of(const struct fs_node *n)
 	return (const struct fs_link *)(const void *)n;
 }
 
-/* Whether link a comes before b in the info text. */
-static bool before(const struct fs_node *a, const struct fs_node *b, const char *active)
+/* The info text's order but for the active one: by seq, highest first
+ * (a plugin's seqs are distinct). */
+static int by_seq_desc(const void *a, const void *b)
 {
-	if ((a->data == active) != (b->data == active))
-		return a->data == active;
-	return link_of(a)->seq > link_of(b)->seq;
+	int64_t x = link_of(*(struct fs_node *const *)a)->seq;
+	int64_t y = link_of(*(struct fs_node *const *)b)->seq;
+
+	return x < y ? 1 : x > y ? -1 : 0;
 }
 
 char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir)
@@ -102,13 +118,18 @@ char *fs_view_render_info(struct fs_view *v, const struct fs_node *pdir)
 	if (!text)
 		goto fail;
 	text[0] = '\0';
-	/* The links in text order: a plugin has a few, an insertion sort. */
-	for (size_t i = 0; k < n && (c = fs_dir_next(allocs, &i, NULL));) {
-		size_t j = k++;
-
-		for (; j > 0 && before(c, l[j - 1], active); j--)
-			l[j] = l[j - 1];
-		l[j] = c;
+	/* The links in text order: by seq (sorted: a plugin may have a
+	 * thousand), then the one csi.sock shares its text with moved first. */
+	for (size_t i = 0; k < n && (c = fs_dir_next(allocs, &i, NULL));)
+		l[k++] = c;
+	qsort(l, k, sizeof(*l), by_seq_desc);
+	for (size_t i = 0; i < k; i++) {
+		if (l[i]->data != active)
+			continue;
+		c = l[i];
+		memmove(l + 1, l, i * sizeof(*l));
+		l[0] = c;
+		break;
 	}
 	for (size_t i = 0; i < k; i++)
 		if (info_line(&text, &len, &cap, l[i]->name, l[i]->data,

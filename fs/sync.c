@@ -120,12 +120,9 @@ static int64_t newest_update(const struct reg_plugin *p)
 	return t;
 }
 
-static bool has_alloc(const struct reg_plugin *p, const char *alloc)
+static bool str_same(const char *a, const char *b)
 {
-	for (size_t i = 0; i < p->n_regs; i++)
-		if (strcmp(p->regs[i].alloc, alloc) == 0)
-			return true;
-	return false;
+	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
 int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, int64_t plugin_id,
@@ -134,14 +131,19 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 {
 	struct fs_node *tdir = find_type_dir(v, type);
 	const struct registration *act = reg_plugin_active(p);
-	struct fs_node *pdir, *active = NULL, *allocs, *info, *l, *act_link = NULL;
+	struct fs_node *pdir, *active = NULL, *allocs = NULL, *info, *l, *act_link = NULL;
 	struct timespec mt = *now;
 	bool changed = false, allocs_changed = false;
 	/* Building the view at start (no batch), a plugin directory not in
 	 * the table yet: nothing of it is (its inode numbers are its own), so
 	 * its nodes are added without looking for them first. */
 	bool absent = false, had_info;
-	char *text = NULL, *old_info = NULL;
+	/* Whether info's text changes, told from what changes in the links
+	 * (not by rendering it twice: a plugin may have a thousand), and
+	 * its length, summed from its lines'. */
+	bool info_changed = false;
+	const char *old_active = NULL;
+	size_t info_size = 0;
 	int rc = 0;
 
 	if (!tdir)
@@ -160,9 +162,6 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		mt.tv_sec = (time_t)newest_update(p);
 		mt.tv_nsec = 0;
 	}
-	text = fs_render_info(p);
-	if (!text)
-		return -ENOMEM;
 	if (!pdir) {
 		const struct fs_node *kept = fs_view_get(v, FS_INO(plugin_id, FS_TAG_PLUGIN));
 
@@ -199,28 +198,24 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* What info showed, to tell whether it changes; one taken back into
-	 * the tree drops the text it kept while out of it. */
-	if (had_info && !(old_info = fs_node_contents(v, info))) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	/* One taken back into the tree drops the text it kept while out of
+	 * it (a change of info, whatever that text was). */
 	if (info->data) {
 		rcstr_unref(info->data);
 		info->data = NULL;
+		info_changed = true;
 	}
-	if (active->data && strcmp(active->data, act->socket) != 0) {
-		touch(active, now, b);
-		changed = true;
-	}
-	/* allocs/: drop the gone, add the new, retarget the moved. */
-	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
-		if (!has_alloc(p, l->name)) {
-			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
-			fs_node_remove(v, allocs, l);
-			allocs_changed = true;
+	if (active->data) {
+		/* The alloc of the link csi.sock shares its text with: the
+		 * first line of info. */
+		old_active = reg_strings_at(active->data, REG_STR_ALLOC);
+		if (strcmp(active->data, act->socket) != 0) {
+			touch(active, now, b);
+			changed = true;
 		}
 	}
+	/* allocs/: add the new, retarget the moved, each link of the list
+	 * marked seen; then the links not seen are the gone. */
 	for (size_t i = 0; i < p->n_regs; i++) {
 		const struct registration *r = &p->regs[i];
 		struct timespec lt = mt;
@@ -247,27 +242,52 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 			}
 			fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), r->alloc);
 			allocs_changed = true;
-		} else if (l->data != r->socket) {
-			/* The registration's strings changed (an update): the
-			 * link takes the new block, its name with it (the same
-			 * alloc, so its place in the index stays). */
-			bool moved = strcmp(l->data, r->socket) != 0;
+		} else {
+			struct fs_link *fl = (struct fs_link *)(void *)l;
 
-			fs_node_set_str(l, r->socket);
-			l->name = r->alloc;
-			if (moved) {
-				touch(l, now, b);
-				changed = true;
+			if (l->data != r->socket) {
+				/* The registration's strings changed (an update):
+				 * the link takes the new block, its name with it
+				 * (the same alloc, so its place in the index
+				 * stays). */
+				bool moved = strcmp(l->data, r->socket) != 0;
+
+				if (moved ||
+				    !str_same(reg_strings_at(l->data, REG_STR_VERSION), r->version))
+					info_changed = true;
+				fs_node_set_str(l, r->socket);
+				l->name = r->alloc;
+				if (moved) {
+					touch(l, now, b);
+					changed = true;
+				}
 			}
+			if (l->reg_kind != (unsigned char)r->kind ||
+			    l->reg_health != (unsigned char)r->runtime.health || fl->seq != r->seq ||
+			    fl->registered_at != r->registered_at)
+				info_changed = true;
 		}
 		/* What info shows of it beside its strings. */
 		l->reg_kind = (unsigned char)r->kind;
 		l->reg_health = (unsigned char)r->runtime.health;
 		((struct fs_link *)(void *)l)->seq = r->seq;
 		((struct fs_link *)(void *)l)->registered_at = r->registered_at;
+		l->seen = true;
+		info_size += fs_info_line_len(r);
 		if (r == act)
 			act_link = l;
 	}
+	for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));) {
+		if (l->seen) {
+			l->seen = false;
+			continue;
+		}
+		fs_inval_push(b, FS_INVAL_ENTRY, fs_ino(allocs), l->name);
+		fs_node_remove(v, allocs, l);
+		allocs_changed = true;
+	}
+	if (old_active && strcmp(old_active, act->alloc) != 0)
+		info_changed = true;
 	/* csi.sock: one text with the active registration's allocs/ link. */
 	if (active->data != act_link->data)
 		fs_node_set_str(active, act_link->data);
@@ -275,18 +295,20 @@ int fs_view_sync_plugin(struct fs_view *v, const char *type, const char *name, i
 		touch(allocs, now, b);
 		changed = true;
 	}
-	info->size = (uint32_t)strlen(text);
-	if (had_info && strcmp(old_info, text) != 0) {
+	info->size = (uint32_t)info_size;
+	if (had_info && (info_changed || allocs_changed)) {
 		touch(info, now, b);
 		changed = true;
 	}
 	if (changed && b)
 		touch(pdir, now, b);
 out:
-	/* Out of memory on the way: csi.sock shares the registration's. */
+	/* Out of memory on the way: csi.sock shares the registration's, and
+	 * no link stays marked. */
 	if (active && !active->data)
 		fs_node_set_str(active, act->socket);
-	free(text);
-	free(old_info);
+	if (rc != 0 && allocs)
+		for (size_t i = 0; (l = fs_dir_next(allocs, &i, NULL));)
+			l->seen = false;
 	return rc;
 }

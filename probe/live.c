@@ -173,21 +173,16 @@ static void subscribe_locked(struct registry *r, void *arg)
 static int lookup(struct live *l, const char *type, const char *name, const char *alloc,
 		  enum reg_probe *probe, struct reg_runtime *rt)
 {
-	struct reg_plugin p = {0};
-	int rc = -ENOENT;
+	struct registration g;
 
-	if (registry_get_plugin(l->reg, type, name, &p) < 0)
+	/* The one registration, not its plugin's list (a plugin may have a
+	 * thousand). */
+	if (registry_get_registration(l->reg, type, name, alloc, &g) < 0)
 		return -ENOENT;
-	for (size_t i = 0; i < p.n_regs; i++) {
-		if (strcmp(p.regs[i].alloc, alloc) != 0)
-			continue;
-		*probe = p.regs[i].probe;
-		*rt = p.regs[i].runtime;
-		rc = 0;
-		break;
-	}
-	reg_plugin_free_contents(&p);
-	return rc;
+	*probe = g.probe;
+	*rt = g.runtime;
+	registration_free_contents(&g);
+	return 0;
 }
 
 /* ---- the verdicts' marks (the rounds' hooks) ---------------------------- */

@@ -206,6 +206,24 @@ int registry_get_plugin(struct registry *r, const char *type, const char *name,
 	return rc;
 }
 
+int registry_get_registration(struct registry *r, const char *type, const char *name,
+			      const char *alloc, struct registration *out)
+{
+	struct plugin_node *p;
+	ssize_t idx;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!type || !name || !alloc)
+		return -ENOENT;
+	lock(r);
+	p = index_find_plugin(&r->ix, type, name);
+	idx = p ? plugin_find_alloc(p, alloc) : -1;
+	rc = idx >= 0 ? registration_copy(&p->pub.regs[idx], out) : -ENOENT;
+	unlock(r);
+	return rc;
+}
+
 int registry_each_empty_plugin(struct registry *r, registry_empty_fn fn, void *arg)
 {
 	const struct plugin_node *p = NULL;

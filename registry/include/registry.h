@@ -260,6 +260,11 @@ void reg_probe_targets_free(struct reg_probe_targets *t);
 /* Deep copy of one plugin.  -ENOENT when it has no registration. */
 int registry_get_plugin(struct registry *r, const char *type, const char *name,
 			struct reg_plugin *out);
+/* Deep copy of one registration, (type, name, alloc), without copying
+ * its plugin's list (free with registration_free_contents).  -ENOENT when
+ * there is none. */
+int registry_get_registration(struct registry *r, const char *type, const char *name,
+			      const char *alloc, struct registration *out);
 
 /*
  * The (type, name) of the configured types that were registered once and
