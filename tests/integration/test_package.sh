@@ -124,7 +124,7 @@ check_eq "the changelog's first entry is this version" "plugfs ($ver) unstable; 
 	"$(zcat "$ROOT/usr/share/doc/plugfs/changelog.gz" | head -n 1)"
 check "the changelog's entries are signed by the maintainer" \
 	bash -c "zcat '$ROOT/usr/share/doc/plugfs/changelog.gz' | grep -q '^ -- $MAINT  '"
-check_eq "installed unit reloads with plugfs reload" "ExecReload=/usr/bin/plugfs reload" \
+check_eq "installed unit reloads with plugfs reload" 'ExecReload=/usr/bin/plugfs reload --pid $MAINPID' \
 	"$(grep '^ExecReload=' "$ROOT/usr/lib/systemd/system/plugfs.service")"
 check_eq "installed plugfs version" "plugfs $ver" "$("$IB" version)"
 check_eq "installed unit starts /usr/bin/plugfs mount" "ExecStart=/usr/bin/plugfs mount --keep-mount" \
