@@ -133,6 +133,10 @@ struct discover {
 	struct dsec **secs;
 	size_t n_secs, cap_secs;
 	uint64_t next_sec_id;
+	/* The last gen handed out: an entry's gen comes from here, so a
+	 * directory removed and made again (a new entry) never reuses the gen
+	 * of a result still in flight for the old one.  Loop thread only. */
+	uint64_t last_gen;
 	int ifd, efd, epfd;
 	struct htab wds;
 	size_t watches_used;
@@ -515,6 +519,11 @@ static void register_entry(struct discover *D, struct entry *e, const struct pro
 			e->dead_since[e->n_types++] = 0;
 		}
 	}
+	/* It answered: not dead, whatever the registry still says until the
+	 * prober's next verdict (forget_after counts from a death after this). */
+	if (id)
+		for (size_t k = 0; k < e->n_types; k++)
+			e->dead_since[k] = 0;
 	e->st = EST_IDLE;
 	e->backoff_ms = 0;
 	__atomic_add_fetch(&D->st_registered, 1, __ATOMIC_RELAXED);
@@ -606,7 +615,7 @@ static void take_notes(struct discover *D)
 					 s->source, n->type, e->name, e->alloc);
 				drop_type(e, k);
 				e->st = EST_HELD;
-				e->gen++;
+				e->gen = ++D->last_gen;
 			} else {
 				e->dead_since[k] = n->dead ? (n->since ? n->since : wall_s()) : 0;
 				note_forget_deadline(D, e, e->dead_since[k]);
@@ -678,7 +687,7 @@ static void forget_due(struct discover *D)
 				drop_type(e, k);
 				if (!e->n_types) {
 					e->st = EST_HELD;
-					e->gen++;
+					e->gen = ++D->last_gen;
 				}
 			}
 		}
@@ -863,7 +872,7 @@ static void entry_gone(struct discover *D, struct entry *e, bool dir_gone)
 {
 	dereg_all(D, e, dir_gone ? "its directory is gone" : "its socket is gone");
 	e->have_sock = false;
-	e->gen++;
+	e->gen = ++D->last_gen;
 	e->st = EST_IDLE;
 	e->backoff_ms = 0;
 	if (dir_gone) {
@@ -945,6 +954,8 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 	const char **scope = NULL;
 	size_t n_scope = 0;
 	struct hash dirs = {0};
+	struct entry **rewatch = NULL;
+	size_t n_rewatch = 0;
 	int rc;
 
 	if (!s->dirty_all && !hash_count(&s->dirty))
@@ -964,9 +975,18 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 	}
 	__atomic_add_fetch(&D->st_rescans, 1, __ATOMIC_RELAXED);
 	if (rc < 0) {
-		if (rc == -ENOMEM) {
+		if (rc != -ENOENT && rc != -ENOTDIR && rc != -ELOOP && rc != -EPERM &&
+		    rc != -EACCES) {
+			/* Out of memory or of file descriptors, an I/O error:
+			 * nothing is known to have gone.  dirty stays, and the
+			 * root is read again at the next rescan. */
+			log_warn("%s: %s; tried again in %u ms", s->source, err,
+				 DISCOVER_UNWATCHED_RESCAN_MS);
+			if (!D->next_unwatched_ms)
+				D->next_unwatched_ms =
+				    plugfs_mono_ms() + DISCOVER_UNWATCHED_RESCAN_MS;
 			free(scope);
-			return; /* dirty stays: the next pass */
+			return;
 		}
 		/* The root went, or is not to be trusted any more: nothing under
 		 * it is. */
@@ -1011,13 +1031,21 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 		}
 	}
 	/* The directories there: watched; a socket gone from one goes. */
+	rewatch = sc.n_dirs ? calloc(sc.n_dirs, sizeof(*rewatch)) : NULL;
 	for (size_t i = 0; i < sc.n_dirs; i++) {
 		struct entry *e = entry_get(s, sc.dirs[i]);
 		bool found = false;
 
+		int wd_before;
+
 		if (!e)
 			continue;
+		wd_before = e->wd;
 		watch_dir(D, e);
+		/* Scanned before its watch was added: a socket made in between
+		 * sent no event.  Scanned once more (rescan_all's next pass). */
+		if (e->wd >= 0 && e->wd != wd_before && n_rewatch < sc.n_dirs && rewatch)
+			rewatch[n_rewatch++] = e;
 		for (size_t k = 0; k < sc.n_found && !found; k++)
 			found = strcmp(sc.found[k].alloc, sc.dirs[i]) == 0;
 		if (!found && (e->have_sock || e->n_types))
@@ -1031,9 +1059,11 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 
 		if (!e)
 			continue;
+		/* The same socket: the same inode (a touch or a chmod of it is
+		 * not a new socket). */
 		if (e->have_sock && e->dev == x->dev && e->ino == x->ino && e->socket &&
 		    strcmp(e->socket, x->socket) == 0)
-			continue; /* the same socket */
+			continue;
 		if (!(p = strdup(x->socket)))
 			continue;
 		free(e->socket);
@@ -1042,7 +1072,7 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 		e->dev = x->dev;
 		e->ino = x->ino;
 		e->ctime = x->ctime;
-		e->gen++;
+		e->gen = ++D->last_gen;
 		e->backoff_ms = 0;
 		e->st = EST_PENDING;
 		fresh_add(f, e);
@@ -1053,6 +1083,9 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 	hash_free(&s->dirty);
 	hash_init(&s->dirty);
 	s->dirty_all = false;
+	for (size_t i = 0; i < n_rewatch; i++)
+		hash_put(&s->dirty, rewatch[i]->alloc, s);
+	free(rewatch);
 }
 
 /* The fresh sockets: those that need no answer registered now, the others
@@ -1099,8 +1132,17 @@ static void rescan_all(struct discover *D, bool sync)
 {
 	struct fresh f = {0};
 
-	for (size_t i = 0; i < D->n_secs; i++)
-		rescan(D, D->secs[i], &f);
+	/* A second pass for the directories whose watch the first added. */
+	for (int pass = 0; pass < 2; pass++) {
+		bool again = false;
+
+		for (size_t i = 0; i < D->n_secs; i++)
+			rescan(D, D->secs[i], &f);
+		for (size_t i = 0; i < D->n_secs; i++)
+			again |= D->secs[i]->dirty_all || hash_count(&D->secs[i]->dirty) > 0;
+		if (!again)
+			break;
+	}
 	dispatch(D, &f, sync);
 }
 
@@ -1166,6 +1208,10 @@ static void unwatched_due(struct discover *D)
 			any = true;
 			continue;
 		}
+		/* Left dirty by a scan that failed (no file descriptor left,
+		 * an I/O error): read again at this pass, and again later. */
+		if (s->dirty_all || hash_count(&s->dirty))
+			any = true;
 		while ((he = hash_next(&s->ents, &pos, he))) {
 			struct entry *e = he->value;
 
