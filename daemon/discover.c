@@ -1163,6 +1163,15 @@ static int64_t retries_due(struct discover *D)
 
 			if (e->st != EST_RETRY)
 				continue;
+			/* A section that fixes type and name never asks the
+			 * plugin: its retry (a registry refusal for lack of
+			 * room, memory) registers again, here. */
+			if (e->retry_at <= now && e->sec->cfg.type && e->sec->cfg.plugin) {
+				register_entry(D, e, NULL);
+				if (e->st == EST_RETRY && (next < 0 || e->retry_at < next))
+					next = e->retry_at;
+				continue;
+			}
 			if (e->retry_at <= now && !D->retry_inflight) {
 				if (PLUGFS_GROW(due, cap, n, 16) == 0)
 					due[n++] = e;
