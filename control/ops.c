@@ -106,15 +106,12 @@ static int check_socket_path(struct control_server *srv, struct client *c, struc
 			   plugfs_own_mount_path(srv->opt.own_mount), req->socket, via);
 		return -EINVAL;
 	}
-	if (rc == -ETIMEDOUT || rc == -EBUSY) {
-		ctl_refuse(c, req, CTL_E_UNAVAILABLE,
-			   "field `socket': the directories of `%.256s' could not be resolved "
-			   "within %d ms (a filesystem on the way does not answer)",
-			   req->socket, CTL_SOCKET_RESOLVE_MS);
-		return -EINVAL;
-	}
 	/* 0, or a path the kernel would not resolve either (-ELOOP ...): the
-	 * probe says so.  -EAGAIN, -ENOMEM: the connectors check it too. */
+	 * probe says so.  A walk that did not end in time (-ETIMEDOUT,
+	 * -EBUSY: a filesystem on the way does not answer), -EAGAIN, -ENOMEM:
+	 * accepted, as a socket on a hung filesystem always was (stored dead,
+	 * `timeout'): its probe walks the path again on a connector thread
+	 * and never enters the own mount either. */
 	return 0;
 }
 

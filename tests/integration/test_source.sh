@@ -2,9 +2,11 @@
 # A registration's source, persisted with it: `control' for one registered
 # over the control socket, `discover.NAME' for one a [discover.NAME] section
 # found (written into the state file here, while the daemon is down, as the
-# discovery would have stored it).  list --json, show (text and JSON),
-# state dump, watch and the metrics say which is which, across a restart.
-# (A plugin's info file does not show it yet.)
+# discovery would have stored it: its socket, a hard link to a2's, in an
+# allocation directory of the section's root, which the start's
+# reconciliation finds there and keeps).  list --json, show (text and
+# JSON), state dump, watch and the metrics say which is which, across a
+# restart.  (A plugin's info file does not show it yet.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 require_fuse
@@ -17,7 +19,10 @@ check_eq "registered over the control socket: source control" "control control" 
 	"$(plugfs list --json | jq -r '[.plugins[].registrations[].source] | join(" ")')"
 stop_daemon
 
-sqlite3 "$STATE" "UPDATE registrations SET source = 'discover.nomad' WHERE alloc = 'a2'"
+mkdir -p -m 0755 "$T/nomad/a2"
+ln "$(sock_of a2)" "$T/nomad/a2/csi.sock"
+write_config "[log]" "level = info" "[discover.nomad]" "root = $T/nomad" "type = csi-node" "name = p"
+sqlite3 "$STATE" "UPDATE registrations SET source = 'discover.nomad', socket = '$T/nomad/a2/csi.sock' WHERE alloc = 'a2'"
 "$PLUGFS_BIN" -c "$CFG" state dump >"$T/dump"
 check "state dump: the discovered one's source" grep -qx "      source      discover.nomad" "$T/dump"
 check_eq "state dump: no source line for one of the control socket" 1 "$(grep -c source "$T/dump")"
