@@ -23,7 +23,7 @@ static void getopt_reset(void)
 	opterr = 0;
 }
 
-static void vmessage(const char *cmd, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void vmessage(const char *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024];
 

@@ -302,20 +302,26 @@ static void mi_unescape(char *s)
 	*d = '\0';
 }
 
+/* The widths below are literals (a format built at run time is refused by
+ * -Wformat-nonliteral): MI_MP_LEN is PATH_MAX, MI_TYPE_LEN the type's
+ * buffer. */
+#define MI_MP_LEN 4096
+#define MI_TYPE_LEN 64
+_Static_assert(MI_MP_LEN == PATH_MAX, "mountinfo's mount point width is PATH_MAX - 1");
+
 /* One line of mountinfo: its device and mount point (unescaped, in mp of
- * PATH_MAX), its filesystem type.  false when malformed. */
-static bool mi_line(char *line, unsigned *maj, unsigned *min, char *mp, char *type, size_t tlen)
+ * MI_MP_LEN), its filesystem type (in type of MI_TYPE_LEN).  false when
+ * malformed. */
+static bool mi_line(char *line, unsigned *maj, unsigned *min, char mp[static MI_MP_LEN],
+		    char type[static MI_TYPE_LEN])
 {
 	char *sep = strstr(line, " - ");
-	char fmt[32];
 
 	if (!sep)
 		return false;
-	snprintf(fmt, sizeof(fmt), "%%*u %%*u %%u:%%u %%*s %%%ds", PATH_MAX - 1);
-	if (sscanf(line, fmt, maj, min, mp) != 3)
+	if (sscanf(line, "%*u %*u %u:%u %*s %4095s", maj, min, mp) != 3)
 		return false;
-	snprintf(fmt, sizeof(fmt), "%%%zus", tlen - 1);
-	if (sscanf(sep + 3, fmt, type) != 1)
+	if (sscanf(sep + 3, "%63s", type) != 1)
 		return false;
 	mi_unescape(mp);
 	return true;
@@ -362,10 +368,10 @@ static void own_refresh(struct plugfs_own_mount *m)
 	    plugfs_read_fd(m->mi_fd, 64u << 20, &text, &len) == 0) {
 		copy = strdup(text);
 		for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-			char mp[PATH_MAX], type[64];
+			char mp[MI_MP_LEN], type[MI_TYPE_LEN];
 			unsigned maj, min;
 
-			if (mi_line(line, &maj, &min, mp, type, sizeof(type)) &&
+			if (mi_line(line, &maj, &min, mp, type) &&
 			    strcmp(mp, m->canon) == 0 && strncmp(type, "fuse", 4) == 0) {
 				dmaj = maj; /* the last: the topmost */
 				dmin = min;
@@ -391,10 +397,10 @@ static void own_refresh(struct plugfs_own_mount *m)
 		text = strdup(copy);
 		for (line = text ? strtok_r(text, "\n", &save) : NULL; line && n < cap;
 		     line = strtok_r(NULL, "\n", &save)) {
-			char mp[PATH_MAX], type[64];
+			char mp[MI_MP_LEN], type[MI_TYPE_LEN];
 			unsigned maj, min;
 
-			if (!mi_line(line, &maj, &min, mp, type, sizeof(type)) || maj != dmaj ||
+			if (!mi_line(line, &maj, &min, mp, type) || maj != dmaj ||
 			    min != dmin || strcmp(mp, m->canon) == 0)
 				continue;
 			if (!(r->p[n] = strdup(mp)))

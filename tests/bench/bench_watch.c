@@ -112,8 +112,8 @@ static int write_config(const char *dir, const char *name, double interval, char
 	return fclose(f);
 }
 
-/* n registrations of plugins plugin-K, sockets at fmt (%s dir, %ld K). */
-static int import_n(const char *plugfs, const char *cfg, const char *dir, long n, const char *fmt)
+/* n registrations of plugins plugin-K, sockets at DIR/SUB/K/csi.sock. */
+static int import_n(const char *plugfs, const char *cfg, const char *dir, long n, const char *sub)
 {
 	char json[PATH_MAX], sock[PATH_MAX];
 	FILE *f;
@@ -124,7 +124,7 @@ static int import_n(const char *plugfs, const char *cfg, const char *dir, long n
 		return -1;
 	fputs("{\"Plugins\": {\"csi-node\": {", f);
 	for (long i = 0; i < n; i++) {
-		snprintf(sock, sizeof(sock), fmt, dir, i);
+		snprintf(sock, sizeof(sock), "%s/%s/%06ld/csi.sock", dir, sub, i);
 		fprintf(f,
 			"%s\"plugin-%06ld\": {\"Type\": \"node\", \"Version\": \"1.0\", "
 			"\"AllocID\": \"%08lx-0000-4000-8000-%012lx\", \"ConnectionInfo\": "
@@ -336,8 +336,8 @@ out:
 	return rc;
 }
 
-/* A child listening on n sockets at fmt; its pid. */
-static pid_t listeners(const char *dir, long n, const char *fmt)
+/* A child listening on n sockets at DIR/SUB/K/csi.sock; its pid. */
+static pid_t listeners(const char *dir, long n, const char *sub)
 {
 	int p[2];
 	pid_t pid;
@@ -354,7 +354,7 @@ static pid_t listeners(const char *dir, long n, const char *fmt)
 			struct sockaddr_un a = {.sun_family = AF_UNIX};
 			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-			snprintf(path, sizeof(path), fmt, dir, i);
+			snprintf(path, sizeof(path), "%s/%s/%06ld/csi.sock", dir, sub, i);
 			if (strlen(path) >= sizeof(a.sun_path))
 				_exit(1);
 			memcpy(a.sun_path, path, strlen(path) + 1);
@@ -416,7 +416,7 @@ static int scale(const char *plugfs, const char *dir, bool watch, long n, long l
 	if (bench_daemon_stop(&d) != 0)
 		goto out;
 	unlink(db);
-	if (import_n(plugfs, cfg, dir, n, "%s/sock/%06ld/csi.sock") != 0) {
+	if (import_n(plugfs, cfg, dir, n, "sock") != 0) {
 		fprintf(stderr, "plugfs-bench: --watch: cannot import %ld registrations\n", n);
 		goto out;
 	}
@@ -439,8 +439,8 @@ static int scale(const char *plugfs, const char *dir, bool watch, long n, long l
 		snprintf(live_dir, sizeof(live_dir), "%s/live", dir);
 		mkdir(live_dir, 0755);
 	}
-	if ((lp = listeners(dir, live, "%s/live/%06ld/csi.sock")) < 0 ||
-	    import_n(plugfs, cfg, dir, live, "%s/live/%06ld/csi.sock") != 0)
+	if ((lp = listeners(dir, live, "live")) < 0 ||
+	    import_n(plugfs, cfg, dir, live, "live") != 0)
 		goto out;
 	if (bench_daemon_start(plugfs, cfg, &d, &ms, ready, sizeof(ready)) != 0)
 		goto out;

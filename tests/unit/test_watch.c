@@ -138,7 +138,7 @@ static int teardown(void **state)
 }
 
 /* "<dir>/<fmt...>" as an rcstr the fixture frees. */
-static char *path(struct fx *f, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static char *path(struct fx *f, const char *fmt, ...)
 {
 	char rel[1024], full[PATH_MAX];
 	va_list ap;
