@@ -48,7 +48,7 @@ check "a bad option key is refused" grep -q '"invalid_argument"' "$T/opt.out"
 # The control: a valid one is probed (the recorder sees its connections).
 plugfs register --type csi-node --name p --alloc ok --socket "$OKS" --probe csi >/dev/null 2>&1
 check_eq "a socket under the roots is accepted" 0 $?
-wait_until 10 "the recorder saw the probe of the valid one" test "$(conns_to "$OKS")" -ge 1
+wait_until 10 "the recorder saw the probe of the valid one" eval '[ "$(conns_to "$OKS")" -ge 1 ]'
 sleep 2.5 # the recorder logs a connection once it closed (at most 2 s)
 for s in "$OUT" "$REL" "$DOTS" "$BADNAME" "$BADTYPE" "$BADOPT"; do
 	n=$(conns_to "$s")

@@ -70,7 +70,7 @@ pass "after a FIFO, SIGHUP still reloads"
 ln -sfn "$T/fifo.ini" "$CFG"
 kill -HUP "$DAEMON_PID"
 wait_until 10 "SIGHUP with a FIFO is refused again" \
-	test "$(grep -c 'expected a regular file' "$DAEMON_LOG")" -ge 2 || exit 1
+	eval '[ "$(grep -c "expected a regular file" "$DAEMON_LOG")" -ge 2 ]' || exit 1
 stops_on_sigterm "a FIFO as its config" || exit 1
 
 # --- the config on a filesystem that stopped answering ---
