@@ -72,6 +72,7 @@ struct entry {
 			 dropped */
 	int64_t retry_at;
 	unsigned backoff_ms;
+	bool hold_stored; /* its hold (EST_HELD) is in the state: a restart keeps it */
 	/* What it is registered as: name under types[0..n_types) (indexes
 	 * into D->types), each dead since dead_since[i] (unix s; 0 not). */
 	char *name;
@@ -332,6 +333,41 @@ static void watch_dir(struct discover *D, struct entry *e)
 }
 
 /* ---- registry --------------------------------------------------------- */
+
+/* e held (EST_HELD) with its socket there: the hold stored, so that a
+ * restart keeps it (registry_hold).  A failure to store it is logged; the
+ * hold still holds until plugfs stops. */
+static void hold_store(struct discover *D, struct entry *e)
+{
+	char err[REG_ERR_MAX];
+
+	if (!e->have_sock)
+		return;
+	if (registry_hold(D->reg, e->sec->source, e->alloc, (uint64_t)e->dev, (uint64_t)e->ino,
+			  err, sizeof(err)) < 0) {
+		log_warn("%s: alloc %s: cannot store its hold, which lasts until plugfs stops: %s",
+			 e->sec->source, e->alloc, err);
+		return;
+	}
+	e->hold_stored = true;
+}
+
+/* e's stored hold, deleted: its socket changed or went, or its section. */
+static void hold_drop(struct discover *D, struct entry *e)
+{
+	char err[REG_ERR_MAX];
+
+	if (!e->hold_stored)
+		return;
+	if (registry_unhold(D->reg, e->sec->source, e->alloc, err, sizeof(err)) < 0) {
+		/* Kept for the next change; a start drops a stale one (its
+		 * inode is not the socket's). */
+		log_warn("%s: alloc %s: cannot delete its stored hold: %s", e->sec->source,
+			 e->alloc, err);
+		return;
+	}
+	e->hold_stored = false;
+}
 
 /* Deregisters e's registration of D->types[ti] when it is still the
  * discovery's (its source e's section's). */
@@ -616,6 +652,7 @@ static void take_notes(struct discover *D)
 				drop_type(e, k);
 				e->st = EST_HELD;
 				e->gen = ++D->last_gen;
+				hold_store(D, e);
 			} else {
 				e->dead_since[k] = n->dead ? (n->since ? n->since : wall_s()) : 0;
 				note_forget_deadline(D, e, e->dead_since[k]);
@@ -688,6 +725,7 @@ static void forget_due(struct discover *D)
 				if (!e->n_types) {
 					e->st = EST_HELD;
 					e->gen = ++D->last_gen;
+					hold_store(D, e);
 				}
 			}
 		}
@@ -870,6 +908,7 @@ static void entry_free(struct discover *D, struct entry *e)
 /* e's directory (or its socket) went: its registrations go. */
 static void entry_gone(struct discover *D, struct entry *e, bool dir_gone)
 {
+	hold_drop(D, e);
 	dereg_all(D, e, dir_gone ? "its directory is gone" : "its socket is gone");
 	e->have_sock = false;
 	e->gen = ++D->last_gen;
@@ -1060,12 +1099,19 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 		if (!e)
 			continue;
 		/* The same socket: the same inode (a touch or a chmod of it is
-		 * not a new socket). */
-		if (e->have_sock && e->dev == x->dev && e->ino == x->ino && e->socket &&
-		    strcmp(e->socket, x->socket) == 0)
+		 * not a new socket).  A hold the start read from the state has
+		 * its inode but no path yet. */
+		if (e->have_sock && e->dev == x->dev && e->ino == x->ino &&
+		    (!e->socket || strcmp(e->socket, x->socket) == 0)) {
+			if (!e->socket) {
+				e->socket = strdup(x->socket);
+				e->ctime = x->ctime;
+			}
 			continue;
+		}
 		if (!(p = strdup(x->socket)))
 			continue;
+		hold_drop(D, e); /* another socket: no longer held */
 		free(e->socket);
 		e->socket = p;
 		e->have_sock = true;
@@ -1339,8 +1385,10 @@ static void sec_remove(struct discover *D, size_t i, const char *why)
 	struct hash_entry *he = NULL;
 	size_t pos = 0;
 
-	while ((he = hash_next(&s->ents, &pos, he)))
+	while ((he = hash_next(&s->ents, &pos, he))) {
+		hold_drop(D, he->value);
 		dereg_all(D, he->value, why);
+	}
 	memmove(&D->secs[i], &D->secs[i + 1], (D->n_secs - i - 1) * sizeof(*D->secs));
 	D->n_secs--;
 	sec_free(D, s);
@@ -1500,6 +1548,79 @@ static void adopt_persisted(struct discover *D)
 	reg_snapshot_free(&snap);
 }
 
+struct held {
+	char *source, *alloc;
+};
+
+struct holds_read {
+	struct discover *D;
+	struct held *drop; /* of a section no longer configured */
+	size_t n_drop, cap_drop;
+	size_t n_adopted;
+};
+
+static int adopt_hold(void *arg, const struct reg_hold *h, char *err, size_t errlen)
+{
+	struct holds_read *hr = arg;
+	size_t plen = strlen(REG_SOURCE_DISCOVER);
+	struct dsec *s = strncmp(h->source, REG_SOURCE_DISCOVER, plen) == 0
+			     ? sec_by_name(hr->D, h->source + plen)
+			     : NULL;
+	struct entry *e;
+
+	(void)err;
+	(void)errlen;
+	if (!s) {
+		struct held x = {strdup(h->source), strdup(h->alloc)};
+
+		if (x.source && x.alloc && PLUGFS_GROW(hr->drop, hr->cap_drop, hr->n_drop, 8) == 0) {
+			hr->drop[hr->n_drop++] = x;
+		} else {
+			free(x.source);
+			free(x.alloc);
+		}
+		return 0;
+	}
+	if (!(e = entry_get(s, h->alloc)))
+		return 0;
+	e->st = EST_HELD;
+	e->have_sock = true;
+	e->dev = (dev_t)h->dev;
+	e->ino = (ino_t)h->ino;
+	e->hold_stored = true;
+	hr->n_adopted++;
+	return 0;
+}
+
+/* The holds the state keeps (registry_hold): an allocation deregistered by
+ * hand or forgotten before the restart stays held while its socket is the
+ * same (rescan keeps it, or drops the hold when the socket changed or
+ * went); those of sections no longer configured are deleted. */
+static void adopt_holds(struct discover *D)
+{
+	struct holds_read hr = {.D = D};
+	char err[REG_ERR_MAX];
+
+	if (registry_holds(D->reg, adopt_hold, &hr, err, sizeof(err)) < 0)
+		log_warn("discover: cannot read the stored holds (deregistered allocations may "
+			 "be registered again): %s",
+			 err);
+	for (size_t i = 0; i < hr.n_drop; i++) {
+		if (registry_unhold(D->reg, hr.drop[i].source, hr.drop[i].alloc, err,
+				    sizeof(err)) < 0)
+			log_warn("%s: alloc %s: cannot delete its stored hold: %s",
+				 hr.drop[i].source, hr.drop[i].alloc, err);
+		free(hr.drop[i].source);
+		free(hr.drop[i].alloc);
+	}
+	free(hr.drop);
+	if (hr.n_adopted)
+		log_info("discover: %zu allocation%s held from before the start (deregistered "
+			 "by hand or forgotten): not registered again until their sockets are "
+			 "created again",
+			 hr.n_adopted, hr.n_adopted == 1 ? "" : "s");
+}
+
 /* ---- the API ---------------------------------------------------------- */
 
 static int set_sections(struct discover *D, const struct plugfs_discover *secs, size_t n,
@@ -1583,6 +1704,7 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 		}
 	}
 	adopt_persisted(D);
+	adopt_holds(D);
 	rescan_all(D, true);
 	take_notes(D);
 	for (size_t i = 0; i < DISCOVER_WORKERS; i++) {

@@ -334,6 +334,60 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 	return rc < 0 ? rc : (int)(n > 0x7fffffff ? 0x7fffffff : n);
 }
 
+/* ---- the discovery's holds --------------------------------------------- */
+
+int registry_hold(struct registry *r, const char *source, const char *alloc, uint64_t dev,
+		  uint64_t ino, char *err, size_t errlen)
+{
+	struct reg_hold h = {
+	    .source = source, .alloc = alloc, .dev = dev, .ino = ino, .held_at = registry_now(r)};
+	int rc;
+
+	if ((rc = registry_refuse_read_only(r, "storing a hold", err, errlen)) < 0 ||
+	    (rc = refuse_in_callback(err, errlen)) < 0)
+		return rc;
+	if (!source || strncmp(source, REG_SOURCE_DISCOVER, strlen(REG_SOURCE_DISCOVER)) != 0 ||
+	    (rc = reg_validate_source(source, err, errlen)) < 0)
+		return rc < 0 ? rc
+			      : plugfs_errf(err, errlen, -EINVAL,
+					    "source: a hold is a discovery's (discover.NAME)");
+	if ((rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
+		return rc;
+	pthread_mutex_lock(&r->commit_mu);
+	rc = store_put_hold(&r->st, &h, err, errlen);
+	lock(r);
+	r->commit_stats = r->st.commits;
+	unlock(r);
+	pthread_mutex_unlock(&r->commit_mu);
+	return rc;
+}
+
+int registry_unhold(struct registry *r, const char *source, const char *alloc, char *err,
+		    size_t errlen)
+{
+	int rc;
+
+	if ((rc = registry_refuse_read_only(r, "deleting a hold", err, errlen)) < 0 ||
+	    (rc = refuse_in_callback(err, errlen)) < 0)
+		return rc;
+	pthread_mutex_lock(&r->commit_mu);
+	rc = store_drop_hold(&r->st, source, alloc, err, errlen);
+	pthread_mutex_unlock(&r->commit_mu);
+	return rc;
+}
+
+int registry_holds(struct registry *r, registry_hold_fn fn, void *arg, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = refuse_in_callback(err, errlen)) < 0)
+		return rc;
+	pthread_mutex_lock(&r->commit_mu);
+	rc = store_read_holds(&r->st, fn, arg, err, errlen);
+	pthread_mutex_unlock(&r->commit_mu);
+	return rc;
+}
+
 /* ---- open and close ---------------------------------------------------- */
 
 static int load_one(void *arg, size_t type_idx, int64_t plugin_id, struct registration *g,

@@ -171,6 +171,41 @@ out:
 	return rc;
 }
 
+/* The discovery's holds: a discovery's source and an allocation's name
+ * (what registry_hold stores). */
+static int check_holds(struct store *s, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	char msg[REG_ERR_MAX] = "", q[2][128];
+	int rc = sqlite3_prepare_v2(s->db, "SELECT source, alloc FROM holds ORDER BY source, alloc",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the holds", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *src = col(st, 0);
+
+		rc = reg_validate_source(src, msg, sizeof(msg));
+		if (rc == 0 && (!src || !*src))
+			rc = plugfs_errf(msg, sizeof(msg), -EINVAL,
+					 "source: a hold is a discovery's (discover.NAME)");
+		if (rc == 0)
+			rc = reg_validate_name("alloc", col(st, 1), msg, sizeof(msg));
+		if (rc < 0) {
+			rc = plugfs_errf(err, errlen, -EIO,
+					 "state file `%s': table `holds', (source `%s' alloc `%s'): "
+					 "%s",
+					 s->path, plugfs_quote(q[0], sizeof(q[0]), src),
+					 plugfs_quote(q[1], sizeof(q[1]), col(st, 1)), msg);
+			goto out;
+		}
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading the holds", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int store_check_rows(struct store *s, char *err, size_t errlen)
 {
 	int64_t n, meta_seq, max_seq;
@@ -201,7 +236,8 @@ int store_check_rows(struct store *s, char *err, size_t errlen)
 		    "is below a stored seq %lld",
 		    s->path, (long long)meta_seq, (long long)max_seq);
 	if ((rc = check_types(s, err, errlen)) < 0 || (rc = check_plugins(s, err, errlen)) < 0 ||
-	    (rc = check_registrations(s, err, errlen)) < 0)
+	    (rc = check_registrations(s, err, errlen)) < 0 ||
+	    (rc = check_options(s, err, errlen)) < 0)
 		return rc;
-	return check_options(s, err, errlen);
+	return check_holds(s, err, errlen);
 }

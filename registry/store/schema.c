@@ -5,8 +5,11 @@
  * means: one step {N, N+1, vN_to_vN1} at the end of migrations[], and
  * SCHEMA_VERSION = N+1.
  *
- * Version 4 (the tables of store.h): version 3 and each registration's
- *   source ('' = the control socket, 'discover.NAME': found by discovery).
+ * Version 5 (the tables of store.h): version 4 and the discovery's holds
+ *   (an allocation deregistered by hand or forgotten, its socket's device
+ *   and inode: not registered again until another socket is there).
+ * Version 4: version 3 and each registration's source ('' = the control
+ *   socket, 'discover.NAME': found by discovery).
  * Version 3: version 2 and each registration's probe override (probe,
  *   csi_name).
  * Version 2: the registry in rows.
@@ -55,6 +58,14 @@ static const char v3_sql[] =
 /* Version 4: where a registration came from ('' = the control socket). */
 static const char v4_sql[] =
     "ALTER TABLE registrations ADD COLUMN source TEXT NOT NULL DEFAULT '';";
+
+/* Version 5: the discovery's holds, one per (source, allocation): the
+ * device and inode of the socket it holds back, as the signed 64-bit
+ * integers SQLite stores (the bits of dev_t and ino_t). */
+static const char v5_sql[] =
+    "CREATE TABLE holds(source TEXT NOT NULL, alloc TEXT NOT NULL, dev INTEGER NOT NULL,"
+    " ino INTEGER NOT NULL, held_at INTEGER NOT NULL, PRIMARY KEY(source, alloc))"
+    " WITHOUT ROWID;";
 
 /* A new file: the tables of version 2. */
 static int v0_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -136,6 +147,12 @@ static int v3_to_v4(struct store *s, int64_t now, char *err, size_t errlen)
 	return store_exec(s, v4_sql, "adding the source column", err, errlen);
 }
 
+static int v4_to_v5(struct store *s, int64_t now, char *err, size_t errlen)
+{
+	(void)now;
+	return store_exec(s, v5_sql, "adding the holds table", err, errlen);
+}
+
 /* The legacy document into version-2 rows; the `kv' table is dropped (the
  * backup keeps it). */
 static int v1_to_v2(struct store *s, int64_t now, char *err, size_t errlen)
@@ -175,6 +192,7 @@ static const struct migration migrations[] = {
     {1, 2, v1_to_v2},
     {2, 3, v2_to_v3},
     {3, 4, v3_to_v4},
+    {4, 5, v4_to_v5},
 };
 
 static const struct migration *step_from(int64_t version)

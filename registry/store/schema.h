@@ -13,7 +13,7 @@
 #include "store.h"
 
 /* The version this plugfs writes (PRAGMA user_version). */
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 /* The version of the file on s: user_version, where version 1 is also
  * user_version 0 with a `kv' table, and 0 is a file without any table.

@@ -31,6 +31,9 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
     [ST_SET_SEQ] = "INSERT OR REPLACE INTO meta(key, value) VALUES('seq', ?1)",
     [ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
+    [ST_PUT_HOLD] = "INSERT OR REPLACE INTO holds(source, alloc, dev, ino, held_at)"
+		    " VALUES(?1, ?2, ?3, ?4, ?5)",
+    [ST_DROP_HOLD] = "DELETE FROM holds WHERE source = ?1 AND alloc = ?2",
 };
 
 /*
@@ -552,4 +555,62 @@ int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *e
 		return rc;
 	*n = sqlite3_changes64(s->db);
 	return 0;
+}
+
+int store_put_hold(struct store *s, const struct reg_hold *h, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = stmt(s, ST_PUT_HOLD, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	bind_text(st, 1, h->source);
+	bind_text(st, 2, h->alloc);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)h->dev);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)h->ino);
+	sqlite3_bind_int64(st, 5, h->held_at);
+	return run(s, st, "storing a hold", err, errlen);
+}
+
+int store_drop_hold(struct store *s, const char *source, const char *alloc, char *err,
+		    size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = stmt(s, ST_DROP_HOLD, &st, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	bind_text(st, 1, source);
+	bind_text(st, 2, alloc);
+	return run(s, st, "deleting a hold", err, errlen);
+}
+
+int store_read_holds(struct store *s, store_hold_fn fn, void *arg, char *err, size_t errlen)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT source, alloc, dev, ino, held_at FROM holds"
+				    " ORDER BY source, alloc",
+				    -1, &st, NULL);
+
+	if (rc != SQLITE_OK)
+		return store_fail(s, rc, "reading the holds", err, errlen);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct reg_hold h = {
+		    .source = (const char *)sqlite3_column_text(st, 0),
+		    .alloc = (const char *)sqlite3_column_text(st, 1),
+		    .dev = (uint64_t)sqlite3_column_int64(st, 2),
+		    .ino = (uint64_t)sqlite3_column_int64(st, 3),
+		    .held_at = sqlite3_column_int64(st, 4),
+		};
+
+		if (!h.source || !h.alloc)
+			continue; /* NOT NULL: only out of memory */
+		if ((rc = fn(arg, &h, err, errlen)) < 0)
+			goto out;
+	}
+	rc = rc == SQLITE_DONE ? 0 : store_fail(s, rc, "reading the holds", err, errlen);
+out:
+	sqlite3_finalize(st);
+	return rc;
 }

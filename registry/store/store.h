@@ -15,7 +15,7 @@
  * copy), check.c (the rows' check), schema.c (schema.h), store_open.c,
  * check_file.c (`state check').
  *
- * Schema (SCHEMA_VERSION 4):
+ * Schema (SCHEMA_VERSION 5):
  *   meta(key PRIMARY KEY, value)          key 'seq': the last seq given
  *   types(id AUTOINCREMENT, name UNIQUE)  configured types ever seen
  *   plugins(id AUTOINCREMENT, type_id, name, UNIQUE(type_id, name))
@@ -23,6 +23,8 @@
  *                 source, seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
  *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
  *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
+ *   holds(source, alloc, dev, ino, held_at, PRIMARY KEY(source, alloc))  the discovery's
+ *                                         holds (registry_hold)
  * AUTOINCREMENT ids are never reused, so inode numbers derived from them
  * are stable for the life of the file.  A plugins row is never deleted: when
  * its list empties it stays (one row per (type, name) ever registered), so
@@ -52,6 +54,8 @@ enum store_stmt {
 	ST_INSERT_OPTION,
 	ST_SET_SEQ,
 	ST_EXPIRE_TOMBSTONES,
+	ST_PUT_HOLD,
+	ST_DROP_HOLD,
 	ST_COUNT
 };
 
@@ -183,6 +187,15 @@ int store_delete_reg(struct store *s, const struct registration *r, int64_t now,
 int store_set_seq(struct store *s, int64_t seq, char *err, size_t errlen);
 /* Deletes tombstones with deleted_at <= cutoff; *n receives the count. */
 int store_expire_tombstones(struct store *s, int64_t cutoff, int64_t *n, char *err, size_t errlen);
+
+/* The discovery's hold of (source, alloc): stores or replaces it, deletes
+ * it (none: a no-op), reads every one (fn, in (source, alloc) order; a
+ * negative return stops).  Autocommit: each is its own transaction. */
+int store_put_hold(struct store *s, const struct reg_hold *h, char *err, size_t errlen);
+int store_drop_hold(struct store *s, const char *source, const char *alloc, char *err,
+		    size_t errlen);
+typedef int (*store_hold_fn)(void *arg, const struct reg_hold *h, char *err, size_t errlen);
+int store_read_holds(struct store *s, store_hold_fn fn, void *arg, char *err, size_t errlen);
 
 /* The rows of a file at SCHEMA_VERSION, by the rules register applies
  * (registry/validate.c): foreign keys, the sequence counter not below any

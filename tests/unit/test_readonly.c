@@ -323,7 +323,7 @@ static void test_refusals_change_nothing(void **state)
 	reopen(f);
 	registry_close(f->r);
 	f->r = NULL;
-	exec_sql(f->path, "PRAGMA user_version = 5");
+	exec_sql(f->path, "PRAGMA user_version = 6");
 	before = read_bytes(f->path);
 	assert_int_equal(open_ro(f, &r, err, sizeof(err)), -ENOTSUP);
 	assert_non_null(strstr(err, "newer"));
@@ -331,7 +331,7 @@ static void test_refusals_change_nothing(void **state)
 	assert_no_side_files(f);
 
 	/* Not a database: quick_check still runs. */
-	exec_sql(f->path, "PRAGMA user_version = 4");
+	exec_sql(f->path, "PRAGMA user_version = 5");
 	{
 		FILE *g = fopen(f->path, "wb");
 

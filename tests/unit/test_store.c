@@ -207,7 +207,7 @@ static void test_wal_and_schema_version(void **state)
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-	assert_int_equal(sqlite3_column_int(st, 0), 4);
+	assert_int_equal(sqlite3_column_int(st, 0), 5);
 	sqlite3_finalize(st);
 	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -228,14 +228,14 @@ static void test_newer_version_refused(void **state)
 
 	assert_int_equal(reg(f, "csi-node", "p", "a0"), 0);
 	close_registry(f);
-	exec_sql(f->path, "PRAGMA user_version = 5");
+	exec_sql(f->path, "PRAGMA user_version = 6");
 	assert_int_equal(try_open(f, err, sizeof(err)), -ENOTSUP);
-	assert_non_null(strstr(err, "schema version 5 is newer than this plugfs supports (4)"));
+	assert_non_null(strstr(err, "schema version 6 is newer than this plugfs supports (5)"));
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -ENOTSUP);
 	assert_non_null(strstr(err, "newer"));
-	/* Untouched: still version 5 with its row. */
+	/* Untouched: still version 6 with its row. */
 	assert_int_equal(count_rows(f, "registrations"), 1);
-	exec_sql(f->path, "PRAGMA user_version = 4");
+	exec_sql(f->path, "PRAGMA user_version = 5");
 	reopen(f);
 	assert_string_equal(active(f, "csi-node", "p"), "a0");
 }
@@ -316,8 +316,8 @@ static void check_migrated(struct fixture *f)
 	assert_int_equal(query_int(bak, "SELECT count(*) FROM kv WHERE key ="
 					" 'dynamic_plugin_registry' AND value LIKE '%\"p1\"%'"),
 			 1);
-	/* The state file is version 4 without kv, lists right. */
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
+	/* The state file is version 5 without kv, lists right. */
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 5);
 	assert_int_equal(query_int(f->path, "SELECT count(*) FROM sqlite_master WHERE name = 'kv'"),
 			 0);
 	assert_int_equal(registry_get_plugin(f->r, "csi-node", "p1", &p), 0);
@@ -653,7 +653,7 @@ static void test_missing_table(void **state)
 
 	close_registry(f);
 	exec_sql(f->path, "DROP TABLE tombstones");
-	snprintf(want, sizeof(want), "state file `%s': schema version 4 without table `tombstones'",
+	snprintf(want, sizeof(want), "state file `%s': schema version 5 without table `tombstones'",
 		 f->path);
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
 	assert_string_equal(err, want);
@@ -756,13 +756,14 @@ static void test_migrate_v2_probe(void **state)
 	exec_sql(f->path, "ALTER TABLE registrations DROP COLUMN probe;"
 			  "ALTER TABLE registrations DROP COLUMN csi_name;"
 			  "ALTER TABLE registrations DROP COLUMN source;"
+			  "DROP TABLE holds;"
 			  "PRAGMA user_version = 2");
 	assert_int_equal(query_int(f->path,
 				   "SELECT count(*) FROM pragma_table_info('registrations')"
 				   " WHERE name IN ('probe', 'csi_name')"),
 			 0);
 	reopen(f);
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 5);
 	assert_int_equal(query_int(f->path,
 				   "SELECT count(*) FROM pragma_table_info('registrations')"
 				   " WHERE name IN ('probe', 'csi_name', 'source')"),
@@ -855,9 +856,10 @@ static void test_migrate_v3_source(void **state)
 	assert_int_equal(reg(f, "csi-node", "p", "a1"), 0);
 	close_registry(f);
 	exec_sql(f->path, "ALTER TABLE registrations DROP COLUMN source;"
+			  "DROP TABLE holds;"
 			  "PRAGMA user_version = 3");
 	reopen(f);
-	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 4);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 5);
 	assert_int_equal(query_int(f->path,
 				   "SELECT count(*) FROM pragma_table_info('registrations')"
 				   " WHERE name = 'source'"),
@@ -870,6 +872,18 @@ static void test_migrate_v3_source(void **state)
 			 0);
 	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
 	assert_string_equal(source_of(f, "csi-node", "a0"), "control");
+	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
+	/* Version 4 (no holds) to 5. */
+	close_registry(f);
+	exec_sql(f->path, "DROP TABLE holds; PRAGMA user_version = 4");
+	reopen(f);
+	assert_int_equal(query_int(f->path, "PRAGMA user_version"), 5);
+	assert_int_equal(query_int(f->path, "SELECT count(*) FROM holds"), 0);
+	snprintf(bak, sizeof(bak), "%s.v4.bak", f->path);
+	assert_int_equal(query_int(bak, "PRAGMA user_version"), 4);
+	assert_int_equal(query_int(bak, "SELECT count(*) FROM sqlite_master WHERE name = 'holds'"),
+			 0);
+	assert_string_equal(order(f, "csi-node", "p"), "a1 a0");
 	assert_int_equal(registry_check_file(f->path, NULL, 0), 0);
 }
 
@@ -923,6 +937,79 @@ static void test_source_persists(void **state)
 	assert_string_equal(source_of(f, "csi-node", "a0"), "control");
 }
 
+/* The holds read back as a list "source/alloc:dev:ino ...". */
+static int hold_line(void *arg, const struct reg_hold *h, char *err, size_t errlen)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	(void)err;
+	(void)errlen;
+	snprintf(out + len, 512 - len, "%s%s/%s:%llu:%llu", len ? " " : "", h->source, h->alloc,
+		 (unsigned long long)h->dev, (unsigned long long)h->ino);
+	return 0;
+}
+
+static const char *holds_of(struct fixture *f)
+{
+	static char out[512];
+	char err[REG_ERR_MAX] = "";
+
+	out[0] = '\0';
+	assert_int_equal(registry_holds(f->r, hold_line, out, err, sizeof(err)), 0);
+	return out;
+}
+
+/* The discovery's holds: stored, replaced, kept across a restart, deleted;
+ * a bad one refused with nothing stored, a bad row named by state check. */
+static void test_holds_persist(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX] = "";
+	const uint64_t big = 0xfedcba9876543210ULL; /* above INT64_MAX: the bits kept */
+
+	assert_string_equal(holds_of(f), "");
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 77, err, sizeof(err)),
+			 0);
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a0", 2049, big, err, sizeof(err)),
+			 0);
+	assert_int_equal(registry_hold(f->r, "discover.k8s", "a0", 5, 6, err, sizeof(err)), 0);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a0:2049:"
+					 "18364758544493064720 discover.nomad/a1:2049:77");
+	restart(f);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a0:2049:"
+					 "18364758544493064720 discover.nomad/a1:2049:77");
+	/* Replaced, deleted, a missing one a no-op. */
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 78, err, sizeof(err)),
+			 0);
+	assert_int_equal(registry_unhold(f->r, "discover.nomad", "a0", err, sizeof(err)), 0);
+	assert_int_equal(registry_unhold(f->r, "discover.nomad", "zz", err, sizeof(err)), 0);
+	restart(f);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a1:2049:78");
+	/* Refused, nothing stored. */
+	assert_int_equal(registry_hold(f->r, "", "a2", 1, 1, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "source: a hold is a discovery's (discover.NAME)"));
+	assert_int_equal(registry_hold(f->r, "discover.a/b", "a2", 1, 1, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "source: discover.NAME"));
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a/2", 1, 1, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "alloc"));
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a1:2049:78");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 0);
+	/* A bad row in the file: state check and the open say so. */
+	close_registry(f);
+	exec_sql(f->path, "UPDATE holds SET alloc = 'a/1' WHERE source = 'discover.nomad'");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "table `holds', (source `discover.nomad' alloc `a/1'): alloc"));
+	exec_sql(f->path, "UPDATE holds SET alloc = 'a1', source = '' WHERE alloc = 'a/1'");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "source: a hold is a discovery's (discover.NAME)"));
+	exec_sql(f->path, "DELETE FROM holds WHERE source = ''");
+	reopen(f);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -948,6 +1035,7 @@ int main(void)
 	    T(test_probe_override_persists),
 	    T(test_migrate_v3_source),
 	    T(test_source_persists),
+	    T(test_holds_persist),
 	    T(test_bad_open_options),
 	    T(test_memory_database),
 	};
