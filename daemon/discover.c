@@ -25,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -340,11 +341,19 @@ static void watch_dir(struct discover *D, struct entry *e)
 static void hold_store(struct discover *D, struct entry *e)
 {
 	char err[REG_ERR_MAX];
+	struct timespec ct = e->ctime;
+	struct stat st;
 
-	if (!e->have_sock)
+	if (!e->have_sock || !e->socket)
 		return;
+	/* The change time now (a chmod since it was found moved it on): the
+	 * start keeps the hold only for that socket, and an inode number a
+	 * file system handed on to a new socket made while plugfs was down
+	 * has another.  Only read, and only when it is still that socket. */
+	if (lstat(e->socket, &st) == 0 && st.st_dev == e->dev && st.st_ino == e->ino)
+		ct = st.st_ctim;
 	if (registry_hold(D->reg, e->sec->source, e->alloc, (uint64_t)e->dev, (uint64_t)e->ino,
-			  err, sizeof(err)) < 0) {
+			  (int64_t)ct.tv_sec * 1000000000 + ct.tv_nsec, err, sizeof(err)) < 0) {
 		log_warn("%s: alloc %s: cannot store its hold, which lasts until plugfs stops: %s",
 			 e->sec->source, e->alloc, err);
 		return;
@@ -1100,13 +1109,15 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 			continue;
 		/* The same socket: the same inode (a touch or a chmod of it is
 		 * not a new socket).  A hold the start read from the state has
-		 * its inode but no path yet. */
+		 * no path yet, and holds only the socket of its inode and change
+		 * time: across a stop, an inode number can have gone to a new
+		 * socket. */
 		if (e->have_sock && e->dev == x->dev && e->ino == x->ino &&
-		    (!e->socket || strcmp(e->socket, x->socket) == 0)) {
-			if (!e->socket) {
+		    (e->socket ? strcmp(e->socket, x->socket) == 0
+			       : e->ctime.tv_sec == x->ctime.tv_sec &&
+				     e->ctime.tv_nsec == x->ctime.tv_nsec)) {
+			if (!e->socket)
 				e->socket = strdup(x->socket);
-				e->ctime = x->ctime;
-			}
 			continue;
 		}
 		if (!(p = strdup(x->socket)))
@@ -1556,7 +1567,6 @@ struct holds_read {
 	struct discover *D;
 	struct held *drop; /* of a section no longer configured */
 	size_t n_drop, cap_drop;
-	size_t n_adopted;
 };
 
 static int adopt_hold(void *arg, const struct reg_hold *h, char *err, size_t errlen)
@@ -1587,8 +1597,9 @@ static int adopt_hold(void *arg, const struct reg_hold *h, char *err, size_t err
 	e->have_sock = true;
 	e->dev = (dev_t)h->dev;
 	e->ino = (ino_t)h->ino;
+	e->ctime.tv_sec = (time_t)(h->ctime_ns / 1000000000);
+	e->ctime.tv_nsec = (long)(h->ctime_ns % 1000000000);
 	e->hold_stored = true;
-	hr->n_adopted++;
 	return 0;
 }
 
@@ -1614,11 +1625,28 @@ static void adopt_holds(struct discover *D)
 		free(hr.drop[i].alloc);
 	}
 	free(hr.drop);
-	if (hr.n_adopted)
+}
+
+/* After the start's scan: how many holds from before it still hold. */
+static void log_holds(struct discover *D)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < D->n_secs; i++) {
+		struct hash_entry *he = NULL;
+		size_t pos = 0;
+
+		while ((he = hash_next(&D->secs[i]->ents, &pos, he))) {
+			const struct entry *e = he->value;
+
+			n += e->st == EST_HELD && e->hold_stored;
+		}
+	}
+	if (n)
 		log_info("discover: %zu allocation%s held from before the start (deregistered "
-			 "by hand or forgotten): not registered again until their sockets are "
-			 "created again",
-			 hr.n_adopted, hr.n_adopted == 1 ? "" : "s");
+			 "by hand or forgotten, the same socket still there): not registered "
+			 "again until %s created again",
+			 n, n == 1 ? "" : "s", n == 1 ? "its socket is" : "their sockets are");
 }
 
 /* ---- the API ---------------------------------------------------------- */
@@ -1707,6 +1735,7 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 	adopt_holds(D);
 	rescan_all(D, true);
 	take_notes(D);
+	log_holds(D);
 	for (size_t i = 0; i < DISCOVER_WORKERS; i++) {
 		if ((rc = plugfs_thread_start(&D->workers[i], NULL, worker_main, D)) != 0) {
 			rc = plugfs_errf(err, errlen, rc, "discover: cannot start a worker thread");
@@ -1766,7 +1795,7 @@ void discover_stop(struct discover *D)
 		pthread_join(D->workers[i], NULL);
 	if (D->sub > 0)
 		registry_unsubscribe(D->reg, D->sub);
-	take_notes(D); /* frees them */
+	take_notes(D); /* the last ones applied (a hold stored) and freed */
 	while (D->jobs) {
 		struct job *j = D->jobs;
 

@@ -337,10 +337,14 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen)
 /* ---- the discovery's holds --------------------------------------------- */
 
 int registry_hold(struct registry *r, const char *source, const char *alloc, uint64_t dev,
-		  uint64_t ino, char *err, size_t errlen)
+		  uint64_t ino, int64_t ctime_ns, char *err, size_t errlen)
 {
-	struct reg_hold h = {
-	    .source = source, .alloc = alloc, .dev = dev, .ino = ino, .held_at = registry_now(r)};
+	struct reg_hold h = {.source = source,
+			     .alloc = alloc,
+			     .dev = dev,
+			     .ino = ino,
+			     .ctime_ns = ctime_ns,
+			     .held_at = registry_now(r)};
 	int rc;
 
 	if ((rc = registry_refuse_read_only(r, "storing a hold", err, errlen)) < 0 ||
@@ -355,9 +359,6 @@ int registry_hold(struct registry *r, const char *source, const char *alloc, uin
 		return rc;
 	pthread_mutex_lock(&r->commit_mu);
 	rc = store_put_hold(&r->st, &h, err, errlen);
-	lock(r);
-	r->commit_stats = r->st.commits;
-	unlock(r);
 	pthread_mutex_unlock(&r->commit_mu);
 	return rc;
 }

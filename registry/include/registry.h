@@ -380,9 +380,9 @@ int registry_expire_tombstones(struct registry *r, char *err, size_t errlen);
 /*
  * The discovery's holds (daemon/discover.c): an allocation of source
  * (REG_SOURCE_DISCOVER + a section's name) deregistered by hand, or
- * forgotten after forget_after, whose socket (dev, ino) is still there is
- * not registered again until another socket is; the hold is stored so that
- * a restart keeps it.  registry_hold stores or replaces the hold of
+ * forgotten after forget_after, whose socket (dev, ino, ctime) is still
+ * there is not registered again until another socket is; the hold is
+ * stored so that a restart keeps it.  registry_hold stores or replaces the hold of
  * (source, alloc), registry_unhold deletes it (none: a no-op), and
  * registry_holds calls fn for each stored one, (source, alloc) order (a
  * negative return stops and is returned).  Each is one transaction of its
@@ -393,10 +393,11 @@ struct reg_hold {
 	const char *source;
 	const char *alloc;
 	uint64_t dev, ino;
-	int64_t held_at; /* unix seconds */
+	int64_t ctime_ns; /* the socket's change time, ns since the epoch */
+	int64_t held_at;  /* unix seconds */
 };
 int registry_hold(struct registry *r, const char *source, const char *alloc, uint64_t dev,
-		  uint64_t ino, char *err, size_t errlen);
+		  uint64_t ino, int64_t ctime_ns, char *err, size_t errlen);
 int registry_unhold(struct registry *r, const char *source, const char *alloc, char *err,
 		    size_t errlen);
 typedef int (*registry_hold_fn)(void *arg, const struct reg_hold *h, char *err, size_t errlen);

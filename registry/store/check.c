@@ -171,14 +171,17 @@ out:
 	return rc;
 }
 
-/* The discovery's holds: a discovery's source and an allocation's name
- * (what registry_hold stores). */
+/* The discovery's holds: a discovery's source, an allocation's name, and
+ * integers for the rest (what registry_hold stores). */
 static int check_holds(struct store *s, char *err, size_t errlen)
 {
 	sqlite3_stmt *st = NULL;
 	char msg[REG_ERR_MAX] = "", q[2][128];
-	int rc = sqlite3_prepare_v2(s->db, "SELECT source, alloc FROM holds ORDER BY source, alloc",
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT source, alloc, typeof(dev), typeof(ino), typeof(ctime_ns),"
+				    " typeof(held_at) FROM holds ORDER BY source, alloc",
 				    -1, &st, NULL);
+	static const char *const ints[] = {"dev", "ino", "ctime_ns", "held_at"};
 
 	if (rc != SQLITE_OK)
 		return store_fail(s, rc, "reading the holds", err, errlen);
@@ -191,6 +194,10 @@ static int check_holds(struct store *s, char *err, size_t errlen)
 					 "source: a hold is a discovery's (discover.NAME)");
 		if (rc == 0)
 			rc = reg_validate_name("alloc", col(st, 1), msg, sizeof(msg));
+		for (int i = 0; rc == 0 && i < 4; i++)
+			if (!col(st, 2 + i) || strcmp(col(st, 2 + i), "integer") != 0)
+				rc = plugfs_errf(msg, sizeof(msg), -EINVAL, "%s: must be an integer",
+						 ints[i]);
 		if (rc < 0) {
 			rc = plugfs_errf(err, errlen, -EIO,
 					 "state file `%s': table `holds', (source `%s' alloc `%s'): "

@@ -6,8 +6,9 @@
  * SCHEMA_VERSION = N+1.
  *
  * Version 5 (the tables of store.h): version 4 and the discovery's holds
- *   (an allocation deregistered by hand or forgotten, its socket's device
- *   and inode: not registered again until another socket is there).
+ *   (an allocation deregistered by hand or forgotten, its socket's device,
+ *   inode and change time: not registered again until another socket is
+ *   there).
  * Version 4: version 3 and each registration's source ('' = the control
  *   socket, 'discover.NAME': found by discovery).
  * Version 3: version 2 and each registration's probe override (probe,
@@ -60,12 +61,13 @@ static const char v4_sql[] =
     "ALTER TABLE registrations ADD COLUMN source TEXT NOT NULL DEFAULT '';";
 
 /* Version 5: the discovery's holds, one per (source, allocation): the
- * device and inode of the socket it holds back, as the signed 64-bit
- * integers SQLite stores (the bits of dev_t and ino_t). */
+ * device, inode and change time (ns since the epoch) of the socket it
+ * holds back, as the signed 64-bit integers SQLite stores (the bits of
+ * dev_t and ino_t). */
 static const char v5_sql[] =
     "CREATE TABLE holds(source TEXT NOT NULL, alloc TEXT NOT NULL, dev INTEGER NOT NULL,"
-    " ino INTEGER NOT NULL, held_at INTEGER NOT NULL, PRIMARY KEY(source, alloc))"
-    " WITHOUT ROWID;";
+    " ino INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, held_at INTEGER NOT NULL,"
+    " PRIMARY KEY(source, alloc)) WITHOUT ROWID;";
 
 /* A new file: the tables of version 2. */
 static int v0_to_v2(struct store *s, int64_t now, char *err, size_t errlen)

@@ -31,8 +31,8 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_INSERT_OPTION] = "INSERT INTO reg_options(reg_id, key, value) VALUES(?1, ?2, ?3)",
     [ST_SET_SEQ] = "INSERT OR REPLACE INTO meta(key, value) VALUES('seq', ?1)",
     [ST_EXPIRE_TOMBSTONES] = "DELETE FROM tombstones WHERE deleted_at <= ?1",
-    [ST_PUT_HOLD] = "INSERT OR REPLACE INTO holds(source, alloc, dev, ino, held_at)"
-		    " VALUES(?1, ?2, ?3, ?4, ?5)",
+    [ST_PUT_HOLD] = "INSERT OR REPLACE INTO holds(source, alloc, dev, ino, ctime_ns, held_at)"
+		    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_DROP_HOLD] = "DELETE FROM holds WHERE source = ?1 AND alloc = ?2",
 };
 
@@ -568,7 +568,8 @@ int store_put_hold(struct store *s, const struct reg_hold *h, char *err, size_t 
 	bind_text(st, 2, h->alloc);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)h->dev);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)h->ino);
-	sqlite3_bind_int64(st, 5, h->held_at);
+	sqlite3_bind_int64(st, 5, h->ctime_ns);
+	sqlite3_bind_int64(st, 6, h->held_at);
 	return run(s, st, "storing a hold", err, errlen);
 }
 
@@ -589,7 +590,7 @@ int store_read_holds(struct store *s, store_hold_fn fn, void *arg, char *err, si
 {
 	sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT source, alloc, dev, ino, held_at FROM holds"
+				    "SELECT source, alloc, dev, ino, ctime_ns, held_at FROM holds"
 				    " ORDER BY source, alloc",
 				    -1, &st, NULL);
 
@@ -601,7 +602,8 @@ int store_read_holds(struct store *s, store_hold_fn fn, void *arg, char *err, si
 		    .alloc = (const char *)sqlite3_column_text(st, 1),
 		    .dev = (uint64_t)sqlite3_column_int64(st, 2),
 		    .ino = (uint64_t)sqlite3_column_int64(st, 3),
-		    .held_at = sqlite3_column_int64(st, 4),
+		    .ctime_ns = sqlite3_column_int64(st, 4),
+		    .held_at = sqlite3_column_int64(st, 5),
 		};
 
 		if (!h.source || !h.alloc)

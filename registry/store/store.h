@@ -23,8 +23,8 @@
  *                 source, seq UNIQUE, registered_at, updated_at, UNIQUE(plugin_id, alloc))
  *   reg_options(reg_id, key, value, PRIMARY KEY(reg_id, key))
  *   tombstones(type, name, alloc, seq, deleted_at, PRIMARY KEY(type, name, alloc))
- *   holds(source, alloc, dev, ino, held_at, PRIMARY KEY(source, alloc))  the discovery's
- *                                         holds (registry_hold)
+ *   holds(source, alloc, dev, ino, ctime_ns, held_at, PRIMARY KEY(source, alloc))
+ *                                         the discovery's holds (registry_hold)
  * AUTOINCREMENT ids are never reused, so inode numbers derived from them
  * are stable for the life of the file.  A plugins row is never deleted: when
  * its list empties it stays (one row per (type, name) ever registered), so

@@ -5,7 +5,7 @@
 # keeps its place (the newest by ctime active); an allocation deregistered
 # by hand stays so across both while its socket is the same (the hold is
 # in the state file), and is registered again once its socket is created
-# again.  Then `plugfs reload' adds a section (its plugin registered) and
+# again (or its change time moved while plugfs was down).  Then `plugfs reload' adds a section (its plugin registered) and
 # removes one (its registrations deregistered).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
@@ -82,6 +82,18 @@ stop_plugin x2
 start_plugin x2 node held.example.com
 wait_until 20 "x2's socket created again: registered and active again" served csi-node held.example.com x2
 wait_until 10 "its hold is deleted from the state file" eval '[ -z "$(holds)" ]'
+# Held again, then its socket's change time moved while plugfs was down (a
+# chmod; what an inode number handed on to a new socket would look like):
+# not the socket held, so registered again at start.
+plugfs deregister --type csi-node --name held.example.com --alloc x2 >/dev/null
+wait_until 10 "held again: stored" eval '[ "$(holds)" = "discover.t x2" ]'
+stop_daemon
+chmod 0700 "$ROOT/x2/csi.sock"
+cat "$DAEMON_LOG" >>"$DAEMON_LOG.1"
+: >"$DAEMON_LOG"
+start_daemon
+check "its change time moved while down: x2 registered and active again at start" served csi-node held.example.com x2
+check_eq "the stale hold is deleted" "" "$(holds)"
 
 # Reload: a section added (its root's plugin registered), then the first
 # removed (its registrations deregistered).

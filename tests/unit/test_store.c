@@ -945,8 +945,9 @@ static int hold_line(void *arg, const struct reg_hold *h, char *err, size_t errl
 
 	(void)err;
 	(void)errlen;
-	snprintf(out + len, 512 - len, "%s%s/%s:%llu:%llu", len ? " " : "", h->source, h->alloc,
-		 (unsigned long long)h->dev, (unsigned long long)h->ino);
+	snprintf(out + len, 512 - len, "%s%s/%s:%llu:%llu:%lld", len ? " " : "", h->source,
+		 h->alloc, (unsigned long long)h->dev, (unsigned long long)h->ino,
+		 (long long)h->ctime_ns);
 	return 0;
 }
 
@@ -969,33 +970,33 @@ static void test_holds_persist(void **state)
 	const uint64_t big = 0xfedcba9876543210ULL; /* above INT64_MAX: the bits kept */
 
 	assert_string_equal(holds_of(f), "");
-	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 77, err, sizeof(err)),
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 77, 1000000001, err, sizeof(err)),
 			 0);
-	assert_int_equal(registry_hold(f->r, "discover.nomad", "a0", 2049, big, err, sizeof(err)),
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a0", 2049, big, 3, err, sizeof(err)),
 			 0);
-	assert_int_equal(registry_hold(f->r, "discover.k8s", "a0", 5, 6, err, sizeof(err)), 0);
-	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a0:2049:"
-					 "18364758544493064720 discover.nomad/a1:2049:77");
+	assert_int_equal(registry_hold(f->r, "discover.k8s", "a0", 5, 6, 7, err, sizeof(err)), 0);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7 discover.nomad/a0:2049:"
+					 "18364758544493064720:3 discover.nomad/a1:2049:77:1000000001");
 	restart(f);
-	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a0:2049:"
-					 "18364758544493064720 discover.nomad/a1:2049:77");
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7 discover.nomad/a0:2049:"
+					 "18364758544493064720:3 discover.nomad/a1:2049:77:1000000001");
 	/* Replaced, deleted, a missing one a no-op. */
-	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 78, err, sizeof(err)),
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a1", 2049, 78, 9, err, sizeof(err)),
 			 0);
 	assert_int_equal(registry_unhold(f->r, "discover.nomad", "a0", err, sizeof(err)), 0);
 	assert_int_equal(registry_unhold(f->r, "discover.nomad", "zz", err, sizeof(err)), 0);
 	restart(f);
-	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a1:2049:78");
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7 discover.nomad/a1:2049:78:9");
 	/* Refused, nothing stored. */
-	assert_int_equal(registry_hold(f->r, "", "a2", 1, 1, err, sizeof(err)), -EINVAL);
+	assert_int_equal(registry_hold(f->r, "", "a2", 1, 1, 1, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "source: a hold is a discovery's (discover.NAME)"));
-	assert_int_equal(registry_hold(f->r, "discover.a/b", "a2", 1, 1, err, sizeof(err)),
+	assert_int_equal(registry_hold(f->r, "discover.a/b", "a2", 1, 1, 1, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "source: discover.NAME"));
-	assert_int_equal(registry_hold(f->r, "discover.nomad", "a/2", 1, 1, err, sizeof(err)),
+	assert_int_equal(registry_hold(f->r, "discover.nomad", "a/2", 1, 1, 1, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "alloc"));
-	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6 discover.nomad/a1:2049:78");
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7 discover.nomad/a1:2049:78:9");
 	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), 0);
 	/* A bad row in the file: state check and the open say so. */
 	close_registry(f);
@@ -1007,7 +1008,16 @@ static void test_holds_persist(void **state)
 	assert_non_null(strstr(err, "source: a hold is a discovery's (discover.NAME)"));
 	exec_sql(f->path, "DELETE FROM holds WHERE source = ''");
 	reopen(f);
-	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6");
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7");
+	/* Not an integer: named. */
+	close_registry(f);
+	exec_sql(f->path, "UPDATE holds SET ino = 'x'");
+	assert_int_equal(registry_check_file(f->path, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "table `holds', (source `discover.k8s' alloc `a0'): ino: must "
+				    "be an integer"));
+	exec_sql(f->path, "UPDATE holds SET ino = 6");
+	reopen(f);
+	assert_string_equal(holds_of(f), "discover.k8s/a0:5:6:7");
 }
 
 int main(void)
