@@ -350,12 +350,7 @@ int registry_hold(struct registry *r, const char *source, const char *alloc, uin
 	if ((rc = registry_refuse_read_only(r, "storing a hold", err, errlen)) < 0 ||
 	    (rc = refuse_in_callback(err, errlen)) < 0)
 		return rc;
-	if (!source || strncmp(source, REG_SOURCE_DISCOVER, strlen(REG_SOURCE_DISCOVER)) != 0 ||
-	    (rc = reg_validate_source(source, err, errlen)) < 0)
-		return rc < 0 ? rc
-			      : plugfs_errf(err, errlen, -EINVAL,
-					    "source: a hold is a discovery's (discover.NAME)");
-	if ((rc = reg_validate_name("alloc", alloc, err, errlen)) < 0)
+	if ((rc = reg_validate_hold(source, alloc, err, errlen)) < 0)
 		return rc;
 	pthread_mutex_lock(&r->commit_mu);
 	rc = store_put_hold(&r->st, &h, err, errlen);

@@ -306,6 +306,18 @@ int reg_validate_source(const char *source, char *err, size_t errlen)
 	return reg_validate_name("source: discover.NAME", source + n, err, errlen);
 }
 
+int reg_validate_hold(const char *source, const char *alloc, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!source || strncmp(source, REG_SOURCE_DISCOVER, strlen(REG_SOURCE_DISCOVER)) != 0)
+		return plugfs_errf(err, errlen, -EINVAL,
+				   "source: a hold is a discovery's (discover.NAME)");
+	if ((rc = reg_validate_source(source, err, errlen)) < 0)
+		return rc;
+	return reg_validate_name("alloc", alloc, err, errlen);
+}
+
 int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, size_t errlen)
 {
 	if (probe != REG_PROBE_DEFAULT && !reg_probe_name(probe))

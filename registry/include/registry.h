@@ -450,6 +450,9 @@ int reg_validate_probe(enum reg_probe probe, const char *csi_name, char *err, si
  * REG_SOURCE_DISCOVER followed by a name (reg_validate_name). */
 #define REG_SOURCE_DISCOVER "discover."
 int reg_validate_source(const char *source, char *err, size_t errlen);
+/* A discovery's hold (registry_hold): source is a discovery's
+ * (REG_SOURCE_DISCOVER + a name), alloc follows reg_validate_name. */
+int reg_validate_hold(const char *source, const char *alloc, char *err, size_t errlen);
 /* How a source is shown: "control" for NULL or "", else source. */
 static inline const char *reg_source_name(const char *source)
 {

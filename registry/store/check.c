@@ -188,12 +188,7 @@ static int check_holds(struct store *s, char *err, size_t errlen)
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *src = col(st, 0);
 
-		rc = reg_validate_source(src, msg, sizeof(msg));
-		if (rc == 0 && (!src || !*src))
-			rc = plugfs_errf(msg, sizeof(msg), -EINVAL,
-					 "source: a hold is a discovery's (discover.NAME)");
-		if (rc == 0)
-			rc = reg_validate_name("alloc", col(st, 1), msg, sizeof(msg));
+		rc = reg_validate_hold(src, col(st, 1), msg, sizeof(msg));
 		for (int i = 0; rc == 0 && i < 4; i++)
 			if (!col(st, 2 + i) || strcmp(col(st, 2 + i), "integer") != 0)
 				rc = plugfs_errf(msg, sizeof(msg), -EINVAL, "%s: must be an integer",

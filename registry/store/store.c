@@ -606,8 +606,11 @@ int store_read_holds(struct store *s, store_hold_fn fn, void *arg, char *err, si
 		    .held_at = sqlite3_column_int64(st, 5),
 		};
 
-		if (!h.source || !h.alloc)
-			continue; /* NOT NULL: only out of memory */
+		if (!h.source || !h.alloc) { /* NOT NULL columns: only out of memory */
+			rc = plugfs_errf(err, errlen, -ENOMEM, "state file `%s': reading the holds: "
+					 "out of memory", s->path);
+			goto out;
+		}
 		if ((rc = fn(arg, &h, err, errlen)) < 0)
 			goto out;
 	}
