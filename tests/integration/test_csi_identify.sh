@@ -68,13 +68,25 @@ check_eq "200 identifications answered UNIMPLEMENTED twice: all identified" 200 
 	"$(grep -c ' ok [0-9]* name=ident.example.com version=1.0.0 controller=0 node=0 -$' "$T/out")"
 grep -v ' ok ' "$T/out" | head -3 | sed 's/^/# /'
 
-# More than a window (PROBE_MAX_INFLIGHT) of hung plugins and good ones.
-# 2 s: one python process answers the 210 calls of the good ones while the
-# other tests run beside this one (1 s was missed on a loaded machine).
+# More than a window (PROBE_MAX_INFLIGHT, 256 in flight) of hung plugins
+# and good ones: 150 of each, interleaved.  The hung ones hold 150 slots
+# for their whole timeout; the good ones go through the other slots, those
+# past the first window included, and all end before the first hung one
+# times out (a window refilled only once all of it has ended would make the
+# last 44 wait for the hung ones).  10 s each: one python process answers
+# the 450 calls of the good ones while the other tests run beside this one;
+# the slowest took 3.1 s beside four busy loops on 2 cores (a CI run beside
+# the other tests missed 1 of 70 at 2 s).
 args=()
-for _ in $(seq 1 70); do args+=("$T/hang.sock" "$T/ctl.sock"); done
-"$PROBE" --identify 2000 "${args[@]}" >"$T/out"
-check_eq "140 identifications: 70 timeouts" 70 "$(grep -c ' dead [0-9]* .* timeout$' "$T/out")"
-check_eq "140 identifications: 70 controllers" 70 \
+for _ in $(seq 1 150); do args+=("$T/hang.sock" "$T/ctl.sock"); done
+"$PROBE" --identify 10000 "${args[@]}" >"$T/out"
+check_eq "300 identifications: 150 timeouts" 150 "$(grep -c ' dead [0-9]* .* timeout$' "$T/out")"
+check_eq "300 identifications: 150 controllers" 150 \
 	"$(grep -c ' ok [0-9]* name=ctl.example.com version=1.0.0 controller=1 node=0 -$' "$T/out")"
+slowest_ok=$(awk '$2 == "ok" && $3 > m { m = $3 } END { print m + 0 }' "$T/out")
+first_timeout=$(awk '$2 == "dead" && (m == "" || $3 < m) { m = $3 } END { print m + 0 }' "$T/out")
+echo "# slowest good one: $slowest_ok ms; first timeout: $first_timeout ms"
+check "300 identifications: every good one ends before the first hung one times out" \
+	test "$slowest_ok" -lt "$first_timeout"
+grep -v -e ' ok ' -e ' timeout$' "$T/out" | head -5 | sed 's/^/# not identified: /'
 finish

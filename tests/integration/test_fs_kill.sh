@@ -3,14 +3,14 @@
 # random moment in their first 300 ms, and as many killed the moment their
 # mount shows in /proc/mounts (where a readiness check through the mount
 # used to hang the process).  Trial 2b: kills in the first 60 ms after a
-# SIGTERM, while the daemon stops under a reader.  Trial 2: kills while readers loop
-# through the mount and a client switches the active allocation (so kernel
-# invalidations are in flight).  Every process must be gone within 1 s of
-# the kill, as the kernel tells it (exit_timer.py: a pidfd turns readable
-# once every thread has exited), and its guard process must go too; a
-# process still there after 5 s is counted as hung, and its own FUSE
-# connection is aborted here so the test goes on and CI never hangs.
-# Prints the figures.
+# SIGTERM, while the daemon stops under a reader.  Trial 2: kills while
+# readers loop through the mount and a client switches the active
+# allocation (so kernel invalidations are in flight).  Every process must be
+# gone within 1 s of the kill, as the kernel tells it
+# (plugfs-test-exit-timer: a pidfd turns readable once every thread has
+# exited), and its guard process must go too; a process still there after
+# 5 s is counted as hung, and its own FUSE connection is aborted here so the
+# test goes on and CI never hangs.  Prints the figures.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 
@@ -34,35 +34,40 @@ guards() { pgrep -x plugfs-guard -P "$1" 2>/dev/null; }
 hung=0
 slow=0
 worst=0
-TIMER=$PLUGFS_SOURCE_DIR/tests/integration/exit_timer.py
+TIMER=$PLUGFS_BUILD_DIR/tests/integration/plugfs-test-exit-timer
+[ -x "$TIMER" ] || die "$TIMER is missing: build the tests first"
 mkfifo "$T/kt.in" "$T/kt.out" "$T/gate"
-# timer_start PID: starts exit_timer.py on PID (before the moment of the
-# kill, so its start-up does not delay the kill); kill_and_time starts one
-# itself when none is waiting.
+# timer_start PID: starts plugfs-test-exit-timer on PID, before the moment
+# of the kill and before any load, so its start-up neither delays the kill nor
+# waits for a CPU behind the load; kill_and_time starts one itself when
+# none is waiting.
 KT=
 KT_FOR=
+KT_GUARD=
 timer_start() {
-	# shellcheck disable=SC2086 # LOAD_PIDS is a list
-	python3 "$TIMER" "$1" ${LOAD_PIDS:-} <"$T/kt.in" >"$T/kt.out" &
+	"$TIMER" "$1" <"$T/kt.in" >"$T/kt.out" &
 	KT=$!
 	KT_FOR=$1
+	# Its guard, looked up now, before any load (pgrep under the load
+	# takes seconds); none yet for a start still at its gate.
+	KT_GUARD=$(guards "$1")
 	exec {KT_W}>"$T/kt.in" {KT_R}<"$T/kt.out"
 	read -r -t 30 KT_SAID <&"$KT_R" || KT_SAID=
 }
-# kill_and_time PID: SIGKILL through exit_timer.py, which times the exit
-# from the kernel's side (the pidfd of PID turns readable once every thread
+# kill_and_time PID: SIGKILL through plugfs-test-exit-timer, which times the
+# exit from the kernel's side (the pidfd of PID turns readable once every thread
 # has exited) and stops the load ($LOAD_PIDS, whole process groups) once
 # the kill is sent; the time goes into $worst.  A process still there after
 # 5 s is counted as hung and its connection aborted.  Then waits up to 5 s
 # for its guard to be gone.
 kill_and_time() {
 	local pid=$1 t0 el g r
-	g=$(guards "$pid")
 	[ "$KT_FOR" = "$pid" ] || timer_start "$pid"
+	g=${KT_GUARD:-$(guards "$pid")}
 	r=$KT_SAID
 	t0=$(now_ms)
 	if [ "$r" = ready ]; then
-		echo kill >&"$KT_W"
+		echo "kill ${LOAD_PIDS:-}" >&"$KT_W"
 		read -r -t 30 r <&"$KT_R" || r=
 	fi
 	exec {KT_W}>&- {KT_R}<&-
@@ -81,7 +86,7 @@ kill_and_time() {
 		while ! gone "$pid" && [ $(($(now_ms) - t0)) -lt 10000 ]; do sleep 0.05; done
 		;;
 	*)
-		fail "exit_timer.py said [$r] for pid $pid"
+		fail "plugfs-test-exit-timer said [$r] for pid $pid"
 		kill -KILL "$pid" 2>/dev/null
 		el=0
 		;;
@@ -90,8 +95,9 @@ kill_and_time() {
 	[ "$el" -gt "$worst" ] && worst=$el
 	if [ -n "$g" ]; then
 		t0=$(now_ms)
-		while [ -d "/proc/$g" ] && [ $(($(now_ms) - t0)) -lt 5000 ]; do sleep 0.01; done
-		if [ -d "/proc/$g" ] && ! gone "$g"; then
+		# Gone: exited (a zombie until whoever it was left to reaps it).
+		while ! gone "$g" && [ $(($(now_ms) - t0)) -lt 5000 ]; do sleep 0.01; done
+		if ! gone "$g"; then
 			echo "# guard $g of $pid still there"
 			hung=$((hung + 1))
 		fi
@@ -160,6 +166,7 @@ for i in $(seq 1 "$LOADED"); do
 	disown "$DAEMON_PID"
 	plugfs register --type csi-node --name kp --alloc a0 --socket /run/kp/a0/csi.sock >/dev/null ||
 		fail "trial 2 run $i: first registration"
+	timer_start "$DAEMON_PID"
 	# Each load loop is a process group of its own (setsid), so that the
 	# kill stops it with the child it is running.
 	setsid bash -c reader &
