@@ -26,8 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -37,14 +38,6 @@
 #endif
 
 #define EXIT_WAIT_MS 5000
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* line: "kill [LOAD_PID...]". */
 static void stop_load(char *line)
@@ -74,7 +67,7 @@ int main(int argc, char *argv[])
 {
 	char line[4096];
 	struct pollfd pfd;
-	long long t0, left;
+	int64_t t0, left;
 	int fd;
 
 	if (argc != 2) {
@@ -95,7 +88,7 @@ int main(int argc, char *argv[])
 	if (!fgets(line, sizeof(line), stdin))
 		return 2;
 
-	t0 = now_ms();
+	t0 = plugfs_mono_ms();
 	/* A zombie already: the pidfd is readable at once. */
 	if (syscall(SYS_pidfd_send_signal, fd, SIGKILL, NULL, 0) != 0 && errno != ESRCH) {
 		fprintf(stderr, "pidfd_send_signal: %s\n", strerror(errno));
@@ -105,14 +98,14 @@ int main(int argc, char *argv[])
 	pfd.fd = fd;
 	pfd.events = POLLIN;
 	pfd.revents = 0;
-	while ((left = t0 + EXIT_WAIT_MS - now_ms()) > 0) {
+	while ((left = t0 + EXIT_WAIT_MS - plugfs_mono_ms()) > 0) {
 		int n = poll(&pfd, 1, (int)left);
 
 		if (n > 0 || (n < 0 && errno != EINTR))
 			break;
 	}
 	if (pfd.revents & POLLIN)
-		printf("%lld\n", now_ms() - t0);
+		printf("%lld\n", (long long)(plugfs_mono_ms() - t0));
 	else
 		printf("hung\n");
 	return 0;
