@@ -9,6 +9,7 @@ struct bench_watch_opts {
 	int baseline_kills; /* kills with the rounds alone (3) */
 	long n;		    /* missing sockets (100,000) */
 	long live;	    /* listening sockets (1,000) */
+	int window;	    /* rounds (1 s apart) each CPU and RSS window lasts (10) */
 };
 
 /* The watches against the rounds alone with the plugfs binary at plugfs,

@@ -556,7 +556,7 @@ int main(int argc, char *argv[])
 	    .iterations = 1000000, .connects = 200000, .switches = 1000, .cache_timeout = 60};
 	const char *scale = NULL, *plugfs = NULL, *disk = "/var/tmp";
 	struct bench_watch_opts wo = {
-	    .interval = 30, .kills = 200, .baseline_kills = 3, .n = 100000, .live = 1000};
+	    .interval = 30, .kills = 200, .baseline_kills = 3, .n = 100000, .live = 1000, .window = 10};
 	struct bench_discover_opts xo = {.sockets = 100, .burst = 1000};
 	const char *python = "/usr/bin/python3", *csi_plugin = BENCH_CSI_PLUGIN;
 	bool quick = false, watch = false, discover = false;
@@ -579,7 +579,7 @@ int main(int argc, char *argv[])
 			b.switches = 50;
 			quick = true;
 			wo = (struct bench_watch_opts){
-			    .interval = 1, .kills = 5, .baseline_kills = 1, .n = 300, .live = 20};
+			    .interval = 1, .kills = 5, .baseline_kills = 1, .n = 300, .live = 20, .window = 2};
 			xo = (struct bench_discover_opts){.sockets = 10, .burst = 50};
 			break;
 		case 'X':

@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-# A plugin socket that flaps: listens for UP ms (answering every connection
-# with ALLOC and a newline, as the demo plugin does, then closing it), then closes its listening socket for DOWN ms (the file stays:
-# connects are refused, as after a crash), CYCLES times, then listens until
-# killed.  Prints "up" / "down" with a monotonic time in ms on each change.
-# With GATE, the first cycle starts only once the file GATE exists (it
-# listens until then), so a test can start watching first.
+# A plugin socket that flaps when told: listens (answering every connection
+# with ALLOC and a newline, as the demo plugin does, then closing it); on
+# SIGUSR1 it closes its listening socket (the file stays: connects are
+# refused, as after a crash), on SIGUSR2 it listens again.  Prints "up" /
+# "down" with a monotonic time in ms on each change, once it is done.  The
+# test decides when, from the daemon's events: no outage has a length of
+# its own.
 #
-#   flapper.py SOCKET ALLOC UP_MS DOWN_MS CYCLES [GATE]
+#   flapper.py SOCKET ALLOC
 import os
 import select
+import signal
 import socket
 import sys
 import time
+
+want_up = True
 
 
 def now_ms():
@@ -26,17 +30,35 @@ def listen(path):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.bind(path)
     s.listen(128)
-    print("up", now_ms(), flush=True)
     return s
 
 
-def serve(s, ms, reply):
-    end = time.monotonic() + ms / 1000.0 if ms >= 0 else None
+def on_signal(signum, _frame):
+    global want_up
+    want_up = signum == signal.SIGUSR2
+
+
+def main():
+    path, reply = sys.argv[1], (sys.argv[2] + "\n").encode()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    signal.signal(signal.SIGUSR1, on_signal)
+    signal.signal(signal.SIGUSR2, on_signal)
+    # Woken at once by a signal: select returns EINTR-free in python 3.5+
+    # only after the handler ran, so a short timeout bounds the reaction.
+    s = listen(path)
+    print("up", now_ms(), flush=True)
     while True:
-        left = None if end is None else max(0.0, end - time.monotonic())
-        if left == 0.0:
-            return
-        r, _, _ = select.select([s], [], [], left)
+        if s is not None and not want_up:
+            s.close()  # the socket file stays: connections are refused
+            s = None
+            print("down", now_ms(), flush=True)
+        elif s is None and want_up:
+            s = listen(path)
+            print("up", now_ms(), flush=True)
+        if s is None:
+            time.sleep(0.005)
+            continue
+        r, _, _ = select.select([s], [], [], 0.005)
         if r:
             c, _ = s.accept()
             try:
@@ -44,23 +66,6 @@ def serve(s, ms, reply):
             except OSError:
                 pass
             c.close()
-
-
-def main():
-    path, reply = sys.argv[1], (sys.argv[2] + "\n").encode()
-    up, down, cycles = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    s = listen(path)
-    if len(sys.argv) > 6:
-        while not os.path.exists(sys.argv[6]):
-            serve(s, 20, reply)
-    for _ in range(cycles):
-        serve(s, up, reply)
-        s.close()  # the socket file stays: connections are refused
-        print("down", now_ms(), flush=True)
-        time.sleep(down / 1000.0)
-        s = listen(path)
-    serve(s, -1, reply)
 
 
 main()

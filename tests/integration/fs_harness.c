@@ -4,6 +4,10 @@
  *
  *   fs-harness register   -s DB -t TYPE... TYPE NAME ALLOC SOCKET [VERSION]
  *   fs-harness deregister -s DB -t TYPE... TYPE NAME ALLOC
+ *   fs-harness script     -s DB -t TYPE... < FILE
+ *       each line of FILE a `register TYPE NAME ALLOC SOCKET [VERSION]' or
+ *       a `deregister TYPE NAME ALLOC', in one open of the state file (one
+ *       process for hundreds of changes, not one each)
  *       change a state file offline through the registry API.
  *   fs-harness switch -s DB -t TYPE... -m MNT [-n SWITCHES] [-r READERS] [-w SECONDS]
  *       mounts in-process and switches the active allocation of csi-node/sw
@@ -54,7 +58,7 @@ struct args {
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: fs-harness register|deregister|switch|notify-recv ... "
+	fprintf(stderr, "usage: fs-harness register|deregister|script|switch|notify-recv ... "
 			"(see the comment at the top of fs_harness.c)\n");
 	exit(2);
 }
@@ -101,6 +105,47 @@ static int do_deregister(struct registry *reg, const char *type, const char *nam
 	if (rc != 0)
 		fprintf(stderr, "fs-harness: deregister %s/%s %s: %s\n", type, name, alloc, err);
 	return rc;
+}
+
+/* ---- script ------------------------------------------------------------- */
+
+/* The lines of stdin, each a register or a deregister (see the top); stops
+ * at the first that fails, naming its line. */
+static int cmd_script(const struct args *a)
+{
+	struct registry *reg = NULL;
+	char line[4 * PATH_MAX];
+	long n = 0;
+	int rc = 0;
+
+	if (open_registry(a, &reg) != 0)
+		return 1;
+	while (rc == 0 && fgets(line, sizeof(line), stdin)) {
+		char *w[7] = {NULL};
+		char *save = NULL;
+		int k = 0;
+
+		n++;
+		for (char *t = strtok_r(line, " \t\n", &save); t && k < 7;
+		     t = strtok_r(NULL, " \t\n", &save))
+			w[k++] = t;
+		if (k == 0)
+			continue;
+		if (strcmp(w[0], "register") == 0 && (k == 5 || k == 6)) {
+			rc = do_register(reg, w[1], w[2], w[3], w[4], k == 6 ? w[5] : NULL);
+		} else if (strcmp(w[0], "deregister") == 0 && k == 4) {
+			rc = do_deregister(reg, w[1], w[2], w[3]);
+		} else {
+			fprintf(stderr, "fs-harness: script line %ld: expected `register TYPE NAME ALLOC "
+					"SOCKET [VERSION]' or `deregister TYPE NAME ALLOC'\n",
+				n);
+			rc = -EINVAL;
+		}
+		if (rc != 0)
+			fprintf(stderr, "fs-harness: script line %ld failed\n", n);
+	}
+	registry_close(reg);
+	return rc ? 1 : 0;
 }
 
 /* ---- switch ------------------------------------------------------------- */
@@ -535,6 +580,11 @@ int main(int argc, char *argv[])
 	}
 	if (strcmp(cmd, "switch") == 0)
 		return cmd_switch(&a);
+	if (strcmp(cmd, "script") == 0) {
+		if (argc != optind)
+			usage();
+		return cmd_script(&a);
+	}
 	if (strcmp(cmd, "register") == 0) {
 		if (argc - optind < 4 || argc - optind > 5)
 			usage();

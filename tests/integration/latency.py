@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""latency.py SOCKET FILE SECONDS: for SECONDS, every 20 ms, times one
+"""latency.py SOCKET FILE SECONDS [STOPFILE]: for SECONDS, or until STOPFILE
+exists, every 20 ms, times one
 `status' request on a fresh connection to the control socket (connect, send,
 read the answer line, 5 s deadline) and one read of FILE through the mount
 (a plugin's `info': the kernel keeps no cache of it across opens, so the
@@ -8,11 +9,13 @@ daemon serves every open and read).  Prints, for each, one line
 where failed counts requests with no good answer (refused, closed, timed out,
 or an answer that is not ok) and reads that failed or read nothing."""
 import json
+import os
 import socket
 import sys
 import time
 
 path, info, secs = sys.argv[1], sys.argv[2], float(sys.argv[3])
+stopfile = sys.argv[4] if len(sys.argv) > 4 else None
 
 
 def status_ms():
@@ -63,7 +66,7 @@ def summary(name, samples, failed):
 st, rl = [], []
 st_failed = rl_failed = 0
 end = time.monotonic() + secs
-while time.monotonic() < end:
+while time.monotonic() < end and not (stopfile and os.path.exists(stopfile)):
     ms = status_ms()
     if ms is None:
         st_failed += 1

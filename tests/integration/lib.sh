@@ -120,6 +120,12 @@ require_fuse() {
 	fi
 }
 
+# soak DEFAULT SOAK: the count of a trial: SOAK under PLUGFS_SOAK=1 (the
+# soak mode, contrib/test.sh: long trials before a release or after a change
+# to the lifecycle), DEFAULT in the README's test command.  Each call site
+# says why DEFAULT still proves its claim.
+soak() { if [ "${PLUGFS_SOAK:-0}" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+
 pass() { _PASSED=$((_PASSED + 1)); echo "ok - $*"; }
 fail() { _FAILED=$((_FAILED + 1)); echo "not ok - $*"; }
 # check DESCRIPTION COMMAND...: passes when the command succeeds.
@@ -290,6 +296,10 @@ harness() { "$FS_HARNESS" "$1" -s "$STATE" -t csi-controller -t csi-node "${@:2}
 # state_register TYPE NAME ALLOC SOCKET [VERSION]: adds a registration to the
 # state file offline (fs-harness register); the test dies when it cannot.
 state_register() { harness register "$@" || die "cannot prepare the state: register $*"; }
+# state_script FILE: the registers and deregisters of FILE, one a line
+# (`register TYPE NAME ALLOC SOCKET [VERSION]', `deregister TYPE NAME
+# ALLOC'), made offline in one process; the test dies when one fails.
+state_script() { harness script <"$1" || die "cannot prepare the state from $1"; }
 
 # plugfs ARGS...: the CLI with this test's config.
 plugfs() { "$PLUGFS_BIN" -c "$CFG" "$@"; }
@@ -445,8 +455,17 @@ stop_switch_load() {
 	return 0
 }
 
+# finish: the last line of every test.  The daemon log's check, then the
+# summary; the test fails when a check failed, and also when none of its own
+# checks passed (a script that checked nothing proved nothing: the daemon
+# log's check does not count).
 finish() {
+	local own=$_PASSED
 	[ -f "$DAEMON_LOG" ] && check_daemon_log
+	if [ "$own" -eq 0 ]; then
+		echo "not ok - $_TEST: no check passed (a test that checks nothing fails)"
+		_FAILED=$((_FAILED + 1))
+	fi
 	echo "$_TEST: $_PASSED passed, $_FAILED failed"
 	[ "$_FAILED" -eq 0 ]
 	exit $?

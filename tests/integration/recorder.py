@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """recorder.py LOG SOCKET...: listens on every SOCKET (made once it
-listens) and, for each connection it accepts, appends one line to LOG:
-`SOCKET BYTES', the bytes the peer sent before it closed (read for at most
-2 s).  A test that must see no connection to a socket counts the lines.
-Runs until killed."""
+listens) and, for each connection it accepts, appends two lines to LOG:
+`SOCKET accepted' when it accepts it, and `SOCKET BYTES', the bytes the
+peer sent before it closed (read for at most 2 s), when it closes.  The
+accepted lines of one pass of its loop are written together, after every
+listener that was ready in that pass was accepted from: once a line names
+a connection, every connection made before it is named too.  A test that
+must see no connection to a socket counts its accepted lines.  Runs until
+killed."""
 import os
 import select
 import socket
@@ -23,11 +27,13 @@ while True:
     fds = list(listeners) + list(conns)
     r, _, _ = select.select(fds, [], [], 0.2)
     now = __import__("time").monotonic()
+    accepted = []
     for fd in r:
         if fd in listeners:
             s, p = listeners[fd]
             c, _ = s.accept()
             conns[c.fileno()] = [c, p, 0, now + 2]
+            accepted.append(p)
             continue
         c = conns[fd]
         try:
@@ -38,6 +44,9 @@ while True:
             c[2] += len(data)
             continue
         c[3] = 0
+    if accepted:
+        with open(log, "a") as f:
+            f.write("".join("%s accepted\n" % p for p in accepted))
     for fd in [f for f, c in conns.items() if c[3] <= now]:
         c = conns.pop(fd)
         with open(log, "a") as f:

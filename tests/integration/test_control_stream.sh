@@ -79,11 +79,16 @@ sleep 0.5
 st=$($SC status "$CTL" 4)
 echo "# status while a slow reader and a looping lister stream: $st"
 p99=$(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$st")
-check "status answered (n >= 20) within p99 < 500 ms" \
-	python3 -c "import sys; n=int('${st}'.split()[0][2:]); sys.exit(0 if n >= 20 and float('$p99') < 500 else 1)"
+# The bounds: 1.5 s, 10x and more the p99 of 72 ms (max 120 ms) measured
+# here with the other tests beside it; a server held up by the slow reader
+# would keep them waiting for its 6 s.
+check "status answered (n >= 20) within p99 < 1500 ms" \
+	python3 -c "import sys; n=int('${st}'.split()[0][2:]); sys.exit(0 if n >= 20 and float('$p99') < 1500 else 1)"
 t0=$(ms)
 check_eq "the mount answers meanwhile" "$S/a04321/csi.sock" "$(readlink "$D/plugin-04321/csi.sock")"
-check "readlink within 500 ms" test $(($(ms) - t0)) -lt 500
+el=$(($(ms) - t0))
+echo "# readlink while the lists stream: ${el} ms"
+check "readlink within 1500 ms (${el} ms)" test "$el" -lt 1500
 wait "$SLOW"
 check_eq "the slow reader was never dropped (exit 0)" 0 $?
 echo "# $(cat "$T/slow.out")"

@@ -41,11 +41,19 @@ check "the unit's filter allows mount and umount2" bash -c "grep -qx mount '$T/a
 check "the unit's filter is a real list ($(wc -l <"$T/allowed") calls)" test "$(wc -l <"$T/allowed")" -gt 200
 
 # --- a release build (no sanitizers: they make calls of their own) ---
-B=$T/build
-cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF -DPLUGFS_SANITIZE=OFF \
-	>"$T/configure.log" 2>&1 || { cat "$T/configure.log"; die "configure failed"; }
-cmake --build "$B" -j2 --target plugfs plugfs-demo-plugin >"$T/build.log" 2>&1 ||
-	{ tail -30 "$T/build.log"; die "build failed"; }
+# contrib/test.sh's release tree (PLUGFS_PACKAGE_BUILD), built once for the
+# package tests too; run alone, the test builds its own.
+if [ -n "${PLUGFS_PACKAGE_BUILD:-}" ]; then
+	B=$PLUGFS_PACKAGE_BUILD
+	grep -qx 'PLUGFS_SANITIZE:BOOL=OFF' "$B/CMakeCache.txt" ||
+		die "$B is built with the sanitizers (PLUGFS_PACKAGE_BUILD must be a release tree)"
+else
+	B=$T/build
+	cmake -S "$SRC" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF -DPLUGFS_SANITIZE=OFF \
+		>"$T/configure.log" 2>&1 || { cat "$T/configure.log"; die "configure failed"; }
+	cmake --build "$B" -j2 --target plugfs plugfs-demo-plugin >"$T/build.log" 2>&1 ||
+		{ tail -30 "$T/build.log"; die "build failed"; }
+fi
 REL=$B/cli/plugfs
 PLUGFS_BIN=$REL
 PLUGFS_DEMO_PLUGIN=$B/tools/plugfs-demo-plugin

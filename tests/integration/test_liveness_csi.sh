@@ -34,10 +34,12 @@ check "both ready: show says a2 is active" active_is a2
 # The newest turns ready: false.
 printf 'false\n' >"$T/a2.ctl"
 t0=$(ms)
-wait_until 10 "csi.sock leads to a1 after a2 turned not ready" link_is a1
+wait_until 15 "csi.sock leads to a1 after a2 turned not ready" link_is a1
 took=$(($(ms) - t0))
 echo "# detection: ${took} ms (interval x failures = 600 ms)"
-check "detected within interval x failures plus a round and slack (${took} ms)" test "$took" -le 2500
+# The bound: 7 s, 10x the 624 ms measured here (3 failed probes 200 ms
+# apart); the log line below says it took exactly 3.
+check "detected within 10x interval x failures (${took} ms)" test "$took" -le 7000
 check "a2 not ready: show says a1 is active" active_is a1
 check_eq "show --json says a2 is dead" dead "$(health_of a2)"
 check_eq "show --json gives the error" "not ready" "$(error_of a2)"
@@ -51,7 +53,8 @@ t0=$(ms)
 wait_until 10 "csi.sock leads to a2 again" link_is a2
 took=$(($(ms) - t0))
 echo "# recovery: ${took} ms (interval = 200 ms)"
-check "recovered within an interval plus slack (${took} ms)" test "$took" -le 1500
+# The bound: 3 s, 10x the 137 to 300 ms measured here (one probe).
+check "recovered within 10x an interval and a probe (${took} ms)" test "$took" -le 3000
 check "a2 ready again: show says a2 is active" active_is a2
 
 # A gRPC error is dead too, with its status.
@@ -104,7 +107,10 @@ t0=$(ms)
 plugfs register --type csi-node --name p --alloc a4 --socket "$(sock_of a1)" >/dev/null
 check_eq "register answers while probes hang" 0 $?
 took=$(($(ms) - t0))
-check "register answers within 2 s while probes hang (${took} ms)" test "$took" -le 2000
+echo "# register while 100 probes hang: ${took} ms"
+# The bound: 4 s, under the probes' 5 s timeout a register waiting on them
+# would take, and 10x the register's own time here (under 400 ms).
+check "register answers within 4 s while probes hang (${took} ms)" test "$took" -le 4000
 # A round applies its results when its last probe ended: 100 hung sockets
 # are two windows of PROBE_MAX_INFLIGHT, two timeouts.
 timeouts() { [ "$(plugfs show csi-controller hung --json | jq '[.registrations[] | select(.health.error == "timeout")] | length')" = 100 ]; }

@@ -19,7 +19,7 @@ stop_daemon
 # byte as they were.
 command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
 for i in $(seq 0 199); do echo "register csi-node p$((i % 7)) a$i /run/csi/a$i/csi.sock"; done >"$T/regs"
-while read -r _ ty n a s; do state_register "$ty" "$n" "$a" "$s"; done <"$T/regs"
+state_script "$T/regs"
 check_eq "the state file has 200 registrations" 200 "$(sqlite3 "$STATE" 'SELECT count(*) FROM registrations')"
 check "no -wal beside it" test ! -e "$STATE-wal"
 OTHER=$T/other.db

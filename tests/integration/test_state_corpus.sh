@@ -25,11 +25,14 @@ overwrites=${PLUGFS_CORPUS_OVERWRITES:-25}
 RANDOM=$seed
 echo "# seed $seed (PLUGFS_CORPUS_SEED=$seed reproduces this corpus)"
 
-for i in $(seq 0 59); do
-	state_register csi-node "p$((i % 7))" "a$i" "/run/csi/a$i/csi.sock" "1.$i"
-done
-# Free space: registrations removed leave free pages and freeblocks.
-for i in $(seq 0 4 59); do harness deregister csi-node "p$((i % 7))" "a$i" >/dev/null || die "deregister a$i"; done
+{
+	for i in $(seq 0 59); do
+		echo "register csi-node p$((i % 7)) a$i /run/csi/a$i/csi.sock 1.$i"
+	done
+	# Free space: registrations removed leave free pages and freeblocks.
+	for i in $(seq 0 4 59); do echo "deregister csi-node p$((i % 7)) a$i"; done
+} >"$T/prepare"
+state_script "$T/prepare"
 check "no -wal beside the prepared file" test ! -e "$STATE-wal"
 cp "$STATE" "$T/good.db"
 size=$(stat -c %s "$T/good.db")

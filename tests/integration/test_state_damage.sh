@@ -10,7 +10,8 @@ command -v jq >/dev/null || die "jq is not installed"
 command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
 write_config
 
-for i in $(seq 0 39); do state_register csi-node "p$((i % 5))" "a$i" "/run/csi/a$i/csi.sock"; done
+for i in $(seq 0 39); do echo "register csi-node p$((i % 5)) a$i /run/csi/a$i/csi.sock"; done >"$T/prepare"
+state_script "$T/prepare"
 check "no -wal beside the prepared file" test ! -e "$STATE-wal"
 size=$(stat -c %s "$STATE")
 page=$(sqlite3 "$STATE" 'PRAGMA page_size')

@@ -63,14 +63,20 @@ tree_ensure
 t_tree=$(elapsed "$t0")
 
 # --- the package, as test_package.sh builds it ---
+# contrib/test.sh builds and packages the release tree once
+# (PLUGFS_PACKAGE_BUILD); run alone, the test builds its own.
 t0=$EPOCHREALTIME
-PKG=$PLUGFS_BUILD_DIR/tests/system/pkg
-mkdir -p "$PKG"
-cmake -S "$PLUGFS_SOURCE_DIR" -B "$PKG" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF \
-	-DPLUGFS_SANITIZE=OFF >"$T/configure.log" 2>&1 || { cat "$T/configure.log"; die "configure failed"; }
-timeout 900 cmake --build "$PKG" -j2 >"$T/build.log" 2>&1 || { tail -30 "$T/build.log"; die "build failed"; }
-rm -f "$PKG"/plugfs_*.deb
-(cd "$PKG" && timeout 300 cpack -G DEB) >"$T/cpack.log" 2>&1 || { tail -30 "$T/cpack.log"; die "cpack failed"; }
+if [ -n "${PLUGFS_PACKAGE_BUILD:-}" ]; then
+	PKG=$PLUGFS_PACKAGE_BUILD
+else
+	PKG=$PLUGFS_BUILD_DIR/tests/system/pkg
+	mkdir -p "$PKG"
+	cmake -S "$PLUGFS_SOURCE_DIR" -B "$PKG" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_TESTS=OFF \
+		-DPLUGFS_SANITIZE=OFF >"$T/configure.log" 2>&1 || { cat "$T/configure.log"; die "configure failed"; }
+	timeout 900 cmake --build "$PKG" -j2 >"$T/build.log" 2>&1 || { tail -30 "$T/build.log"; die "build failed"; }
+	rm -f "$PKG"/plugfs_*.deb
+	(cd "$PKG" && timeout 300 cpack -G DEB) >"$T/cpack.log" 2>&1 || { tail -30 "$T/cpack.log"; die "cpack failed"; }
+fi
 debs=("$PKG"/plugfs_*.deb)
 check_eq "cpack built one .deb" 1 "${#debs[@]}"
 [ -f "${debs[0]}" ] || die "no .deb in $PKG"

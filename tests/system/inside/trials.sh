@@ -31,10 +31,16 @@ SYNC=/run/plugfs-test # the consumer's phase file and the outage hook's markers
 BIND=/srv/consumer
 TYPE=csi-node
 NAME=demo
-RESTARTS=${PLUGFS_SYSTEM_RESTARTS:-10}
-KILLS=${PLUGFS_SYSTEM_KILLS:-10}
-REEXECS=${PLUGFS_SYSTEM_REEXECS:-3}
-WATCHDOGS=${PLUGFS_SYSTEM_WATCHDOGS:-2}
+# Trial counts: the soak mode (PLUGFS_SOAK=1, passed in like every
+# PLUGFS_ variable) runs 10 restarts, 10 kills, 3 re-execs, 2 watchdogs.
+# The default run: 3, 3, 1, 1: every kind of outage, each with a new
+# allocation, and more than one restart and kill, so that a restart from a
+# state an earlier one left is met too; the soak looks for rarer failures.
+soak() { if [ "${PLUGFS_SOAK:-0}" = 1 ]; then echo "$2"; else echo "$1"; fi; }
+RESTARTS=${PLUGFS_SYSTEM_RESTARTS:-$(soak 3 10)}
+KILLS=${PLUGFS_SYSTEM_KILLS:-$(soak 3 10)}
+REEXECS=${PLUGFS_SYSTEM_REEXECS:-$(soak 1 3)}
+WATCHDOGS=${PLUGFS_SYSTEM_WATCHDOGS:-$(soak 1 2)}
 WATCHDOG_SEC=3
 # Kernel cache lifetime of the daemon's answers: short, so that the consumer
 # asks the daemon (not the kernel's cache) in every trial.
