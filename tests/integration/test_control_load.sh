@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Load: what other clients and the mount see while the control plane is
-# busy.  2,000 plugins; for LOAD_SECONDS (default 8) one client times a
+# busy.  2,000 plugins; for LOAD_SECONDS (5, 8 in the soak mode: 250
+# samples a side are enough for a p99) one client times a
 # `status' on a fresh connection and a read of a plugin's `info' through the
 # mount every 20 ms (latency.py), first on a quiet daemon, then while
 #  - 8 clients register and deregister without pause (plugfs-test-storm),
@@ -17,7 +18,7 @@
 require_fuse
 command -v python3 >/dev/null || die "python3 is not installed"
 SRC=$PLUGFS_SOURCE_DIR/tests/integration
-secs=${LOAD_SECONDS:-8}
+secs=${LOAD_SECONDS:-$(soak 5 8)}
 n=2000
 
 write_config "[probe]" "mode = none"

@@ -18,13 +18,13 @@
 # Figures: trials run, acknowledged, acknowledged-but-lost.  Trials:
 # PLUGFS_CRASH_TRIALS (default 10), PLUGFS_CRASH_MIGRATIONS and
 # PLUGFS_CRASH_CHECKPOINTS (default 3 each); `--long' (or
-# PLUGFS_CRASH_LONG=1) runs 200, 20 and 20.
+# PLUGFS_CRASH_LONG=1, or the soak mode PLUGFS_SOAK=1) runs 200, 20 and 20.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
 command -v jq >/dev/null || die "jq is not installed"
 
-long=${PLUGFS_CRASH_LONG:-0}
+long=${PLUGFS_CRASH_LONG:-${PLUGFS_SOAK:-0}}
 [ "${1:-}" = --long ] && long=1
 if [ "$long" = 1 ]; then
 	TRIALS=${PLUGFS_CRASH_TRIALS:-200} MIGRATIONS=${PLUGFS_CRASH_MIGRATIONS:-20}
