@@ -837,6 +837,13 @@ static void apply_job(struct discover *D, struct job *j)
 			register_entry(D, e, &it->id);
 			continue;
 		}
+		/* An answer plugfs does not take (its name has a NUL byte, say)
+		 * is the plugin's answer: refused, as a name the registry's
+		 * rules refuse, not asked for again every 10 s. */
+		if (j->rc == 0 && it->id.invalid) {
+			refuse(D, e, "its identity is refused: %s", it->id.res.error);
+			continue;
+		}
 		__atomic_add_fetch(&D->st_failed, 1, __ATOMIC_RELAXED);
 		if (!e->backoff_ms)
 			log_info(

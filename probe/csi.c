@@ -240,40 +240,43 @@ static void set_curl_error(struct call *c, CURLcode cc, struct probe_result *res
 	probe_set_error(res, "%s", c->curl_err[0] ? c->curl_err : curl_easy_strerror(cc));
 }
 
-/* Copies the n bytes of s into out (PROBE_CSI_TEXT_MAX + 1), or says why
- * not in res: -1. */
-static int copy_text(char *out, const uint8_t *s, size_t n, const char *what,
-		     struct probe_result *res)
+/* The text field `field' of GetPluginInfoResponse msg into out
+ * (PROBE_CSI_TEXT_MAX + 1): true; else false with res set, and c->id->invalid
+ * when it was decoded and is no text plugfs takes (the plugin's answer,
+ * which asking again does not change). */
+static bool info_text(struct call *c, const uint8_t *msg, size_t mlen, uint32_t field, char *out,
+		      const char *what, struct probe_result *res)
 {
-	if (n > PROBE_CSI_TEXT_MAX) {
+	switch (csi_decode_text(msg, mlen, field, out, PROBE_CSI_TEXT_MAX + 1)) {
+	case CSI_TEXT_OK:
+		return true;
+	case CSI_TEXT_TOO_LONG:
 		probe_set_error(res, "plugin %s longer than %d bytes", what, PROBE_CSI_TEXT_MAX);
-		return -1;
-	}
-	if (memchr(s, '\0', n)) {
+		break;
+	case CSI_TEXT_NUL:
 		probe_set_error(res, "plugin %s has a NUL byte", what);
-		return -1;
+		break;
+	case CSI_TEXT_MALFORMED:
+		probe_set_error(res, "malformed GetPluginInfoResponse");
+		return false;
 	}
-	memcpy(out, s, n);
-	out[n] = '\0';
-	return 0;
+	c->id->invalid = true;
+	return false;
 }
 
 /* The answer of an identification's call in msg (mlen bytes): true when
  * the next call follows (c->stage set), else res holds the outcome. */
 static bool identify_step(struct call *c, const uint8_t *msg, size_t mlen, struct probe_result *res)
 {
-	const uint8_t *s = NULL, *v = NULL;
-	size_t n = 0, vn = 0;
+	const uint8_t *s = NULL;
+	size_t n = 0;
 
 	switch (c->stage) {
 	case STAGE_INFO:
-		if (csi_decode_info(msg, mlen, &s, &n) < 0 ||
-		    csi_decode_string(msg, mlen, 2, &v, &vn) < 0) {
-			probe_set_error(res, "malformed GetPluginInfoResponse");
-			return false;
-		}
-		if (copy_text(c->id->name, s, n, "name", res) < 0 ||
-		    copy_text(c->id->version, v, vn, "version", res) < 0)
+		/* Each read walks the whole message: a malformed one is told
+		 * as such, before any text of it. */
+		if (!info_text(c, msg, mlen, 1, c->id->name, "name", res) ||
+		    !info_text(c, msg, mlen, 2, c->id->version, "version", res))
 			return false;
 		c->stage = STAGE_CAPS;
 		return true;
