@@ -302,6 +302,27 @@ static bool identify_step(struct call *c, const uint8_t *msg, size_t mlen, struc
 	return false;
 }
 
+enum csi_transfer csi_transfer_outcome(int cc, bool grpc_status_seen, bool body_seen,
+				       bool may_ask_again)
+{
+	switch ((CURLcode)cc) {
+	case CURLE_OK:
+		return CSI_ANSWERED;
+	case CURLE_HTTP2_STREAM:
+		if (grpc_status_seen)
+			return CSI_ANSWERED;
+		return !body_seen && may_ask_again ? CSI_ASK_AGAIN : CSI_FAILED;
+	case CURLE_HTTP2:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+		/* grpc-status comes last: what failed after it is the sending
+		 * of a body no longer read, or the connection's end. */
+		return grpc_status_seen ? CSI_ANSWERED : CSI_FAILED;
+	default:
+		return CSI_FAILED;
+	}
+}
+
 /* A finished transfer: true when the next stage follows (c->stage set:
  * GetPluginInfo after a ready Probe, an identification's next call), else
  * res holds the outcome. */
@@ -316,17 +337,20 @@ static bool call_finish(struct call *c, CURLcode cc, struct probe_result *res)
 	/* A gRPC server that answers at once with trailers only (UNIMPLEMENTED,
 	 * from the headers alone) and resets the stream after it, before
 	 * libcurl has sent the request's body, makes libcurl 7.88 fail the
-	 * transfer with nothing of the answer handed over (a few calls in a
-	 * hundred): an identification asks again on a new connection, within
-	 * its budget, at most CSI_RESET_RETRIES times. */
-	if (cc == CURLE_HTTP2_STREAM && c->id && c->grpc_status < 0 && c->body_len == 0 &&
-	    c->resets < CSI_RESET_RETRIES) {
+	 * transfer: after the answer was handed over, which then stands, or
+	 * with nothing of it (a few calls in a hundred), when an
+	 * identification asks again on a new connection, within its budget,
+	 * at most CSI_RESET_RETRIES times. */
+	switch (csi_transfer_outcome((int)cc, c->grpc_status >= 0, c->body_len > 0,
+				     c->id && c->resets < CSI_RESET_RETRIES)) {
+	case CSI_ASK_AGAIN:
 		c->resets++;
 		return true; /* the same stage again */
-	}
-	if (cc != CURLE_OK) {
+	case CSI_FAILED:
 		set_curl_error(c, cc, res);
 		return false;
+	case CSI_ANSWERED:
+		break;
 	}
 	(void)curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &http);
 	if (http != 200) {
