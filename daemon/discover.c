@@ -379,25 +379,19 @@ static void hold_drop(struct discover *D, struct entry *e)
 }
 
 /* Deregisters e's registration of D->types[ti] when it is still the
- * discovery's (its source e's section's). */
+ * discovery's (its source e's section's).  One call compares the source
+ * and removes it, under the registry's locks: a look first and a
+ * deregister after it removed a register of the control socket that
+ * came in between (the client had its answer, the registration went). */
 static void dereg_one(struct discover *D, struct entry *e, int ti, const char *why)
 {
-	struct registration g;
 	char err[REG_ERR_MAX];
-	bool ours = false, removed = false;
+	bool removed = false;
 	int rc;
 
-	/* One registration looked at, not its plugin's list copied: a
-	 * plugin may have a thousand. */
-	if (registry_get_registration(D->reg, D->types[ti], e->name, e->alloc, &g) == 0) {
-		ours = strcmp(g.source, e->sec->source) == 0;
-		registration_free_contents(&g);
-	}
-	if (!ours)
-		return;
 	tl_ours = true;
-	rc = registry_deregister(D->reg, D->types[ti], e->name, e->alloc, &removed, err,
-				 sizeof(err));
+	rc = registry_deregister_if_source(D->reg, D->types[ti], e->name, e->alloc, e->sec->source,
+					   &removed, err, sizeof(err));
 	tl_ours = false;
 	if (rc < 0) {
 		log_error("%s: cannot deregister %s/%s alloc %s: %s", e->sec->source, D->types[ti],
@@ -841,6 +835,13 @@ static void apply_job(struct discover *D, struct job *j)
 			continue; /* gone or changed meanwhile */
 		if (j->rc == 0 && it->id.res.ok) {
 			register_entry(D, e, &it->id);
+			continue;
+		}
+		/* An answer plugfs does not take (its name has a NUL byte, say)
+		 * is the plugin's answer: refused, as a name the registry's
+		 * rules refuse, not asked for again every 10 s. */
+		if (j->rc == 0 && it->id.invalid) {
+			refuse(D, e, "its identity is refused: %s", it->id.res.error);
 			continue;
 		}
 		__atomic_add_fetch(&D->st_failed, 1, __ATOMIC_RELAXED);
@@ -1532,8 +1533,9 @@ static void adopt_persisted(struct discover *D)
 				bool removed = false;
 
 				tl_ours = true;
-				if (registry_deregister(D->reg, g->type, g->name, g->alloc,
-							&removed, err, sizeof(err)) == 0 &&
+				if (registry_deregister_if_source(D->reg, g->type, g->name,
+								  g->alloc, g->source, &removed,
+								  err, sizeof(err)) == 0 &&
 				    removed) {
 					__atomic_add_fetch(&D->st_deregistered, 1,
 							   __ATOMIC_RELAXED);

@@ -179,6 +179,25 @@ int csi_decode_string(const uint8_t *msg, size_t len, uint32_t field, const uint
 	return rc < 0 ? -1 : 0;
 }
 
+enum csi_text csi_decode_text(const uint8_t *msg, size_t len, uint32_t field, char *out,
+			      size_t outsz)
+{
+	const uint8_t *s = NULL;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (csi_decode_string(msg, len, field, &s, &n) < 0)
+		return CSI_TEXT_MALFORMED;
+	if (n > outsz - 1)
+		return CSI_TEXT_TOO_LONG;
+	if (n && memchr(s, '\0', n))
+		return CSI_TEXT_NUL;
+	if (n)
+		memcpy(out, s, n);
+	out[n] = '\0';
+	return CSI_TEXT_OK;
+}
+
 int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t *name_len)
 {
 	return csi_decode_string(msg, len, 1, name, name_len);

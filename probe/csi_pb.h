@@ -2,7 +2,7 @@
 /*
  * Private to probe/: the protobuf wire format and gRPC framing the csi
  * probe reads (csi_pb.c).  Nothing here allocates; results point into the
- * caller's buffer.
+ * caller's buffer, or are copied into one it gives.
  */
 #ifndef PLUGFS_CSI_PB_H
 #define PLUGFS_CSI_PB_H
@@ -46,6 +46,24 @@ int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t
  * vendor_version (2), NodeGetInfoResponse's node_id (1).  0 or -1 when
  * malformed or the field is not length-delimited. */
 int csi_decode_string(const uint8_t *msg, size_t len, uint32_t field, const uint8_t **s, size_t *n);
+
+/* What csi_decode_text makes of a string field. */
+enum csi_text {
+	CSI_TEXT_MALFORMED = -1, /* the message is */
+	CSI_TEXT_OK = 0,	 /* copied */
+	/* Decoded, and no text plugfs takes: an answer, not a failure to
+	 * answer (asked again, the plugin says the same). */
+	CSI_TEXT_TOO_LONG = 1, /* longer than outsz - 1 bytes */
+	CSI_TEXT_NUL = 2,      /* has a NUL byte */
+};
+
+/* The string field `field' of a message as text: its last occurrence
+ * copied into out (outsz > 0 bytes), NUL-terminated ("" when absent):
+ * CSI_TEXT_OK.  One longer than outsz - 1 bytes or with a NUL byte in it
+ * leaves out "" and gives CSI_TEXT_TOO_LONG or CSI_TEXT_NUL (too long is
+ * told first); a malformed message CSI_TEXT_MALFORMED. */
+enum csi_text csi_decode_text(const uint8_t *msg, size_t len, uint32_t field, char *out,
+			      size_t outsz);
 
 /* csi.v1.GetPluginCapabilitiesResponse: *controller when one of its
  * capabilities (1) is a service (1) of type CONTROLLER_SERVICE (1).  Other

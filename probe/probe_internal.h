@@ -49,6 +49,31 @@ int probe_csi_each(const char *const *paths, const char *const *names, size_t n,
 		   unsigned timeout_ms, struct probe_result *out, const bool *stop,
 		   const struct probe_each *each);
 
+/*
+ * What a finished call of the csi probe's comes to (csi.c), from libcurl's
+ * result cc (a CURLcode), whether grpc-status arrived (the header callback
+ * saw it: in the headers of a trailers-only answer, or in the trailers,
+ * which follow the message), whether any of the body did, and whether the
+ * call may be asked again (an identification below its retries).  A pure
+ * function of its inputs; any thread.
+ *   CSI_ANSWERED   the answer is whole: its grpc-status and body decide.
+ *                  cc CURLE_OK, or a stream's or connection's error
+ *                  (CURLE_HTTP2_STREAM, CURLE_HTTP2, CURLE_SEND_ERROR,
+ *                  CURLE_RECV_ERROR) once grpc-status arrived: a server
+ *                  that answers before the request's body is sent (a
+ *                  trailers-only UNIMPLEMENTED, a RST_STREAM after it)
+ *                  makes libcurl 7.88 fail the transfer after handing the
+ *                  answer over (fixed in curl 8.3.0);
+ *   CSI_ASK_AGAIN  CURLE_HTTP2_STREAM with nothing of an answer (the same
+ *                  race, the answer dropped), when it may: the same call
+ *                  on a new connection;
+ *   CSI_FAILED     the transport's failure is the outcome (a timeout, an
+ *                  answer too large, a refused connection, ...).
+ */
+enum csi_transfer { CSI_ANSWERED, CSI_ASK_AGAIN, CSI_FAILED };
+enum csi_transfer csi_transfer_outcome(int cc, bool grpc_status_seen, bool body_seen,
+				       bool may_ask_again);
+
 /* The registrations of one probe mode only (REG_PROBE_CONNECT: also those
  * not probed, which it sets back to unknown; REG_PROBE_DEFAULT: every
  * one), of type (NULL: every type): a prober thread's round

@@ -75,6 +75,13 @@ static int plan_register(struct registry *r, struct reg_mutation *m, struct batc
 	return 0;
 }
 
+/* Whether two sources are the same, NULL the same as "" (the control
+ * socket's). */
+static bool same_source(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
 static int plan_deregister(struct registry *r, struct reg_mutation *m, struct batch *b)
 {
 	struct plugin_node *p;
@@ -90,6 +97,11 @@ static int plan_deregister(struct registry *r, struct reg_mutation *m, struct ba
 	idx = p ? plugin_find_alloc(p, m->alloc) : -1;
 	if (idx < 0)
 		return 0; /* unknown: success, no event */
+	/* The compare of a compare-and-deregister: on the state the removal
+	 * is planned on, under the mutex and the commit lock, so no register
+	 * commits between the compare and the removal. */
+	if (m->if_source && !same_source(p->pub.regs[idx].source, m->if_source))
+		return 0; /* another's now: kept, no event */
 	if (txn_plan_remove(b, p, (size_t)idx) < 0)
 		return plugfs_errf(m->err, sizeof(m->err), -ENOMEM, "out of memory");
 	return 0;
@@ -274,6 +286,23 @@ int registry_deregister(struct registry *r, const char *type, const char *name, 
 {
 	struct reg_mutation m = {
 	    .op = REG_MUT_DEREGISTER, .type = type, .name = name, .alloc = alloc};
+
+	registry_mutate(r, &m, 1);
+	copy_err(&m, err, errlen);
+	if (removed)
+		*removed = m.rc == 0 && m.removed > 0;
+	return m.rc;
+}
+
+int registry_deregister_if_source(struct registry *r, const char *type, const char *name,
+				  const char *alloc, const char *source, bool *removed, char *err,
+				  size_t errlen)
+{
+	struct reg_mutation m = {.op = REG_MUT_DEREGISTER,
+				 .type = type,
+				 .name = name,
+				 .alloc = alloc,
+				 .if_source = source ? source : ""};
 
 	registry_mutate(r, &m, 1);
 	copy_err(&m, err, errlen);

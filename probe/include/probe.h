@@ -117,6 +117,11 @@ int probe_csi_many(const char *const *paths, const char *const *names, size_t n,
 /* What a CSI plugin says it is (probe_csi_identify). */
 struct probe_identity {
 	struct probe_result res; /* ok: every call answered; else res.error */
+	/* Not ok, and the plugin did answer: GetPluginInfo's name or version
+	 * is no text (longer than PROBE_CSI_TEXT_MAX bytes, a NUL byte in
+	 * it).  Asked again it says the same: a caller refuses it, it does
+	 * not ask again.  false for every failure to answer. */
+	bool invalid;
 	bool controller;	 /* GetPluginCapabilities lists CONTROLLER_SERVICE */
 	bool node;		 /* csi.v1.Node/NodeGetInfo answered (not UNIMPLEMENTED) */
 	/* GetPluginInfo's name and vendor_version, NUL-terminated, as the
@@ -135,9 +140,10 @@ struct probe_identity {
  * that accepts and never answers holds back no other.  out[i] (caller's
  * array of n) is paths[i]'s; out[i].res.error as probe_csi_many's, or
  * "plugin name longer than 255 bytes", "plugin name has a NUL byte" (the
- * same for the version).  stop as probe_csi_until's (NULL: none).  Needs
- * probe_global_init first; any thread, one multi handle per call.  Returns
- * 0, -ENOMEM, -EIO or -ECANCELED.
+ * same for the version), which are the plugin's answer: out[i].invalid.
+ * stop as probe_csi_until's (NULL: none).  Needs probe_global_init first;
+ * any thread, one multi handle per call.  Returns 0, -ENOMEM, -EIO or
+ * -ECANCELED.
  */
 int probe_csi_identify(const char *const *paths, size_t n, unsigned timeout_ms,
 		       struct probe_identity *out, const bool *stop);

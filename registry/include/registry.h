@@ -177,6 +177,16 @@ int registry_check_register(struct registry *r, const char *const *types, size_t
 int registry_deregister(struct registry *r, const char *type, const char *name, const char *alloc,
 			bool *removed, char *err, size_t errlen);
 
+/* registry_deregister of (type, name, alloc) only while its source is
+ * source (a discovery's, "discover.NAME"): a compare-and-deregister, the
+ * source compared under the same locks as the removal is planned and
+ * committed, so a register that made it another source in between (the
+ * control socket's, of the same alloc) is kept and *removed is false.
+ * source NULL or "" is the control socket's.  Any thread. */
+int registry_deregister_if_source(struct registry *r, const char *type, const char *name,
+				  const char *alloc, const char *source, bool *removed, char *err,
+				  size_t errlen);
+
 /* Removes every registration of alloc, across all types, in one transaction.
  * *removed (may be NULL) receives the count. */
 int registry_deregister_alloc(struct registry *r, const char *alloc, size_t *removed, char *err,
@@ -202,6 +212,10 @@ struct reg_mutation {
 	const struct reg_spec *spec;
 	/* DEREGISTER: type, name, alloc; DEREGISTER_ALLOC: alloc */
 	const char *type, *name, *alloc;
+	/* DEREGISTER: when set, only a registration whose source is this
+	 * ("" the control socket's) is removed; another is kept, removed 0
+	 * (registry_deregister_if_source).  NULL: whatever its source. */
+	const char *if_source;
 	/* The result: 0 or -errno with err; removed for the deregisters. */
 	int rc;
 	size_t removed;

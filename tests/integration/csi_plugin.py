@@ -7,7 +7,7 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
   csi_plugin.py --socket PATH [--socket PATH2]... [--ready true|false|absent]
                 [--name NAME] [--control FILE]
                 [--flavour identity|node|controller|monolith]
-                [--answer-after SECONDS]
+                [--answer-after SECONDS] [--name-hex HEX]
       Probe answers ready true, false, or without the field; GetPluginInfo
       answers NAME (default csi.example.com; `{dir}' in it: the name of the
       socket's directory, each socket its own) and version 1.0.0.  With
@@ -19,6 +19,8 @@ Unix socket, serving csi.v1.Identity/Probe and GetPluginInfo.
       (both UNIMPLEMENTED); controller lists CONTROLLER_SERVICE (and
       VOLUME_ACCESSIBILITY_CONSTRAINTS); node lists only a volume expansion
       and answers csi.v1.Node/NodeGetInfo; monolith does both.
+      --name-hex HEX: GetPluginInfo answers the bytes HEX as its name, in
+      place of NAME: one no text takes (a NUL byte, 256 bytes and more).
       --answer-after: every call fails UNAVAILABLE (`starting') until
       SECONDS after the start: a plugin whose socket is there before it
       answers.
@@ -74,10 +76,11 @@ def probe_response(ready):
 
 
 def info_response(name):
-    """csi.v1.GetPluginInfoResponse: name (1), vendor_version (2), and a
-    manifest entry (3, a map entry message)."""
+    """csi.v1.GetPluginInfoResponse: name (1, str or bytes),
+    vendor_version (2), and a manifest entry (3, a map entry message)."""
     entry = field_bytes(1, b"k") + field_bytes(2, b"v")
-    return (field_bytes(1, name.encode()) + field_bytes(2, b"1.0.0") +
+    raw = name if isinstance(name, bytes) else name.encode()
+    return (field_bytes(1, raw) + field_bytes(2, b"1.0.0") +
             field_bytes(3, entry))
 
 
@@ -155,6 +158,8 @@ def serve_grpc(args):
         return tuple(generic)
 
     def name_of(path):
+        if args.name_hex:
+            return bytes.fromhex(args.name_hex)
         return args.name.replace("{dir}", os.path.basename(os.path.dirname(path)))
 
     if args.stagger:
@@ -222,6 +227,7 @@ def main():
     ap.add_argument("--control")
     ap.add_argument("--flavour", default="identity",
                     choices=["identity", "node", "controller", "monolith"])
+    ap.add_argument("--name-hex", metavar="HEX")
     ap.add_argument("--answer-after", type=float, default=0.0, metavar="SECONDS")
     ap.add_argument("--stagger", type=float, default=0.0, metavar="SECONDS")
     ap.add_argument("--workers", type=int, default=8)

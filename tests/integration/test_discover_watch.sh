@@ -6,8 +6,9 @@
 # second allocation of a plugin becomes active, its socket removed gives
 # the first back, a directory removed deregisters; a stuck plugin holds
 # back no other, one that answers late is registered once it answers, a
-# name the rules refuse and a symlink in the root are skipped with one line
-# each; an explicit deregister holds until the socket is created again.
+# name the rules refuse, one no text takes (a NUL byte, 256 bytes) and a
+# symlink in the root are skipped with one line each; an explicit
+# deregister holds until the socket is created again.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/control_lib.sh"
 . "$(dirname "$0")/csi_lib.sh"
@@ -70,6 +71,20 @@ start_plugin x1 node 'bad name!'
 wait_until 20 "the refused name is logged" grep -q "discover.t: $ROOT/x1/csi.sock: .*name.*not registered" "$DAEMON_LOG"
 check "x1 is not registered" bash -c "! grep -q 'alloc x1' '$DAEMON_LOG'"
 grep "$ROOT/x1/csi.sock" "$DAEMON_LOG" | sed 's/^/# /'
+
+# A name no text takes (a NUL byte in it; 256 bytes) is an answer too:
+# refused with its cause, not taken for no answer and asked again.
+start_plugin x2 node x --name-hex 62616400
+start_plugin x3 node x --name-hex "$(printf '6e%.0s' {1..256})"
+for a in x2 x3; do
+	wait_until 20 "$a's answer is logged" grep -qE "$ROOT/$a/csi.sock(: .*not registered| does not answer yet)" "$DAEMON_LOG"
+	grep "$ROOT/$a/csi.sock" "$DAEMON_LOG" | sed 's/^/# /'
+done
+check "a name with a NUL byte: refused, its cause named" \
+	grep -q "discover.t: $ROOT/x2/csi.sock: its identity is refused: plugin name has a NUL byte; not registered" "$DAEMON_LOG"
+check "a name of 256 bytes: refused, its cause named" \
+	grep -q "discover.t: $ROOT/x3/csi.sock: its identity is refused: plugin name longer than 255 bytes; not registered" "$DAEMON_LOG"
+check "neither is asked again" bash -c "! grep -qE '$ROOT/x[23]/csi.sock does not answer yet' '$DAEMON_LOG'"
 
 # A symlink planted where a directory is expected: skipped, one warning,
 # however many times it is looked at again.

@@ -117,6 +117,69 @@ static void test_info_name(void **state)
 	assert_int_equal(csi_decode_info(B(0x08, 0x01), 2, &name, &len), -1);
 }
 
+/* GetPluginInfoResponse's name as text: a name with a NUL byte or longer
+ * than the buffer takes is decoded and told apart from a malformed message
+ * (the plugin answered: refused, not asked again). */
+static void test_info_text(void **state)
+{
+	uint8_t msg[2 + 3 + 300];
+	char out[8];
+
+	(void)state;
+	assert_int_equal(csi_decode_text(B(0x0a, 0x03, 'a', 'b', 'c'), 5, 1, out, sizeof(out)),
+			 CSI_TEXT_OK);
+	assert_string_equal(out, "abc");
+	/* Absent: empty. */
+	assert_int_equal(csi_decode_text(B(0x12, 0x01, '1'), 3, 1, out, sizeof(out)), CSI_TEXT_OK);
+	assert_string_equal(out, "");
+	/* As long as the buffer takes: kept; one more: too long. */
+	assert_int_equal(csi_decode_text(B(0x0a, 0x07, '1', '2', '3', '4', '5', '6', '7'), 9, 1,
+					 out, sizeof(out)),
+			 CSI_TEXT_OK);
+	assert_string_equal(out, "1234567");
+	assert_int_equal(csi_decode_text(B(0x0a, 0x08, '1', '2', '3', '4', '5', '6', '7', '8'), 10,
+					 1, out, sizeof(out)),
+			 CSI_TEXT_TOO_LONG);
+	assert_string_equal(out, "");
+	/* A NUL byte anywhere in it. */
+	assert_int_equal(csi_decode_text(B(0x0a, 0x03, 'a', 0, 'c'), 5, 1, out, sizeof(out)),
+			 CSI_TEXT_NUL);
+	assert_string_equal(out, "");
+	assert_int_equal(csi_decode_text(B(0x0a, 0x01, 0), 3, 1, out, sizeof(out)), CSI_TEXT_NUL);
+	/* The last occurrence is the one told of. */
+	assert_int_equal(csi_decode_text(B(0x0a, 0x01, 0, 0x0a, 0x01, 'x'), 6, 1, out, sizeof(out)),
+			 CSI_TEXT_OK);
+	assert_string_equal(out, "x");
+	/* Malformed: truncated, or the field not length-delimited. */
+	assert_int_equal(csi_decode_text(B(0x0a, 0x04, 'a'), 3, 1, out, sizeof(out)),
+			 CSI_TEXT_MALFORMED);
+	assert_int_equal(csi_decode_text(B(0x08, 0x01), 2, 1, out, sizeof(out)),
+			 CSI_TEXT_MALFORMED);
+	/* A name of 300 bytes, the version (2) of 255 in a buffer of 256:
+	 * the name too long, the version kept. */
+	{
+		char big[256];
+		uint8_t *p = msg;
+
+		*p++ = 0x0a;
+		*p++ = 0xac; /* 300 = 0x12c: varint 0xac 0x02 */
+		*p++ = 0x02;
+		memset(p, 'n', 300);
+		p += 300;
+		assert_int_equal(csi_decode_text(msg, (size_t)(p - msg), 1, big, sizeof(big)),
+				 CSI_TEXT_TOO_LONG);
+		p = msg;
+		*p++ = 0x12;
+		*p++ = 0xff; /* 255: varint 0xff 0x01 */
+		*p++ = 0x01;
+		memset(p, 'v', 255);
+		p += 255;
+		assert_int_equal(csi_decode_text(msg, (size_t)(p - msg), 2, big, sizeof(big)),
+				 CSI_TEXT_OK);
+		assert_int_equal(strlen(big), 255);
+	}
+}
+
 /* GetPluginInfoResponse's vendor_version, NodeGetInfoResponse's node_id. */
 static void test_string_field(void **state)
 {
@@ -208,13 +271,10 @@ static void test_grpc_frame(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_probe_ready),
-	    cmocka_unit_test(test_probe_unknown_fields),
-	    cmocka_unit_test(test_probe_malformed),
-	    cmocka_unit_test(test_info_name),
-	    cmocka_unit_test(test_grpc_frame),
-	    cmocka_unit_test(test_string_field),
-	    cmocka_unit_test(test_caps),
+	    cmocka_unit_test(test_probe_ready),	    cmocka_unit_test(test_probe_unknown_fields),
+	    cmocka_unit_test(test_probe_malformed), cmocka_unit_test(test_info_name),
+	    cmocka_unit_test(test_info_text),	    cmocka_unit_test(test_grpc_frame),
+	    cmocka_unit_test(test_string_field),    cmocka_unit_test(test_caps),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

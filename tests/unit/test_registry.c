@@ -312,6 +312,111 @@ static void test_deregister_reports_removed(void **state)
 	assert_false(removed);
 }
 
+/* A registration of (csi-node, p, alloc) with source (NULL: the control
+ * socket's). */
+static int reg_from(struct fixture *f, const char *alloc, const char *source)
+{
+	static const char *const node[] = {"csi-node"};
+	char sock[64], err[REG_ERR_MAX] = "";
+	struct reg_spec s;
+
+	snprintf(sock, sizeof(sock), "/run/csi/%s/csi.sock", alloc);
+	s = (struct reg_spec){.name = "p", .alloc = alloc, .socket = sock, .source = source};
+	return registry_register(f->r, node, 1, &s, err, sizeof(err));
+}
+
+/* The source of (csi-node, p, alloc) as shown ("control"), or "gone". */
+static const char *source_now(struct fixture *f, const char *alloc)
+{
+	static char buf[64];
+	struct registration g;
+
+	if (registry_get_registration(f->r, "csi-node", "p", alloc, &g) != 0)
+		return "gone";
+	snprintf(buf, sizeof(buf), "%s", reg_source_name(g.source));
+	registration_free_contents(&g);
+	return buf;
+}
+
+/* The discovery deregisters its own with a compare-and-deregister: a
+ * register of the same alloc from the control socket between its look at
+ * the source and its deregistration is kept (a look, then a plain
+ * deregister, removed it: the client had rc 0 and an `updated', and the
+ * registration went in the same millisecond). */
+static void test_deregister_if_source_keeps_a_register_in_between(void **state)
+{
+	struct fixture *f = *state;
+	char err[REG_ERR_MAX] = "";
+	bool removed = true;
+
+	assert_int_equal(reg_from(f, "a0", "discover.nomad"), 0);
+	/* The discovery looks: its own. */
+	assert_string_equal(source_now(f, "a0"), "discover.nomad");
+	/* The control socket registers the alloc meanwhile. */
+	events_clear(f);
+	assert_int_equal(reg_from(f, "a0", NULL), 0);
+	assert_string_equal(f->events, "updated csi-node/p a0;");
+	/* The discovery's deregistration: not its own any more. */
+	assert_int_equal(registry_deregister_if_source(f->r, "csi-node", "p", "a0",
+						       "discover.nomad", &removed, err,
+						       sizeof(err)),
+			 0);
+	assert_false(removed);
+	assert_string_equal(f->events, "updated csi-node/p a0;");
+	assert_string_equal(source_now(f, "a0"), "control");
+	restart(f);
+	assert_string_equal(active(f, "csi-node", "p"), "a0");
+	assert_string_equal(source_now(f, "a0"), "control");
+
+	/* Another section's is not this one's; the control socket's own ("")
+	 * and the section's own go. */
+	assert_int_equal(reg_from(f, "a1", "discover.k8s"), 0);
+	assert_int_equal(registry_deregister_if_source(f->r, "csi-node", "p", "a1",
+						       "discover.nomad", &removed, err,
+						       sizeof(err)),
+			 0);
+	assert_false(removed);
+	assert_int_equal(registry_deregister_if_source(f->r, "csi-node", "p", "a1", "discover.k8s",
+						       &removed, err, sizeof(err)),
+			 0);
+	assert_true(removed);
+	assert_int_equal(registry_deregister_if_source(f->r, "csi-node", "p", "a0", "", &removed,
+						       err, sizeof(err)),
+			 0);
+	assert_true(removed);
+	assert_null(active(f, "csi-node", "p"));
+	/* Unknown: a no-op, as registry_deregister's. */
+	assert_int_equal(registry_deregister_if_source(f->r, "csi-node", "p", "zz", "discover.k8s",
+						       &removed, err, sizeof(err)),
+			 0);
+	assert_false(removed);
+}
+
+/* In one group, the control socket's register ahead of the discovery's
+ * compare-and-deregister: the deregistration is compared on what the
+ * register left (planned again after it), so the register is kept. */
+static void test_deregister_if_source_after_a_register_in_its_group(void **state)
+{
+	static const char *const node[] = {"csi-node"};
+	struct fixture *f = *state;
+	struct reg_spec s = {.name = "p", .alloc = "a0", .socket = "/run/csi/a0/csi.sock"};
+	struct reg_mutation m[2] = {
+	    {.op = REG_MUT_REGISTER, .types = node, .n_types = 1, .spec = &s},
+	    {.op = REG_MUT_DEREGISTER,
+	     .type = "csi-node",
+	     .name = "p",
+	     .alloc = "a0",
+	     .if_source = "discover.nomad"},
+	};
+
+	assert_int_equal(reg_from(f, "a0", "discover.nomad"), 0);
+	assert_int_equal(registry_mutate(f->r, m, 2), 2);
+	assert_int_equal(m[1].removed, 0);
+	assert_string_equal(source_now(f, "a0"), "control");
+	restart(f);
+	assert_string_equal(source_now(f, "a0"), "control");
+}
+
 static void test_seq_is_global_and_persisted(void **state)
 {
 	struct fixture *f = *state;
@@ -811,6 +916,8 @@ int main(void)
 	    T(test_update_in_place),
 	    T(test_deregister_unknown_is_noop),
 	    T(test_deregister_reports_removed),
+	    T(test_deregister_if_source_keeps_a_register_in_between),
+	    T(test_deregister_if_source_after_a_register_in_its_group),
 	    T(test_seq_is_global_and_persisted),
 	    T(test_plugin_ids_not_reused),
 	    T(test_plugin_id_outlives_its_list),
