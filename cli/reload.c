@@ -173,11 +173,15 @@ static int check_daemon(int fd, void *arg)
 	lp = listener_pid(fd);
 	if (lp != d->pid) {
 		if (lp < 0)
-			cli_error(CMD, "not asked: cannot tell who listens on the socket of process %ld "
-				       "(SO_PEERCRED: %s)", d->pid, strerror((int)-lp));
+			cli_error(CMD,
+				  "not asked: cannot tell who listens on the socket of process %ld "
+				  "(SO_PEERCRED: %s)",
+				  d->pid, strerror((int)-lp));
 		else
-			cli_error(CMD, "not asked: the socket held by process %ld is listened on by "
-				       "process %ld: not its control socket", d->pid, lp);
+			cli_error(CMD,
+				  "not asked: the socket held by process %ld is listened on by "
+				  "process %ld: not its control socket",
+				  d->pid, lp);
 		return EXIT_UNREACHABLE;
 	}
 	if (exited(d)) {
@@ -239,8 +243,8 @@ static int daemon_socket(long pid, char *out, size_t outlen, char *why, size_t w
 		if (lp < 0)
 			snprintf(why, whylen, "%s: SO_PEERCRED: %s", target, strerror((int)-lp));
 		else
-			snprintf(why, whylen, "%s is listened on by process %ld, not %ld", target, lp,
-				 pid);
+			snprintf(why, whylen, "%s is listened on by process %ld, not %ld", target,
+				 lp, pid);
 	}
 	closedir(d);
 	return rc;

@@ -105,8 +105,8 @@ int watch_set_pid(struct watch *w, int64_t key, pid_t pid);
 			      or its path's from an ancestor) */
 #define WATCH_PID_REFUSED 4u /* watch_set_pid failed since its socket last
 				changed or its pidfd last fired: not asked again */
-#define WATCH_PID_SURE 8u /* its pidfd is the socket's listener: watch_sure_pid
-			     since the pidfd was opened */
+/* Its pidfd is the socket's listener: watch_sure_pid since it was opened. */
+#define WATCH_PID_SURE 8u
 unsigned watch_of(struct watch *w, int64_t key);
 
 /*

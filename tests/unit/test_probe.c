@@ -141,7 +141,8 @@ static void test_listener_identity(void **state)
 		pid_t child;
 
 		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", forked);
-		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(fd, 16) != 0)
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    listen(fd, 16) != 0)
 			_exit(1);
 		child = fork();
 		if (child == 0) {
@@ -178,12 +179,12 @@ static void test_may_skip(void **state)
 {
 	const unsigned dir_w = WATCH_HAS_DIR, pidfd = WATCH_HAS_PIDFD, sure = WATCH_PID_SURE;
 	struct reg_runtime alive = {.health = REG_HEALTH_ALIVE};
-	struct reg_runtime failing = {.health = REG_HEALTH_ALIVE, .failures = 1,
-				      .error = "connection refused"};
-	struct reg_runtime missing = {.health = REG_HEALTH_DEAD, .failures = 3,
-				      .error = "no such file"};
-	struct reg_runtime refused = {.health = REG_HEALTH_DEAD, .failures = 3,
-				      .error = "connection refused"};
+	struct reg_runtime failing = {
+	    .health = REG_HEALTH_ALIVE, .failures = 1, .error = "connection refused"};
+	struct reg_runtime missing = {
+	    .health = REG_HEALTH_DEAD, .failures = 3, .error = "no such file"};
+	struct reg_runtime refused = {
+	    .health = REG_HEALTH_DEAD, .failures = 3, .error = "connection refused"};
 
 	(void)state;
 	/* Alive with the listener's own pidfd and a watched name. */
