@@ -108,8 +108,19 @@ static int is_plugfs(long pid, char *why, size_t whylen)
 	self[m] = '\0';
 	n = readlink(exe, link, sizeof(link) - 1);
 	if (n <= 0) {
-		int e = errno == ENOENT ? ESRCH : errno;
+		int e = errno;
+		char dir[64];
 
+		snprintf(dir, sizeof(dir), "/proc/%ld", pid);
+		if (e == ENOENT && access(dir, F_OK) == 0) {
+			snprintf(why, whylen,
+				 "process %ld is not plugfs: it runs no program file (a kernel "
+				 "thread)",
+				 pid);
+			return -EPERM;
+		}
+		if (e == ENOENT)
+			e = ESRCH;
 		snprintf(why, whylen, "cannot tell whether process %ld is plugfs (%s: %s)", pid,
 			 exe, e == ESRCH ? "no such process" : strerror(e));
 		return -e;
