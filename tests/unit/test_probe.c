@@ -18,7 +18,6 @@
 #include <sys/un.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,12 +126,15 @@ static void test_listener_identity(void **state)
 	int l = bound("mine.sock", true, 16, mine, sizeof(mine));
 	const char *paths[] = {mine, forked};
 	struct probe_result res[2];
-	int pfd[2], st;
+	int pfd[2], life[2], st;
 	pid_t parent, server = 0;
 
 	(void)state;
 	snprintf(forked, sizeof(forked), "%s/forked.sock", dir);
 	assert_int_equal(pipe(pfd), 0);
+	/* The server reads life[0] until this process closes life[1] or
+	 * exits: none is left behind by a failed assertion. */
+	assert_int_equal(pipe(life), 0);
 	parent = fork();
 	assert_true(parent >= 0);
 	if (parent == 0) {
@@ -146,13 +148,16 @@ static void test_listener_identity(void **state)
 			_exit(1);
 		child = fork();
 		if (child == 0) {
+			char c;
+
 			close(pfd[1]);
-			pause();
-			_exit(0);
+			close(life[1]);
+			_exit(read(life[0], &c, 1) < 0);
 		}
 		_exit(write(pfd[1], &child, sizeof(child)) == sizeof(child) ? 0 : 1);
 	}
 	close(pfd[1]);
+	close(life[0]);
 	assert_int_equal(read(pfd[0], &server, sizeof(server)), (ssize_t)sizeof(server));
 	close(pfd[0]);
 	assert_int_equal(waitpid(parent, &st, 0), parent);
@@ -170,7 +175,7 @@ static void test_listener_identity(void **state)
 		assert_false(res[0].pid_sure);
 		assert_int_equal(res[1].pid, parent); /* stale: anyone's by now */
 	}
-	kill(server, SIGKILL);
+	close(life[1]);
 	close(l);
 }
 
