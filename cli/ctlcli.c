@@ -160,6 +160,13 @@ static void closed_retry_pause(void)
 int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, json_t **resp,
 		int timeout_ms, int *fd_out)
 {
+	return ctlcli_call_checked(cmd, cfg, req, resp, timeout_ms, fd_out, NULL, NULL);
+}
+
+int ctlcli_call_checked(const char *cmd, const struct plugfs_config *cfg, json_t *req,
+			json_t **resp, int timeout_ms, int *fd_out, int (*check)(int fd, void *arg),
+			void *arg)
+{
 	long waited, start = plugfs_mono_ms(), left = 0;
 	int fd = -1, rc;
 
@@ -170,6 +177,10 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 		rc = ctlcli_connect(cmd, cfg, tries ? (int)left : 0, CLOSED_WAITING, &fd, &waited);
 		if (rc)
 			return rc;
+		if (check && (rc = check(fd, arg)) != EXIT_OK) {
+			close(fd);
+			return rc;
+		}
 		rc = ctlcli_exchange(cmd, cfg, fd, req, resp, timeout_ms, fd_out,
 				     closed_retry_left(start, &left));
 		if (rc != CLOSED_AGAIN)

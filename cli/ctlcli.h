@@ -65,6 +65,16 @@ int ctlcli_call(const char *cmd, const struct plugfs_config *cfg, json_t *req, j
 		int timeout_ms, int *fd_out);
 
 /*
+ * As ctlcli_call, with check(fd, arg) called on every connection made (a
+ * request sent again after a handover makes a new one) before a byte is
+ * sent on it: EXIT_OK lets it be sent; any other exit code, after check
+ * printed why, closes the connection and is returned.  check may be NULL.
+ */
+int ctlcli_call_checked(const char *cmd, const struct plugfs_config *cfg, json_t *req,
+			json_t **resp, int timeout_ms, int *fd_out, int (*check)(int fd, void *arg),
+			void *arg);
+
+/*
  * The request {"op": cmd, "type": args[0], "name": args[1]} of a subcommand
  * taking TYPE NAME (show, wait) from its nargs operands.  EXIT_OK with *req
  * (owned by the caller), else EXIT_USAGE after printing the usage error.

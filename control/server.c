@@ -271,6 +271,17 @@ static int adopt_listener(struct control_server *srv, int fd, char *err, size_t 
 			      fd);
 		return -ENOTSOCK;
 	}
+	/* listen() again makes this process the socket's listener for
+	 * SO_PEERCRED: a connection names the process that last called it,
+	 * which after a restart from systemd's store is the one killed, and
+	 * `plugfs reload --pid' accepts only a socket its process listens on. */
+	if (listen(fd, 128) != 0) {
+		int e = errno;
+
+		plugfs_seterr(err, errlen, "control: inherited fd %d: listen(): %s", fd,
+			      strerror(e));
+		return -e;
+	}
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0 ||
 	    fcntl(fd, F_SETFD, FD_CLOEXEC) != 0) {

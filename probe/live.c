@@ -21,9 +21,15 @@
  *   - a probe that connected names its listener's pid (SO_PEERCRED): a
  *     pidfd of it is opened, and the registration probed once more to
  *     verify it (a pid gone and reused before pidfd_open names another
- *     process: the probe then fails, or names another pid).
+ *     process: the probe then fails, or names another pid).  The pid is
+ *     the listener's own only where SO_PEERPIDFD says so (probe.h's
+ *     pid_sure): then the verifying probe marks the pidfd sure
+ *     (watch_sure_pid).  A listener that exited (a plugin that
+ *     daemonised: the parent listened, forked the server and exited)
+ *     names no pid, and with SO_PEERCRED alone the pid may be anyone's:
+ *     neither pidfd is sure.
  * The rounds (round.c) go on for what no event shows, through the hooks:
- * a registration alive with a pidfd needs no connect in connect mode, a
+ * a registration alive with a sure pidfd needs no connect in connect mode, a
  * missing socket whose path is watched none in any mode, and a round's
  * verdict older than an event's is not applied.
  *
@@ -263,20 +269,26 @@ static bool hook_newer(void *arg, int64_t id, uint64_t mark)
 	return newer;
 }
 
-static bool hook_skip(void *arg, int64_t id, enum reg_probe mode, const struct reg_runtime *rt)
+bool live_may_skip(enum reg_probe mode, const struct reg_runtime *rt, unsigned m)
 {
-	struct live *l = arg;
-	unsigned m = watch_of(l->w, id);
-
 	if (!(m & WATCH_HAS_DIR))
 		return false;
 	/* Missing, and its creation would be seen. */
 	if (rt->health == REG_HEALTH_DEAD && rt->error && strcmp(rt->error, "no such file") == 0)
 		return true;
 	/* Listening, and its exit or its replacement would be seen; a csi
-	 * probe also asks whether it answers (a hung plugin lives). */
+	 * probe also asks whether it answers (a hung plugin lives).  The
+	 * pidfd must be the listener's own (SO_PEERPIDFD), not that of
+	 * whoever has its pid now. */
 	return mode == REG_PROBE_CONNECT && rt->health == REG_HEALTH_ALIVE && rt->failures == 0 &&
-	       (m & WATCH_HAS_PIDFD);
+	       (m & WATCH_HAS_PIDFD) && (m & WATCH_PID_SURE);
+}
+
+static bool hook_skip(void *arg, int64_t id, enum reg_probe mode, const struct reg_runtime *rt)
+{
+	struct live *l = arg;
+
+	return live_may_skip(mode, rt, watch_of(l->w, id));
 }
 
 static void hook_result(void *arg, int64_t id, const struct probe_result *res)
@@ -297,11 +309,15 @@ struct job {
 	struct probe_result res;
 };
 
-/* Watches pid for id; a pidfd opened is verified by a probe. */
-static void take_pid(struct live *l, int64_t id, int pid, unsigned tries)
+/* Watches pid for id; a pidfd opened is verified by a probe.  Returns
+ * watch_set_pid's answer (0: id has a pidfd of pid already). */
+static int take_pid(struct live *l, int64_t id, int pid, unsigned tries)
 {
-	if (watch_set_pid(l->w, id, pid) == 1)
+	int rc = watch_set_pid(l->w, id, pid);
+
+	if (rc == 1)
 		push(l, id, L_VERIFY, pid, tries, 0);
+	return rc;
 }
 
 /* Applies a job's verdict and takes its listener's pid. */
@@ -336,9 +352,16 @@ static void apply(struct live *l, struct job *j)
 
 		if (what & L_VERIFY) {
 			if (res->pid != j->it.pid && j->it.tries + 1 < VERIFY_TRIES)
-				take_pid(l, j->it.id, res->pid, j->it.tries + 1);
+				(void)take_pid(l, j->it.id, res->pid, j->it.tries + 1);
+			else if (res->pid == j->it.pid && res->pid_sure)
+				(void)watch_sure_pid(l->w, j->it.id, res->pid);
 		} else if (!(m & (WATCH_HAS_PIDFD | WATCH_PID_REFUSED))) {
-			take_pid(l, j->it.id, res->pid, 0);
+			(void)take_pid(l, j->it.id, res->pid, 0);
+		} else if (res->pid_sure && (m & WATCH_HAS_PIDFD) && !(m & WATCH_PID_SURE) &&
+			   take_pid(l, j->it.id, res->pid, 0) == 0) {
+			/* A pidfd opened before this probe, of the listener
+			 * it found alive (after its socket changed, say). */
+			(void)watch_sure_pid(l->w, j->it.id, res->pid);
 		}
 	} else if (what & L_VERIFY) {
 		(void)watch_set_pid(l->w, j->it.id, 0);
@@ -362,6 +385,7 @@ static void queue_csi(struct live *l, struct job *j)
 		if (j->it.what & L_VERIFY)
 			l->cq[i].it.pid = j->it.pid, l->cq[i].it.tries = j->it.tries;
 		l->cq[i].res.pid = j->res.pid;
+		l->cq[i].res.pid_sure = j->res.pid_sure;
 		pthread_mutex_unlock(&l->mu);
 		rcstr_unref(j->sock);
 		j->sock = NULL;
@@ -405,9 +429,11 @@ static void answered(void *arg, size_t i)
 	struct stage *st = arg;
 	struct job *j = &st->j[st->at[i]];
 	int pid = j->res.pid;
+	bool sure = j->res.pid_sure;
 
 	j->res = st->res[i];
 	j->res.pid = j->res.ok ? pid : 0;
+	j->res.pid_sure = j->res.ok && sure;
 	if (!stopped(st->l))
 		apply(st->l, j);
 }

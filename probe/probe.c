@@ -19,6 +19,10 @@
 #include "clock.h"
 #include "probe_internal.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; asm-generic (x86, arm, ...) */
+#endif
+
 void probe_set_errno(struct probe_result *res, int e)
 {
 	switch (e) {
@@ -73,14 +77,39 @@ static void set_outcome(struct probe_result *res, int e)
 	res->skipped = e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM;
 }
 
-/* A connect in progress became writable: its outcome. */
-/* The listener's pid of a connected socket (0 when unknown). */
+/* The listener of a connected socket (probe.h, struct probe_result):
+ * SO_PEERCRED's pid, checked against SO_PEERPIDFD where the kernel has it.
+ * SO_PEERPIDFD names the very process that called listen(), no pid number:
+ * a pidfd of it not exited makes the pid sure; one exited (Linux 6.16 and
+ * later hand those out), or ESRCH or EINVAL (6.5 to 6.15: no such
+ * process), means the socket is served by another process and nothing of
+ * the pid is kept: the probes decide.  ENOPROTOOPT (before 6.5) or any
+ * other error keeps the pid, not sure. */
 static void peer_pid(int fd, struct probe_result *res)
 {
 	struct ucred uc = {0};
 	socklen_t len = sizeof(uc);
+	int pidfd = -1;
 
-	res->pid = res->ok && getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 ? uc.pid : 0;
+	res->pid = 0;
+	res->pid_sure = false;
+	if (!res->ok || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) != 0 || uc.pid <= 0)
+		return;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0) {
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+
+		/* Readable: the process has exited. */
+		if (poll(&p, 1, 0) == 0) {
+			res->pid = uc.pid;
+			res->pid_sure = true;
+		}
+		close(pidfd);
+		return;
+	}
+	if (errno == ESRCH || errno == EINVAL)
+		return;
+	res->pid = uc.pid;
 }
 
 static void finish_connect(int fd, struct probe_result *res)

@@ -102,6 +102,18 @@ struct probe_hooks {
 	void (*result)(void *arg, int64_t id, const struct probe_result *res);
 };
 
+/*
+ * Whether a round may leave registration out (the hooks' skip), from its
+ * probe mode, its health rt and what the watches have of it (watch_of's
+ * mask, watch.h): a missing socket whose name is watched (its creation
+ * would be seen), or in connect mode one alive, no failure counted, with a
+ * watched name and a pidfd sure to be its socket's listener (its exit or
+ * its replacement would be seen).  A pidfd of a pid alone (SO_PEERCRED: the
+ * listener may have handed the socket on and exited, its pid reused) is
+ * no such word: those keep being connected to.  Pure.
+ */
+bool live_may_skip(enum reg_probe mode, const struct reg_runtime *rt, unsigned watch_mask);
+
 struct live;
 /* The watches of the registrations of r probed by o (the prober's copy,
  * which outlives it): a watcher, a registry subscription and the thread

@@ -52,7 +52,10 @@
 /* The state's high bit: a pidfd of its listener was refused (kept until
  * its socket changes, so that no round asks again). */
 #define W_REFUSED 0x80
-#define ST(e) ((e)->state & ~W_REFUSED)
+/* Another: its pidfd is the socket's listener (watch_sure_pid), until the
+ * pidfd is closed. */
+#define W_SURE 0x40
+#define ST(e) ((e)->state & ~(W_REFUSED | W_SURE))
 
 enum went_state {
 	W_QUEUED,   /* for the adder */
@@ -194,6 +197,7 @@ static void pidfd_close(struct watch *w, struct went *e)
 	(void)epoll_ctl(w->ep, EPOLL_CTL_DEL, e->pidfd, NULL);
 	close(e->pidfd);
 	e->pidfd = -1;
+	e->state &= (uint8_t)~W_SURE;
 }
 
 static void queue_push(struct watch *w, int64_t key)
@@ -223,7 +227,7 @@ static void went_requeue(struct watch *w, struct went *e)
 
 	(*c)--;
 	went_detach(w, e);
-	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
+	e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_QUEUED);
 	(*count_of(w, e))++;
 	queue_push(w, (int64_t)e->by_key.key);
 }
@@ -235,16 +239,16 @@ static int went_attach(struct watch *w, struct went *e, struct wdir *d, size_t o
 	int rc;
 
 	went_detach(w, e);
-	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
+	e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_QUEUED);
 	e->off = (uint16_t)off;
 	e->len = (uint8_t)len;
 	rc = len > UINT8_MAX ? -ENAMETOOLONG
 			     : htab_insert(&w->by_name, &e->by_name, path_key(e->socket, off + len));
 	if (rc == 0) {
-		e->state = (uint8_t)((e->state & W_REFUSED) | W_ATTACHED);
+		e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_ATTACHED);
 		d->n++;
 	} else {
-		e->state = (uint8_t)((e->state & W_REFUSED) | W_POLL);
+		e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_POLL);
 	}
 	(*c)--;
 	(*count_of(w, e))++;
@@ -352,7 +356,7 @@ static void went_poll(struct watch *w, struct went *e)
 	size_t *c = count_of(w, e);
 
 	went_detach(w, e);
-	e->state = (uint8_t)((e->state & W_REFUSED) | W_POLL);
+	e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_POLL);
 	(*c)--;
 	(*count_of(w, e))++;
 }
@@ -599,7 +603,7 @@ static void dir_gone(struct watch *w, struct wdir *d, bool rm, struct due *due)
 		htab_remove(&w->by_name, &e->by_name);
 		d->n--;
 		w->n_inotify -= e->pidfd < 0;
-		e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
+		e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_QUEUED);
 		w->n_poll += e->pidfd < 0;
 		queue_push(w, (int64_t)e->by_key.key);
 	}
@@ -626,7 +630,9 @@ static void name_event(struct watch *w, struct wdir *d, const char *name, uint32
 		if (e->off != off || e->len != nl || memcmp(e->socket, path, pl + nl) != 0)
 			continue;
 		if (e->socket[off + nl] == '\0') {
-			e->state &= (uint8_t)~W_REFUSED; /* perhaps another listener */
+			/* Perhaps another listener: asked again, and its
+			 * pidfd no longer sure until a probe says so. */
+			e->state &= (uint8_t)~(W_REFUSED | W_SURE);
 			due_add(due, (int64_t)e->by_key.key, WATCH_EV_SOCKET);
 		} else if (mask & (IN_CREATE | IN_MOVED_TO))
 			went_requeue(w, e); /* a directory on its way appeared */
@@ -918,7 +924,7 @@ int watch_add(struct watch *w, int64_t key, char *socket)
 		goto out;
 	}
 	e->pidfd = -1;
-	e->state = (uint8_t)((e->state & W_REFUSED) | W_QUEUED);
+	e->state = (uint8_t)((e->state & (W_REFUSED | W_SURE)) | W_QUEUED);
 	if ((rc = htab_insert(&w->by_key, &e->by_key, (uint64_t)key)) < 0) {
 		pool_free(&w->ents, e);
 		goto out;
@@ -963,6 +969,40 @@ static bool fds_left(const struct watch *w)
 	return w->n_pidfd + w->o.fd_reserve < rl.rlim_cur;
 }
 
+/* The pid a pidfd has (its fdinfo's Pid line): -1 once exited, 0 unknown. */
+static pid_t pidfd_pid(int fd)
+{
+	char p[64], line[128];
+	pid_t had = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	if ((f = fopen(p, "re"))) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Pid: %d", &had) == 1)
+				break;
+		fclose(f);
+	}
+	return had;
+}
+
+int watch_sure_pid(struct watch *w, int64_t key, pid_t pid)
+{
+	struct went *e;
+	int rc = 0;
+
+	pthread_mutex_lock(&w->mu);
+	e = went_find(w, key);
+	if (!e) {
+		rc = -ENOENT;
+	} else if (pid > 0 && e->pidfd >= 0 && pidfd_pid(e->pidfd) == pid) {
+		e->state |= W_SURE;
+		rc = 1;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
 int watch_set_pid(struct watch *w, int64_t key, pid_t pid)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)key};
@@ -977,17 +1017,7 @@ int watch_set_pid(struct watch *w, int64_t key, pid_t pid)
 		goto out;
 	}
 	if (e->pidfd >= 0) {
-		char p[64], line[128];
-		FILE *f;
-
-		/* The pid the pidfd has: its fdinfo's Pid line. */
-		snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", e->pidfd);
-		if ((f = fopen(p, "re"))) {
-			while (fgets(line, sizeof(line), f))
-				if (sscanf(line, "Pid: %d", &had) == 1)
-					break;
-			fclose(f);
-		}
+		had = pidfd_pid(e->pidfd);
 		if (pid > 0 && had == pid)
 			goto out;
 		w->n_pidfd--;
@@ -1048,6 +1078,7 @@ unsigned watch_of(struct watch *w, int64_t key)
 		m |= e->pidfd >= 0 ? WATCH_HAS_PIDFD : 0;
 		m |= ST(e) == W_ATTACHED ? WATCH_HAS_DIR : 0;
 		m |= e->state & W_REFUSED ? WATCH_PID_REFUSED : 0;
+		m |= e->pidfd >= 0 && (e->state & W_SURE) ? WATCH_PID_SURE : 0;
 	}
 	pthread_mutex_unlock(&w->mu);
 	return m;

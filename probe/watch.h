@@ -105,7 +105,19 @@ int watch_set_pid(struct watch *w, int64_t key, pid_t pid);
 			      or its path's from an ancestor) */
 #define WATCH_PID_REFUSED 4u /* watch_set_pid failed since its socket last
 				changed or its pidfd last fired: not asked again */
+/* Its pidfd is the socket's listener: watch_sure_pid since it was opened. */
+#define WATCH_PID_SURE 8u
 unsigned watch_of(struct watch *w, int64_t key);
+
+/*
+ * A probe's connection, made after key's pidfd was opened, named pid as its
+ * listener, alive (SO_PEERPIDFD, probe.h's pid_sure): when key's pidfd is
+ * of pid, it is that listener (a process alive with pid at the probe that
+ * listened before the pidfd was opened had pid throughout), and watch_of
+ * says WATCH_PID_SURE until the pidfd is closed.  1 when so marked, 0 when
+ * key's pidfd is not of pid (or none), -ENOENT key not watched.
+ */
+int watch_sure_pid(struct watch *w, int64_t key, pid_t pid);
 
 /* A reference to key's socket (rcstr_unref it), NULL when not watched. */
 char *watch_socket(struct watch *w, int64_t key);

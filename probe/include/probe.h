@@ -73,8 +73,15 @@ struct probe_result {
 	bool skipped;
 	/* A connect probe that connected: the pid of the process that called
 	 * listen() on the socket, in this pid namespace (SO_PEERCRED); 0
-	 * when unknown. */
+	 * when unknown, and when that process has exited (SO_PEERPIDFD
+	 * says so: the socket is served by another, e.g. the child of a
+	 * plugin that daemonised, and the pid may be anyone's by now). */
 	int pid;
+	/* pid is known to be that listener, alive at the probe: the
+	 * kernel's SO_PEERPIDFD (Linux 6.5) named a process not exited.
+	 * False with SO_PEERCRED alone: the pid may be that of a listener
+	 * gone, reused by an unrelated process. */
+	bool pid_sure;
 	char error[REG_HEALTH_ERR_MAX]; /* "" when ok: "connection refused",
 					   "no such file", "timeout", or strerror */
 };

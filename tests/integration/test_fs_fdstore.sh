@@ -30,6 +30,12 @@ for i in $(seq 1 "$KILLS"); do
 done
 stop_consumer
 echo "# SIGKILLs: $KILLS, connects tried: $tried, failed: $failed, longest stall: ${longest} ms"
+# The control socket from the store listens for the restarted process (it
+# calls listen() again), which reload --pid requires of the socket it asks.
+plugfs reload --pid "$pid" >"$T/reload.out" 2>&1
+rc=$?
+echo "# reload --pid $pid after the restarts: exit $rc: $(tr '\n' ' ' <"$T/reload.out")"
+check_eq "reload --pid of the restarted daemon: exit 0" 0 "$rc"
 check_eq "no connect through the bind mount failed" 0 "$failed"
 check_eq "the registration during an outage succeeds" 0 "$reg_rc"
 check_eq "the new allocation is served through the bind mount" a1 \

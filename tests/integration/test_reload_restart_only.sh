@@ -7,6 +7,9 @@
 # (the old socket, mountpoint and state file).  Before, a new [control]
 # socket made the reload dial the new path and exit 3 ("no plugfs
 # daemon"): `systemctl reload' failed and nothing was applied or named.
+# The process must be plugfs, listening on the socket it holds: a root
+# process that is not is refused before anything is sent; a daemon of the
+# binary an upgrade replaced is asked.
 . "$(dirname "$0")/lib.sh"
 require_fuse
 write_config "[log]" "level = info"
@@ -80,11 +83,73 @@ reload_names "other restart-only settings" "[state] synchronous" "[mount] allow_
 check_eq "other restart-only settings without a pid: exit 0 (the socket did not move)" 0 $?
 serving "after the other restart-only settings"
 
-# A pid that is no plugfs daemon: unreachable, said so.
+# A pid that is no plugfs daemon (a shell): unreachable, said so.
 "$PLUGFS_BIN" -c "$CFG" reload --pid "$$" >"$T/out" 2>"$T/err"
 rc=$?
 echo "# --pid of a shell: exit $rc: $(cat "$T/err")"
 check_eq "--pid of a process without a control socket: exit 3" 3 "$rc"
-check "the message names the process" grep -q "held by process $$" "$T/err"
+check "the message says the process is not plugfs" grep -q "process $$ is not plugfs" "$T/err"
+
+# A root process that is no plugfs: it listens on a socket in a root-owned
+# directory and holds its file O_PATH, as the daemon does, answering every
+# line as a daemon would.  Refused before a byte is sent (before, the CLI
+# sent it {"op":"reload"}, printed "reloaded /etc/anything-the-listener-says"
+# and exited 0 while the daemon reloaded nothing).
+mkdir -m 0755 "$T/imp"
+python3 -c '
+import os, socket, sys
+d = sys.argv[1]
+s = socket.socket(socket.AF_UNIX)
+s.bind(d + "/ctl.sock")
+s.listen(8)
+held = os.open(d + "/ctl.sock", os.O_PATH)
+open(d + "/ready", "w").close()
+while True:
+    c, _ = s.accept()
+    line = c.makefile("rb").readline()
+    with open(d + "/got", "ab") as f:
+        f.write(line)
+    c.sendall(b"{\"ok\":true,\"config\":\"/etc/anything-the-listener-says\"}\n")
+    c.close()
+' "$T/imp" &
+imp=$!
+_PIDS+=("$imp")
+wait_until --pid "$imp" 30 "the impostor listens" test -e "$T/imp/ready" || exit 1
+"$PLUGFS_BIN" -c "$CFG" reload --pid "$imp" >"$T/out" 2>"$T/err"
+rc=$?
+echo "# --pid of a root process that is not plugfs: exit $rc: $(cat "$T/out" "$T/err")"
+check_eq "--pid of a root process that is not plugfs: exit 3" 3 "$rc"
+check "the message says the process is not plugfs" grep -q "process $imp is not plugfs" "$T/err"
+check "nothing was sent to it" test ! -s "$T/imp/got"
+check "nothing was printed as reloaded" test ! -s "$T/out"
+stop_daemon
+
+# An upgrade: the daemon runs a binary the package then replaces at its path
+# (its /proc/PID/exe reads "PATH (deleted)"); the CLI now at that path asks
+# it.  A copy elsewhere is another program; after a re-exec (SIGUSR2) the
+# daemon runs the new file.
+cp "$T/running.ini" "$CFG"
+mkdir "$T/bin"
+cp "$PLUGFS_BIN" "$T/bin/plugfs"
+build_bin=$PLUGFS_BIN
+PLUGFS_BIN=$T/bin/plugfs
+start_daemon
+PLUGFS_BIN=$build_bin
+cp "$PLUGFS_BIN" "$T/bin/plugfs.new" && mv "$T/bin/plugfs.new" "$T/bin/plugfs"
+upgraded() {
+	"$T/bin/plugfs" -c "$CFG" reload --pid "$DAEMON_PID" >"$T/out" 2>"$T/err"
+	rc=$?
+	echo "# $1: exit $rc: $(cat "$T/out" "$T/err")"
+	check_eq "$1: exit 0" 0 "$rc"
+}
+upgraded "the CLI after an upgrade asks the daemon of the binary it replaced"
+"$PLUGFS_BIN" -c "$CFG" reload --pid "$DAEMON_PID" >"$T/out" 2>"$T/err"
+rc=$?
+echo "# a plugfs at another path: exit $rc: $(cat "$T/err")"
+check_eq "the daemon is not the program of a copy at another path: exit 3" 3 "$rc"
+check "the message says it is not plugfs" grep -q "process $DAEMON_PID is not plugfs" "$T/err"
+kill -USR2 "$DAEMON_PID"
+wait_until --pid "$DAEMON_PID" 30 "the re-exec resumed the mount" resumed_ge 1 || exit 1
+upgraded "the CLI after an upgrade asks the daemon re-executed from it"
 stop_daemon
 finish

@@ -17,13 +17,20 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "connector.h"
 #include "clock.h"
 #include "probe.h"
+#include "probe_internal.h"
 #include "registry.h"
+#include "watch.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 
 static char dir[64];
 
@@ -92,6 +99,116 @@ static void test_connect_outcomes(void **state)
 	close(l);
 	close(r);
 	close(f);
+}
+
+/* Whether this kernel has SO_PEERPIDFD (Linux 6.5). */
+static bool have_peerpidfd(void)
+{
+	int sv[2], pidfd = -1, rc;
+	socklen_t len = sizeof(pidfd);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	rc = getsockopt(sv[0], SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len);
+	if (rc == 0)
+		close(pidfd);
+	close(sv[0]);
+	close(sv[1]);
+	return rc == 0;
+}
+
+/* The listener a probe names: this process, listening, is sure; a plugin
+ * that daemonised (the process that called listen() forked the server and
+ * exited, reaped) names no pid where SO_PEERPIDFD says it exited, and its
+ * stale pid, not sure, with SO_PEERCRED alone. */
+static void test_listener_identity(void **state)
+{
+	char mine[108], forked[108];
+	int l = bound("mine.sock", true, 16, mine, sizeof(mine));
+	const char *paths[] = {mine, forked};
+	struct probe_result res[2];
+	int pfd[2], life[2], st;
+	pid_t parent, server = 0;
+
+	(void)state;
+	snprintf(forked, sizeof(forked), "%s/forked.sock", dir);
+	assert_int_equal(pipe(pfd), 0);
+	/* The server reads life[0] until this process closes life[1] or
+	 * exits: none is left behind by a failed assertion. */
+	assert_int_equal(pipe(life), 0);
+	parent = fork();
+	assert_true(parent >= 0);
+	if (parent == 0) {
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		pid_t child;
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", forked);
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+		    listen(fd, 16) != 0)
+			_exit(1);
+		child = fork();
+		if (child == 0) {
+			char c;
+
+			close(pfd[1]);
+			close(life[1]);
+			_exit(read(life[0], &c, 1) < 0);
+		}
+		_exit(write(pfd[1], &child, sizeof(child)) == sizeof(child) ? 0 : 1);
+	}
+	close(pfd[1]);
+	close(life[0]);
+	assert_int_equal(read(pfd[0], &server, sizeof(server)), (ssize_t)sizeof(server));
+	close(pfd[0]);
+	assert_int_equal(waitpid(parent, &st, 0), parent);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+	assert_int_equal(probe_connect_many(paths, 2, 1000, res), 0);
+	assert_true(res[0].ok);
+	assert_int_equal(res[0].pid, getpid());
+	assert_true(res[1].ok); /* the server serves */
+	assert_false(res[1].pid_sure);
+	if (have_peerpidfd()) {
+		assert_true(res[0].pid_sure);
+		assert_int_equal(res[1].pid, 0); /* its listener exited */
+	} else {
+		assert_false(res[0].pid_sure);
+		assert_int_equal(res[1].pid, parent); /* stale: anyone's by now */
+	}
+	close(life[1]);
+	close(l);
+}
+
+/* Whether a round may leave a registration out (the watches' word). */
+static void test_may_skip(void **state)
+{
+	const unsigned dir_w = WATCH_HAS_DIR, pidfd = WATCH_HAS_PIDFD, sure = WATCH_PID_SURE;
+	struct reg_runtime alive = {.health = REG_HEALTH_ALIVE};
+	struct reg_runtime failing = {
+	    .health = REG_HEALTH_ALIVE, .failures = 1, .error = "connection refused"};
+	struct reg_runtime missing = {
+	    .health = REG_HEALTH_DEAD, .failures = 3, .error = "no such file"};
+	struct reg_runtime refused = {
+	    .health = REG_HEALTH_DEAD, .failures = 3, .error = "connection refused"};
+
+	(void)state;
+	/* Alive with the listener's own pidfd and a watched name. */
+	assert_true(live_may_skip(REG_PROBE_CONNECT, &alive, dir_w | pidfd | sure));
+	/* A pidfd of a pid alone (SO_PEERCRED, the listener perhaps gone and
+	 * its pid reused, or not verified yet): connected to. */
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &alive, dir_w | pidfd));
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &alive, dir_w | pidfd | WATCH_PID_REFUSED));
+	/* sure without a pidfd held says nothing. */
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &alive, dir_w | sure));
+	/* No watched name, a failure counted, a csi probe (does it answer?). */
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &alive, pidfd | sure));
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &failing, dir_w | pidfd | sure));
+	assert_false(live_may_skip(REG_PROBE_CSI, &alive, dir_w | pidfd | sure));
+	/* Missing with its name watched: its creation would be seen. */
+	assert_true(live_may_skip(REG_PROBE_CONNECT, &missing, dir_w));
+	assert_true(live_may_skip(REG_PROBE_CSI, &missing, dir_w));
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &missing, 0));
+	assert_false(live_may_skip(REG_PROBE_CONNECT, &refused, dir_w | pidfd | sure));
 }
 
 /* More sockets than fit in one poll set. */
@@ -613,6 +730,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_connect_outcomes),
+	    cmocka_unit_test(test_listener_identity),
+	    cmocka_unit_test(test_may_skip),
 	    cmocka_unit_test(test_connect_many),
 	    cmocka_unit_test(test_connect_after_failures),
 	    cmocka_unit_test(test_connector_threads),

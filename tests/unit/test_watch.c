@@ -329,6 +329,13 @@ static void test_listener_exit(void **state)
 	assert_int_equal(watch_set_pid(f->w, 9, pid), 0); /* has it */
 	assert_int_equal(watch_settle(f->w, SETTLE_MS), 0);
 	assert_int_equal(watch_of(f->w, 9), WATCH_HAS_PIDFD | WATCH_HAS_DIR);
+	/* A probe's word that its listener is pid (SO_PEERPIDFD): sure, not
+	 * for another pid. */
+	assert_int_equal(watch_sure_pid(f->w, 9, pid + 1), 0);
+	assert_int_equal(watch_of(f->w, 9), WATCH_HAS_PIDFD | WATCH_HAS_DIR);
+	assert_int_equal(watch_sure_pid(f->w, 9, pid), 1);
+	assert_int_equal(watch_of(f->w, 9), WATCH_HAS_PIDFD | WATCH_HAS_DIR | WATCH_PID_SURE);
+	assert_int_equal(watch_sure_pid(f->w, 12345, pid), -ENOENT);
 	watch_counts(f->w, &c);
 	assert_int_equal(c.pidfd, 1);
 	assert_int_equal(c.inotify, 0);
@@ -337,7 +344,9 @@ static void test_listener_exit(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	assert_true(wait_event(f, 9, WATCH_EV_EXIT));
+	/* The pidfd closed, sure goes with it. */
 	assert_int_equal(watch_of(f->w, 9), WATCH_HAS_DIR);
+	assert_int_equal(watch_sure_pid(f->w, 9, pid), 0);
 	watch_counts(f->w, &c);
 	assert_int_equal(c.pidfd, 0);
 	assert_int_equal(c.inotify, 1);
@@ -442,6 +451,15 @@ static void test_readd_other_socket(void **state)
 	/* The same socket again keeps the pidfd; another one drops it. */
 	assert_int_equal(watch_add(f->w, 1, s1), 0);
 	assert_int_equal(watch_of(f->w, 1) & WATCH_HAS_PIDFD, WATCH_HAS_PIDFD);
+	/* Its socket replaced: perhaps another listener, the pidfd is kept
+	 * but no longer sure. */
+	assert_int_equal(watch_settle(f->w, SETTLE_MS), 0);
+	assert_int_equal(watch_sure_pid(f->w, 1, pid), 1);
+	seen_clear(f);
+	assert_int_equal(unlink(s1), 0);
+	close(bind_at(s1, true));
+	assert_true(wait_event(f, 1, WATCH_EV_SOCKET));
+	assert_int_equal(watch_of(f->w, 1) & (WATCH_HAS_PIDFD | WATCH_PID_SURE), WATCH_HAS_PIDFD);
 	assert_int_equal(watch_add(f->w, 1, s2), 0);
 	assert_int_equal(watch_of(f->w, 1) & WATCH_HAS_PIDFD, 0);
 	assert_int_equal(watch_settle(f->w, SETTLE_MS), 0);
