@@ -6,10 +6,13 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "array.h"
@@ -413,6 +416,58 @@ static void own_refresh(struct plugfs_own_mount *m)
 out:
 	free(text);
 	free(copy);
+}
+
+/* Whether path (absolute, canonical) is a mount point in
+ * /proc/self/mountinfo: 1, 0, or -errno when it cannot be read. */
+static int is_mount_point(const char *path)
+{
+	char *text = NULL, *line, *save = NULL;
+	size_t len = 0;
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = plugfs_read_fd(fd, 64u << 20, &text, &len);
+	close(fd);
+	if (rc < 0)
+		return rc;
+	rc = 0;
+	for (line = strtok_r(text, "\n", &save); line && !rc; line = strtok_r(NULL, "\n", &save)) {
+		char mp[MI_MP_LEN], type[MI_TYPE_LEN];
+		unsigned maj, min;
+
+		rc = mi_line(line, &maj, &min, mp, type) && strcmp(mp, path) == 0;
+	}
+	free(text);
+	return rc;
+}
+
+int plugfs_open_here(int dirfd, const char *dirpath, const char *name, int flags)
+{
+	struct open_how how = {
+	    .flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC),
+	    .resolve = RESOLVE_NO_XDEV | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	char path[PATH_MAX];
+	long fd;
+	int rc;
+
+	if (!name[0] || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+	if (fd >= 0)
+		return (int)fd;
+	if (errno != ENOSYS)
+		return -errno;
+	/* No openat2: by the mount points' paths (a mount made between this
+	 * read and the open is not seen; only root makes mounts). */
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dirpath, name) >= sizeof(path))
+		return -ENAMETOOLONG;
+	if ((rc = is_mount_point(path)) != 0)
+		return rc > 0 ? -EXDEV : rc;
+	fd = openat(dirfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	return fd >= 0 ? (int)fd : -errno;
 }
 
 int plugfs_own_mount_new(const char *mountpoint, struct plugfs_own_mount **out, char *err,

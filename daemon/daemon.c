@@ -226,7 +226,9 @@ static int start_fs(struct daemon *d, char *err, size_t errlen)
 }
 
 /* The discovery: every root scanned and what the registry holds of it
- * reconciled before the mount is served, then its thread watches. */
+ * reconciled before the mount is served, then its thread watches.  Before
+ * the mount serves (a re-exec's: nobody answers it yet), which the scan
+ * never waits on: it crosses no mount below a root (discover_scan.h). */
 static int start_discover(struct daemon *d, char *err, size_t errlen)
 {
 	struct discover_options o = {

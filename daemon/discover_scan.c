@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A discovery root read once (discover_scan.h): its trust, each directory
- * below it and its socket, without following anything out of it.
+ * below it and its socket, without following anything out of it nor
+ * crossing into a mount below it.
  */
 #include "discover_scan.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #include "array.h"
 #include "err.h"
+#include "fsutil.h"
 #include "registry.h"
 #include "strutil.h"
 
@@ -116,30 +119,48 @@ __attribute__((format(printf, 4, 5))) static int skip(struct discover_scan *s, c
 static int scan_entry(const struct plugfs_discover *sec, int rootfd, const char *name,
 		      struct discover_scan *s)
 {
-	struct stat st, dst;
+	struct stat st;
 	struct discover_found *f;
 	const char *why;
-	char *path = NULL;
-	int dfd = -1, rc = 0;
+	char *path = NULL, dirpath[PATH_MAX];
+	int fd, dfd = -1, rc = 0;
 
-	if (fstatat(rootfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	/* O_PATH, never crossing a mount: a look at what it is that asks
+	 * nothing of the file system it is on, nor of one mounted on it. */
+	fd = plugfs_open_here(rootfd, sec->root, name, O_PATH);
+	if (fd == -ENOENT)
 		return 0; /* gone meanwhile */
-	if (S_ISLNK(st.st_mode))
-		return skip(s, sec->root, name, "a symlink where a directory is expected");
-	if (!S_ISDIR(st.st_mode))
-		return 0; /* a file: not an allocation */
-	if ((why = untrusted(&st)))
-		return skip(s, sec->root, name, "%s", why);
-	if (reg_validate_name("alloc", name, NULL, 0) < 0)
+	if (fd == -EXDEV)
 		return skip(s, sec->root, name,
-			    "the directory's name is not a name (1-128 of "
-			    "[A-Za-z0-9._-], not starting with a dot)");
-	dfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return errno == ENOENT ? 0 : skip(s, sec->root, name, "%s", strerror(errno));
-	/* The directory opened is the one checked (not one put in its place). */
-	if (fstat(dfd, &dst) < 0 || dst.st_dev != st.st_dev || dst.st_ino != st.st_ino) {
-		rc = skip(s, sec->root, name, "changed while it was checked");
+			    "a mount point (another file system mounted on the directory, "
+			    "plugfs's own mount perhaps): never entered; expected a directory of "
+			    "the root's file system");
+	if (fd < 0)
+		return skip(s, sec->root, name, "%s", strerror(-fd));
+	if (fstat(fd, &st) < 0) {
+		rc = skip(s, sec->root, name, "%s", strerror(errno));
+		goto out;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		rc = skip(s, sec->root, name, "a symlink where a directory is expected");
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode))
+		goto out; /* a file: not an allocation */
+	if ((why = untrusted(&st))) {
+		rc = skip(s, sec->root, name, "%s", why);
+		goto out;
+	}
+	if (reg_validate_name("alloc", name, NULL, 0) < 0) {
+		rc = skip(s, sec->root, name,
+			  "the directory's name is not a name (1-128 of "
+			  "[A-Za-z0-9._-], not starting with a dot)");
+		goto out;
+	}
+	/* The directory opened is the one checked ("." never leaves it). */
+	dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		rc = errno == ENOENT ? 0 : skip(s, sec->root, name, "%s", strerror(errno));
 		goto out;
 	}
 	{
@@ -152,7 +173,17 @@ static int scan_entry(const struct plugfs_discover *sec, int rootfd, const char 
 		}
 		s->dirs[s->n_dirs++] = d;
 	}
-	if (fstatat(dfd, sec->socket, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	close(fd);
+	snprintf(dirpath, sizeof(dirpath), "%s/%s", sec->root, name);
+	fd = plugfs_open_here(dfd, dirpath, sec->socket, O_PATH);
+	if (fd == -EXDEV) {
+		rc = skip(s, sec->root, name,
+			  "its %s is a mount point (another file system mounted on it): never "
+			  "entered; expected a socket",
+			  sec->socket);
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st) < 0)
 		goto out; /* no socket yet */
 	if (S_ISLNK(st.st_mode)) {
 		rc =
@@ -187,6 +218,8 @@ static int scan_entry(const struct plugfs_discover *sec, int rootfd, const char 
 	s->n_found++;
 out:
 	free(path);
+	if (fd >= 0)
+		close(fd);
 	if (dfd >= 0)
 		close(dfd);
 	return rc;

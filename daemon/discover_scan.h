@@ -53,11 +53,14 @@ int discover_check_root(const struct plugfs_discover *sec, char *err, size_t err
  * alloc) or a plugin (layout plugin), its name the alloc; a directory
  * that is a symlink, that is not owned by root or that anyone but root may
  * write, whose name breaks the name rule, or whose SOCKET is a symlink or
- * not a socket is skipped with a message; a directory without SOCKET yet
- * is neither found nor skipped; anything but a directory (a file) is
- * ignored.  Nothing is followed out of the root: every step is relative to
- * the directory above it, without following a symlink.  0 with *out (free
- * with discover_scan_free), or -errno with err (the root failed
+ * not a socket is skipped with a message; so is a mount point (a
+ * directory or a SOCKET that another file system is mounted on, plugfs's
+ * own mount among them: never entered, nor looked up, plugfs_open_here);
+ * a directory without SOCKET yet is neither found nor skipped; anything
+ * but a directory (a file) is ignored.  Nothing is followed out of the
+ * root: every step is relative to the directory above it, without
+ * following a symlink or crossing a mount.  0 with *out (free with
+ * discover_scan_free), or -errno with err (the root failed
  * discover_check_root, or out of memory).  Any thread.
  */
 int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *out, char *err,

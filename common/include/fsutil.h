@@ -52,6 +52,20 @@ bool plugfs_file_empty(const char *path);
 int plugfs_read_fd(int fd, size_t max, char **out, size_t *len);
 
 /*
+ * Opens name, one component of the directory dirfd, with flags | O_NOFOLLOW
+ * | O_CLOEXEC (O_PATH for a look at what it is), never crossing into a
+ * file system mounted on it: -EXDEV when name is a mount point, found
+ * before anything of that mount is looked up (openat2's RESOLVE_NO_XDEV;
+ * a kernel without openat2, before Linux 5.6: name's path, dirpath/name,
+ * among the mount points of /proc/self/mountinfo).  So nothing of a mount
+ * there, plugfs's own (a bind mount of it) or a hung one, is ever asked.
+ * name must not be empty, `.', `..' or hold a `/' (-EINVAL).  The fd or
+ * -errno (a symlink: -ELOOP unless O_PATH, which opens the link itself).
+ * Any thread.
+ */
+int plugfs_open_here(int dirfd, const char *dirpath, const char *name, int flags);
+
+/*
  * Whether the absolute path leads under one of roots (n_roots absolute,
  * canonical paths without a trailing slash: the daemon's own mount): its
  * names are resolved one at a time from `/', as the kernel would resolve

@@ -9,10 +9,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -212,6 +214,54 @@ static void test_bad_entries_skipped(void **state)
 	discover_scan_free(&s);
 }
 
+/* A mount point below the root, a directory or a socket: skipped, never
+ * entered (it could be a bind mount of plugfs's own mount, whose lookups
+ * nobody answers while a re-exec starts); what is mounted there is not
+ * found. */
+static void test_mount_points_skipped(void **state)
+{
+	struct fx *f = *state;
+	struct discover_scan s;
+	char err[256] = "", m[160], b[160], p[256];
+	bool mounted_m = false, mounted_b = false;
+
+	alloc_with_socket(f, "good");
+	/* A tmpfs on ROOT/m, with an allocation of its own inside. */
+	mkdir_in(f, "m", 0755);
+	snprintf(m, sizeof(m), "%s/m", f->root);
+	assert_int_equal(mount("plugfs-test", m, "tmpfs", 0, "size=64k,mode=0755"), 0);
+	mounted_m = true;
+	snprintf(p, sizeof(p), "%s/csi.sock", m);
+	sock_at(f, p);
+	/* ROOT/b/csi.sock, a file with good's socket bind-mounted on it. */
+	mkdir_in(f, "b", 0755);
+	snprintf(b, sizeof(b), "%s/b/csi.sock", f->root);
+	assert_int_equal(close(open(b, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+	snprintf(p, sizeof(p), "%s/good/csi.sock", f->root);
+	assert_int_equal(mount(p, b, NULL, MS_BIND, NULL), 0);
+	mounted_b = true;
+
+	assert_int_equal(discover_scan_root(&f->sec, &s, err, sizeof(err)), 0);
+	for (size_t i = 0; i < s.n_skipped; i++)
+		print_message("%s\n", s.skipped[i]);
+	if (mounted_m)
+		assert_int_equal(umount2(m, MNT_DETACH), 0);
+	if (mounted_b)
+		assert_int_equal(umount2(b, MNT_DETACH), 0);
+	assert_int_equal(s.n_found, 1);
+	assert_string_equal(s.found[0].alloc, "good");
+	assert_int_equal(s.n_skipped, 2);
+	assert_true(skipped_has(&s,
+				"/m: a mount point (another file system mounted on the "
+				"directory, plugfs's own mount perhaps): never entered; expected a "
+				"directory of the root's file system; skipped"));
+	assert_true(skipped_has(&s, "/b: its csi.sock is a mount point (another file system "
+				    "mounted on it): never entered; expected a socket; skipped"));
+	/* m is not watched (not in dirs); b is, its socket skipped. */
+	assert_int_equal(s.n_dirs, 2);
+	discover_scan_free(&s);
+}
+
 /* A root that is a symlink, writable by others, not root's, missing, or
  * not a directory: refused, named, nothing scanned. */
 static void test_bad_roots(void **state)
@@ -256,6 +306,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_found_in_creation_order, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_entries_skipped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_points_skipped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_roots, setup, teardown),
 	};
 

@@ -6,10 +6,12 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +129,67 @@ static void test_path_trust(void **state)
 			 -EINVAL);
 }
 
+/* Root is needed to give a directory to another user and to mount: as
+ * anyone else the test says why and skips, but never under CI=true (the
+ * CI runs the tests as root). */
+static bool need_root(void)
+{
+	const char *ci = getenv("CI");
+
+	if (geteuid() == 0)
+		return true;
+	if (ci && strcmp(ci, "true") == 0)
+		fail_msg("not running as root (CI=true: not skipping)");
+	print_message("not running as root: skipped\n");
+	return false;
+}
+
+/* A directory of mode at base/rel. */
+static void dir_at(const char *rel, mode_t mode, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s/%s", base, rel);
+	assert_int_equal(mkdir(out, mode), 0);
+	assert_int_equal(chmod(out, mode), 0);
+}
+
+/* plugfs_open_here: a mount point is refused (-EXDEV) before anything of
+ * its mount is asked; the rest opened as openat with O_NOFOLLOW. */
+static void test_open_here(void **state)
+{
+	char d[128], m[128], p[256];
+	struct stat st;
+	int dfd, fd;
+
+	(void)state;
+	if (!need_root())
+		skip();
+	dir_at("d", 0755, d, sizeof(d));
+	dir_at("d/m", 0755, m, sizeof(m));
+	dfd = open(d, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(mount("plugfs-test", m, "tmpfs", 0, "size=64k"), 0);
+	assert_int_equal(plugfs_open_here(dfd, d, "m", O_PATH), -EXDEV);
+	assert_int_equal(plugfs_open_here(dfd, d, "m", O_RDONLY | O_DIRECTORY), -EXDEV);
+	assert_int_equal(umount(m), 0);
+	fd = plugfs_open_here(dfd, d, "m", O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	close(fd);
+	/* A symlink: the link itself with O_PATH, refused otherwise. */
+	snprintf(p, sizeof(p), "%s/l", d);
+	assert_int_equal(symlink("/", p), 0);
+	fd = plugfs_open_here(dfd, d, "l", O_PATH);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	close(fd);
+	assert_int_equal(plugfs_open_here(dfd, d, "l", O_RDONLY), -ELOOP);
+	assert_int_equal(plugfs_open_here(dfd, d, "nope", O_PATH), -ENOENT);
+	assert_int_equal(plugfs_open_here(dfd, d, "..", O_PATH), -EINVAL);
+	assert_int_equal(plugfs_open_here(dfd, d, "m/x", O_PATH), -EINVAL);
+	assert_int_equal(plugfs_open_here(dfd, d, "", O_PATH), -EINVAL);
+	close(dfd);
+}
+
 /* A file of n bytes (byte i is i % 251, NULs among them) at base/name,
  * opened for reading. */
 static int file_of(const char *name, size_t n)
@@ -223,6 +286,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_creates_parents_with_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_what_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_path_trust, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_open_here, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_fd_whole, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_fd_bound, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_fd_pipe_and_error, setup, teardown),
