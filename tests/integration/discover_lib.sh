@@ -29,3 +29,7 @@ stop_plugin() {
 took() { echo "# $1: $(($(now_ms) - T0)) ms from the plugin's start to served (daemon: $(grep -o "alloc $2, socket [^ ]* ([0-9]* ms after the socket was created)" "$DAEMON_LOG" | tail -n 1 | grep -o '[0-9]* ms after'))"; }
 # seq_of TYPE NAME ALLOC: that registration's seq.
 seq_of() { plugfs show "$1" "$2" --json | jq -r --arg a "$3" '.registrations[] | select(.alloc == $a) | .seq'; }
+# metric NAME: the daemon's value of the metric NAME (plugfs metrics);
+# rescans_ge N: the discovery has rescanned at least N times.
+metric() { plugfs metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+rescans_ge() { [ "$(metric plugfs_discover_rescans_total)" -ge "$1" ]; }

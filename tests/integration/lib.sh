@@ -91,13 +91,21 @@ _cleanup() {
 # at MNT (through fusectl, mounted when needed), so that nothing stays blocked
 # on a daemon that is gone.
 abort_fuse_conn() {
+	local d
+	d=$(fuse_conn_dir "$1") || return 0
+	[ -w "$d/abort" ] && echo 1 >"$d/abort"
+	return 0
+}
+# fuse_conn_dir MNT: prints the fusectl directory of the FUSE connection
+# mounted at MNT (/sys/fs/fuse/connections/<its device's number>, fusectl
+# mounted when needed); fails when nothing is mounted there.
+fuse_conn_dir() {
 	local dev id ctl=/sys/fs/fuse/connections
 	dev=$(awk -v m="$1" '$5 == m { d = $3 } END { print d }' /proc/self/mountinfo)
-	[ -n "$dev" ] && [ -d "$ctl" ] || return 0
+	[ -n "$dev" ] && [ -d "$ctl" ] || return 1
 	id=$(( (${dev%%:*} << 20) | ${dev##*:} ))
 	[ -e "$ctl/$id" ] || mount -t fusectl none "$ctl" 2>/dev/null
-	[ -w "$ctl/$id/abort" ] && echo 1 >"$ctl/$id/abort"
-	return 0
+	echo "$ctl/$id"
 }
 
 trap _cleanup EXIT

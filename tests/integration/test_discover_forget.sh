@@ -59,8 +59,6 @@ check "the log says why" grep -q "discover.t: deregistered csi-node/kill.example
 grep "kill.example.com" "$DAEMON_LOG" | sed 's/^/# /'
 # Forgotten: held, not registered again while its socket is the same one,
 # also after a rescan of its directory.
-metric() { plugfs metrics | awk -v m="$1" '$1 == m { print $2 }'; }
-rescans_ge() { [ "$(metric plugfs_discover_rescans_total)" -ge "$1" ]; }
 r0=$(metric plugfs_discover_rescans_total)
 # (The directory's own change time: an event on it, a rescan of it.)
 touch "$ROOT/k1"

@@ -13,7 +13,6 @@ write_config "[discover.t]" "root = $ROOT"
 export PLUGFS_FAULT_DISCOVER_MAX_WATCHES=3
 start_daemon
 unset PLUGFS_FAULT_DISCOVER_MAX_WATCHES
-metric() { plugfs metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # watches_are "WATCHES UNWATCHED": the metrics say so.
 watches_are() { [ "$(metric plugfs_discover_watches) $(metric plugfs_discover_unwatched_directories)" = "$1" ]; }
 
@@ -31,7 +30,6 @@ done
 took "the last plugin, in a directory without a watch" a5
 check_eq "the limit is said once" 1 "$(grep -c 'the inotify watch limit is reached' "$DAEMON_LOG")"
 grep 'the inotify watch limit' "$DAEMON_LOG" | sed 's/^/# /'
-rescans_ge() { [ "$(metric plugfs_discover_rescans_total)" -ge "$1" ]; }
 r1=$(metric plugfs_discover_rescans_total)
 T0=$(now_ms)
 wait_until 40 "two more rescans (every 2 s)" rescans_ge $((r1 + 2)) &&

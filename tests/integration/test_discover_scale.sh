@@ -42,7 +42,6 @@ check "50 sockets one at a time: all registered ($f)" test -n "$f"
 # N allocations of ONE plugin), their sockets created at once: a gRPC
 # server per plugin binding its N/P sockets.
 P=${PLUGFS_DISCOVER_PLUGINS:-20}
-metric() { plugfs metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 watches_ge() { [ "$(metric plugfs_discover_watches)" -ge "$1" ]; }
 w0=$(metric plugfs_discover_watches)
 for i in $(seq -w 1 "$N"); do mkdir -m 0755 "$ROOT/a$i"; done

@@ -98,11 +98,7 @@ _PIDS+=("$stat_pid" "$reg_pid")
 # find no daemon at all): the lookup is a request the connection holds
 # (fusectl's waiting), the registration a connection in the listening
 # socket's backlog (its Recv-Q).
-fuse_waiting() {
-	local dev
-	dev=$(awk -v m="$MNT" '$5 == m { d = $3 } END { print d }' /proc/self/mountinfo)
-	[ -n "$dev" ] && [ "$(cat "/sys/fs/fuse/connections/$(((${dev%%:*} << 20) | ${dev##*:}))/waiting" 2>/dev/null)" -ge 1 ]
-}
+fuse_waiting() { [ "$(cat "$(fuse_conn_dir "$MNT")/waiting" 2>/dev/null)" -ge 1 ]; }
 # (The daemon's one listening socket, found by its pid: ss names it by the
 # path it was bound at, a temporary one renamed to $CTL.)
 ctl_backlog() { [ "$(ss -xlpH | awk -v p="pid=$DAEMON_PID," '$2 == "LISTEN" && index($0, p) { print $3 }')" -ge 1 ]; }

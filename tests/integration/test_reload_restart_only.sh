@@ -83,12 +83,18 @@ reload_names "other restart-only settings" "[state] synchronous" "[mount] allow_
 check_eq "other restart-only settings without a pid: exit 0 (the socket did not move)" 0 $?
 serving "after the other restart-only settings"
 
+# refused_pid DESCRIPTION PID: `reload --pid PID' exits 3 and says PID is not
+# plugfs (its output in $T/out and $T/err).
+refused_pid() {
+	local rc
+	"$PLUGFS_BIN" -c "$CFG" reload --pid "$2" >"$T/out" 2>"$T/err"
+	rc=$?
+	echo "# $1: exit $rc: $(cat "$T/out" "$T/err")"
+	check_eq "$1: exit 3" 3 "$rc"
+	check "$1: the message says the process is not plugfs" grep -q "process $2 is not plugfs" "$T/err"
+}
 # A pid that is no plugfs daemon (a shell): unreachable, said so.
-"$PLUGFS_BIN" -c "$CFG" reload --pid "$$" >"$T/out" 2>"$T/err"
-rc=$?
-echo "# --pid of a shell: exit $rc: $(cat "$T/err")"
-check_eq "--pid of a process without a control socket: exit 3" 3 "$rc"
-check "the message says the process is not plugfs" grep -q "process $$ is not plugfs" "$T/err"
+refused_pid "--pid of a process without a control socket (a shell)" "$$"
 
 # A root process that is no plugfs: it listens on a socket in a root-owned
 # directory and holds its file O_PATH, as the daemon does, answering every
@@ -115,11 +121,7 @@ while True:
 imp=$!
 _PIDS+=("$imp")
 wait_until --pid "$imp" 30 "the impostor listens" test -e "$T/imp/ready" || exit 1
-"$PLUGFS_BIN" -c "$CFG" reload --pid "$imp" >"$T/out" 2>"$T/err"
-rc=$?
-echo "# --pid of a root process that is not plugfs: exit $rc: $(cat "$T/out" "$T/err")"
-check_eq "--pid of a root process that is not plugfs: exit 3" 3 "$rc"
-check "the message says the process is not plugfs" grep -q "process $imp is not plugfs" "$T/err"
+refused_pid "--pid of a root process that is not plugfs" "$imp"
 check "nothing was sent to it" test ! -s "$T/imp/got"
 check "nothing was printed as reloaded" test ! -s "$T/out"
 stop_daemon
@@ -143,11 +145,7 @@ upgraded() {
 	check_eq "$1: exit 0" 0 "$rc"
 }
 upgraded "the CLI after an upgrade asks the daemon of the binary it replaced"
-"$PLUGFS_BIN" -c "$CFG" reload --pid "$DAEMON_PID" >"$T/out" 2>"$T/err"
-rc=$?
-echo "# a plugfs at another path: exit $rc: $(cat "$T/err")"
-check_eq "the daemon is not the program of a copy at another path: exit 3" 3 "$rc"
-check "the message says it is not plugfs" grep -q "process $DAEMON_PID is not plugfs" "$T/err"
+refused_pid "the daemon is not the program of a copy at another path" "$DAEMON_PID"
 kill -USR2 "$DAEMON_PID"
 wait_until --pid "$DAEMON_PID" 30 "the re-exec resumed the mount" resumed_ge 1 || exit 1
 upgraded "the CLI after an upgrade asks the daemon re-executed from it"
