@@ -16,8 +16,8 @@
 #    later, inside that checkpoint: as in 1.
 #
 # Figures: trials run, acknowledged, acknowledged-but-lost.  Trials:
-# PLUGFS_CRASH_TRIALS (default 10), PLUGFS_CRASH_MIGRATIONS and
-# PLUGFS_CRASH_CHECKPOINTS (default 3 each); `--long' (or
+# PLUGFS_CRASH_TRIALS (default 6), PLUGFS_CRASH_MIGRATIONS and
+# PLUGFS_CRASH_CHECKPOINTS (default 2 each); `--long' (or
 # PLUGFS_CRASH_LONG=1, or the soak mode PLUGFS_SOAK=1) runs 200, 20 and 20.
 . "$(dirname "$0")/lib.sh"
 require_fuse
@@ -30,8 +30,10 @@ if [ "$long" = 1 ]; then
 	TRIALS=${PLUGFS_CRASH_TRIALS:-200} MIGRATIONS=${PLUGFS_CRASH_MIGRATIONS:-20}
 	CHECKPOINTS=${PLUGFS_CRASH_CHECKPOINTS:-20}
 else
-	TRIALS=${PLUGFS_CRASH_TRIALS:-10} MIGRATIONS=${PLUGFS_CRASH_MIGRATIONS:-3}
-	CHECKPOINTS=${PLUGFS_CRASH_CHECKPOINTS:-3}
+	# 6, 2, 2: each kind of kill met more than once at a random moment;
+	# the soak mode's 200, 20, 20 look for the rare ones.
+	TRIALS=${PLUGFS_CRASH_TRIALS:-6} MIGRATIONS=${PLUGFS_CRASH_MIGRATIONS:-2}
+	CHECKPOINTS=${PLUGFS_CRASH_CHECKPOINTS:-2}
 fi
 HERE=$PLUGFS_SOURCE_DIR/tests/integration
 write_config "[probe]" "mode = none"

@@ -2,7 +2,7 @@
 # Hostile state files: a corpus made from one valid state file by cutting it
 # at every page boundary (and to 1 and 99 bytes) and by overwriting random
 # bytes of its header and of its pages (seed PLUGFS_CORPUS_SEED, printed;
-# PLUGFS_CORPUS_OVERWRITES per region, default 25).  For each damaged file:
+# PLUGFS_CORPUS_OVERWRITES per region, default 10, 25 in the soak mode).  For each damaged file:
 #
 # - `plugfs state check' and `plugfs mount' agree: both refuse it or both
 #   load it;
@@ -21,7 +21,10 @@ command -v sqlite3 >/dev/null || die "sqlite3 is not installed"
 write_config
 
 seed=${PLUGFS_CORPUS_SEED:-$(date +%s)}
-overwrites=${PLUGFS_CORPUS_OVERWRITES:-25}
+# 10 overwrites a region by default (with every cut, the corpus meets the
+# header, the schema and the data pages each time; a new seed each run),
+# 25 in the soak mode.
+overwrites=${PLUGFS_CORPUS_OVERWRITES:-$(soak 10 25)}
 RANDOM=$seed
 echo "# seed $seed (PLUGFS_CORPUS_SEED=$seed reproduces this corpus)"
 
