@@ -286,3 +286,130 @@ fail:
 	close(fd);
 	return rc;
 }
+
+/* Why the directory st (d, above the one opened) could be swapped by
+ * someone other than root, as err; 0 when it cannot. */
+static int check_above(const char *what, const char *dir, const char *d, const struct stat *st,
+		       char *err, size_t errlen)
+{
+	bool sticky = (st->st_mode & S_ISVTX) != 0;
+	const char *rule = "expected every directory above it owned by root and writable by no "
+			   "one else (or sticky, like /tmp)";
+
+	if (st->st_uid != 0)
+		return plugfs_errf(err, errlen, -EPERM,
+				   "%s `%s': directory `%s' above it is owned by uid %u, not root: "
+				   "its owner could rename what is in it and put another directory "
+				   "in its place; %s",
+				   what, dir, d, (unsigned)st->st_uid, rule);
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !sticky)
+		return plugfs_errf(err, errlen, -EPERM,
+				   "%s `%s': directory `%s' above it is writable by %s (mode %04o) "
+				   "without the sticky bit: %s could rename what is in it and put "
+				   "another directory in its place; %s",
+				   what, dir, d, st->st_mode & S_IWOTH ? "others" : "its group",
+				   (unsigned)(st->st_mode & 07777),
+				   st->st_mode & S_IWOTH ? "anyone" : "its members", rule);
+	return 0;
+}
+
+int plugfs_root_dir_open(const char *what, const char *dir, struct stat *st, char *err,
+			 size_t errlen)
+{
+	char at[PATH_MAX], name[NAME_MAX + 1];
+	const char *p = dir;
+	struct stat cst;
+	int cur, fd, rc;
+
+	if (!dir || dir[0] != '/')
+		return plugfs_errf(err, errlen, -EINVAL, "%s `%s': must be an absolute path", what,
+				   dir ? dir : "");
+	if (strlen(dir) >= sizeof(at))
+		return plugfs_errf(err, errlen, -ENAMETOOLONG, "%s `%s': too long", what, dir);
+	cur = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (cur < 0 || fstat(cur, &cst) != 0) {
+		rc = plugfs_errf(err, errlen, -errno, "%s `%s': `/': %s", what, dir,
+				 strerror(errno));
+		goto fail;
+	}
+	snprintf(at, sizeof(at), "/");
+	for (;;) {
+		const char *end;
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		/* cur is a directory above dir: judged before anything in it
+		 * is looked up. */
+		if ((rc = check_above(what, dir, at, &cst, err, errlen)) < 0)
+			goto fail;
+		end = strchr(p, '/');
+		n = end ? (size_t)(end - p) : strlen(p);
+		if (n > NAME_MAX) {
+			rc =
+			    plugfs_errf(err, errlen, -ENAMETOOLONG, "%s `%s': too long", what, dir);
+			goto fail;
+		}
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+			rc =
+			    plugfs_errf(err, errlen, -EINVAL,
+					"%s `%s': has a `%s' component; expected a normalised path",
+					what, dir, name);
+			goto fail;
+		}
+		snprintf(at + strlen(at), sizeof(at) - strlen(at), "%s%s",
+			 strcmp(at, "/") == 0 ? "" : "/", name);
+		fd = openat(cur, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &cst) != 0) {
+			rc = -errno;
+			if (fd >= 0)
+				close(fd);
+			plugfs_errf(err, errlen, rc, "%s `%s': `%s': %s", what, dir, at,
+				    strerror(-rc));
+			goto fail;
+		}
+		close(cur);
+		cur = fd;
+		while (*p == '/')
+			p++;
+		if (S_ISLNK(cst.st_mode)) {
+			rc = *p ? plugfs_errf(err, errlen, -ELOOP,
+					      "%s `%s': `%s' above it is a symlink: refusing to "
+					      "follow it; name the directory by its real path",
+					      what, dir, at)
+				: plugfs_errf(err, errlen, -ELOOP,
+					      "%s `%s' is a symlink; expected a directory", what,
+					      dir);
+			goto fail;
+		}
+		if (!S_ISDIR(cst.st_mode)) {
+			rc = *p ? plugfs_errf(err, errlen, -ENOTDIR,
+					      "%s `%s': `%s' above it is not a directory", what,
+					      dir, at)
+				: plugfs_errf(err, errlen, -ENOTDIR, "%s `%s' is not a directory",
+					      what, dir);
+			goto fail;
+		}
+	}
+	/* The directory reached, opened to be read: the inode just checked
+	 * ("." never leaves it). */
+	fd = openat(cur, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = plugfs_errf(err, errlen, -errno, "%s `%s': cannot open it: %s", what, dir,
+				 strerror(errno));
+		goto fail;
+	}
+	close(cur);
+	if (st)
+		*st = cst;
+	return fd;
+fail:
+	if (cur >= 0)
+		close(cur);
+	return rc;
+}

@@ -253,10 +253,11 @@ static int reload(struct daemon *d, json_t **info, char *err, size_t errlen)
 		rc = rc == -ETIMEDOUT || rc == -EBUSY ? -EBUSY : -EINVAL;
 		goto out;
 	}
-	/* A discovery root anyone but root may write, or a symlink: the new
-	 * config is refused as a bad value would be. */
+	/* A discovery root anyone but root may write (or a directory above
+	 * it), a symlink, or one into the own mount: the new config is
+	 * refused as a bad value would be. */
 	for (size_t i = 0; i < nc.n_discover; i++) {
-		if (discover_check_root(&nc.discover[i], err, errlen) < 0) {
+		if (discover_check_root(&nc.discover[i], d->own, err, errlen) < 0) {
 			log_error("reload failed, keeping the running config: %s", err);
 			rc = -EINVAL;
 			goto out;

@@ -130,12 +130,20 @@ static int load_config(struct daemon *d, const struct daemon_args *a, char *err,
 	}
 	if (a->debug)
 		plog_set_level(PLOG_DEBUG);
-	for (size_t i = 0; i < d->cfg.n_discover; i++) {
-		/* A root anyone but root may write, or a symlink: a config
-		 * error, as a bad value is. */
-		if ((rc = discover_check_root(&d->cfg.discover[i], err, errlen)) < 0)
+	return 0;
+}
+
+/* The [discover.NAME] roots, by their trust rule (discover_open_root): a
+ * root anyone but root may write, or one of whose directories above it,
+ * a symlink, one that leads into the own mount, is a config error, as a
+ * bad value is.  After the own mount is known (d->own). */
+static int check_roots(struct daemon *d, char *err, size_t errlen)
+{
+	int rc;
+
+	for (size_t i = 0; i < d->cfg.n_discover; i++)
+		if ((rc = discover_check_root(&d->cfg.discover[i], d->own, err, errlen)) < 0)
 			return rc;
-	}
 	return 0;
 }
 
@@ -228,11 +236,13 @@ static int start_fs(struct daemon *d, char *err, size_t errlen)
 /* The discovery: every root scanned and what the registry holds of it
  * reconciled before the mount is served, then its thread watches.  Before
  * the mount serves (a re-exec's: nobody answers it yet), which the scan
- * never waits on: it crosses no mount below a root (discover_scan.h). */
+ * never waits on: it crosses no mount below a root, and opens no root
+ * that leads into the own mount (discover_scan.h). */
 static int start_discover(struct daemon *d, char *err, size_t errlen)
 {
 	struct discover_options o = {
 	    .reg = d->reg,
+	    .own = d->own,
 	    .types = (const char *const *)d->cfg.types,
 	    .n_types = d->cfg.n_types,
 	    .timeout_ms = d->cfg.probe.dflt.timeout_ms,
@@ -370,7 +380,9 @@ int daemon_start(const struct daemon_args *a, struct daemon **out, char *err, si
 	if (rc < 0)
 		goto fail;
 	probe_set_own_mount(d->own);
-	rc = start_registry(d, err, errlen);
+	rc = check_roots(d, err, errlen);
+	if (rc == 0)
+		rc = start_registry(d, err, errlen);
 	if (rc == 0)
 		rc = start_discover(d, err, errlen);
 	if (rc == 0)

@@ -15,6 +15,7 @@
 #include "discover.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 #include "clock.h"
 #include "discover_scan.h"
 #include "err.h"
+#include "fsutil.h"
 #include "hash.h"
 #include "log.h"
 #include "probe.h"
@@ -42,6 +44,11 @@
 	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB | IN_DELETE_SELF |        \
 	 IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK)
 #define DIR_MASK ROOT_MASK
+/* A directory above a root: renamed, removed, its owner or mode changed. */
+#define ANC_MASK (IN_ATTRIB | IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
+/* The directories above a root watched, at most (a deeper root's highest
+ * ones are left to the 2 s rescan). */
+#define ANC_MAX 64
 #define MAX_TYPES 2
 
 /* Whether the registry call under way is the discovery's own (its events
@@ -92,6 +99,18 @@ struct dsec {
 	struct plugfs_discover cfg;
 	char source[REG_NAME_MAX + 16];
 	uint64_t id;
+	/* The root held (discover_open_root's fd, -1: none): every scan and
+	 * watch below it goes through it, and every rescan first checks that
+	 * cfg.root still leads to it (dev, ino). */
+	int root_fd;
+	dev_t root_dev;
+	ino_t root_ino;
+	/* The directories above it watched (D->afd: renamed, removed, chmod,
+	 * chown), from its parent up to `/'; anc_unwatched: not all could be. */
+	int anc_wd[ANC_MAX];
+	size_t n_anc;
+	bool anc_unwatched;
+	bool verify; /* check the root's path at the next rescan */
 	int root_wd;
 	struct hash ents;   /* alloc -> struct entry */
 	struct hash warned; /* name -> the skip message logged for it */
@@ -139,7 +158,9 @@ struct discover {
 	 * directory removed and made again (a new entry) never reuses the gen
 	 * of a result still in flight for the old one.  Loop thread only. */
 	uint64_t last_gen;
+	struct plugfs_own_mount *own; /* a reference, NULL: none */
 	int ifd, efd, epfd;
+	int afd; /* the directories above the roots (inotify; any event: check every root) */
 	struct htab wds;
 	size_t watches_used;
 	bool limit_logged;
@@ -275,7 +296,8 @@ static int watch(struct discover *D, struct dsec *sec, struct entry *ent, const 
 				 "without a watch are rescanned every %u ms instead",
 				 D->watches_used, DISCOVER_UNWATCHED_RESCAN_MS);
 		} else if (errno != ENOSPC && errno != ENOENT && errno != ENOTDIR) {
-			log_warn("discover.%s: cannot watch %s: %s", sec->cfg.name, path,
+			log_warn("discover.%s: cannot watch %s%s%s: %s", sec->cfg.name,
+				 sec->cfg.root, ent ? "/" : "", ent ? ent->alloc : "",
 				 strerror(errno));
 		}
 		return -1;
@@ -310,11 +332,16 @@ static void set_unwatched(struct discover *D, struct entry *e, bool un)
 		D->next_unwatched_ms = plugfs_mono_ms() + DISCOVER_UNWATCHED_RESCAN_MS;
 }
 
+/* The root held, watched through its descriptor (not cfg.root: a path
+ * someone may have changed since). */
 static void watch_root(struct discover *D, struct dsec *s)
 {
-	if (s->root_wd >= 0)
+	char path[64];
+
+	if (s->root_wd >= 0 || s->root_fd < 0)
 		return;
-	s->root_wd = watch(D, s, NULL, s->cfg.root);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/.", s->root_fd);
+	s->root_wd = watch(D, s, NULL, path);
 	if (s->root_wd < 0 && !D->next_unwatched_ms)
 		D->next_unwatched_ms = plugfs_mono_ms() + DISCOVER_UNWATCHED_RESCAN_MS;
 }
@@ -324,13 +351,150 @@ static void watch_dir(struct discover *D, struct entry *e)
 	char path[PATH_MAX];
 	int wd;
 
-	snprintf(path, sizeof(path), "%s/%s", e->sec->cfg.root, e->alloc);
+	if (e->sec->root_fd < 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/%s", e->sec->root_fd, e->alloc);
 	wd = watch(D, e->sec, e, path);
 	if (wd >= 0 && e->wd >= 0 && wd != e->wd)
 		unwatch(D, e->wd, true); /* the directory was replaced */
 	if (wd >= 0)
 		e->wd = wd;
 	set_unwatched(D, e, wd < 0);
+}
+
+/* ---- the root held ---------------------------------------------------- */
+
+/* Whether a section other than s watches the directory of ancestor wd
+ * (one inode, one wd: roots share the directories above them). */
+static bool anc_shared(struct discover *D, const struct dsec *s, int wd)
+{
+	for (size_t i = 0; i < D->n_secs; i++) {
+		const struct dsec *o = D->secs[i];
+
+		for (size_t k = 0; o != s && k < o->n_anc; k++)
+			if (o->anc_wd[k] == wd)
+				return true;
+	}
+	return false;
+}
+
+static void unwatch_ancestors(struct discover *D, struct dsec *s)
+{
+	for (size_t k = 0; k < s->n_anc; k++)
+		if (!anc_shared(D, s, s->anc_wd[k]))
+			inotify_rm_watch(D->afd, s->anc_wd[k]);
+	s->n_anc = 0;
+	s->anc_unwatched = false;
+}
+
+/* The directories above the held root, from its parent up to `/', each
+ * watched through a descriptor of its own (`..' of the one below: the
+ * root's real parents, whatever its path names meanwhile). */
+static void watch_ancestors(struct discover *D, struct dsec *s)
+{
+	struct stat st, up;
+	int cur = openat(s->root_fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	s->anc_unwatched = cur < 0 || fstat(cur, &st) < 0;
+	while (!s->anc_unwatched && s->n_anc < ANC_MAX) {
+		char path[64];
+		int wd, next;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d/.", cur);
+		wd = inotify_add_watch(D->afd, path, ANC_MASK);
+		if (wd < 0) {
+			s->anc_unwatched = true;
+			break;
+		}
+		s->anc_wd[s->n_anc++] = wd;
+		next = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0 || fstat(next, &up) < 0) {
+			s->anc_unwatched = true;
+			if (next >= 0)
+				close(next);
+			break;
+		}
+		close(cur);
+		cur = next;
+		if (up.st_dev == st.st_dev && up.st_ino == st.st_ino)
+			break; /* `/': its own parent */
+		st = up;
+	}
+	if (s->n_anc == ANC_MAX)
+		s->anc_unwatched = true;
+	if (cur >= 0)
+		close(cur);
+	if (s->anc_unwatched && !D->next_unwatched_ms)
+		D->next_unwatched_ms = plugfs_mono_ms() + DISCOVER_UNWATCHED_RESCAN_MS;
+}
+
+/* The held root let go: its watch, those above it, its descriptor. */
+static void root_release(struct discover *D, struct dsec *s)
+{
+	if (s->root_wd >= 0)
+		unwatch(D, s->root_wd, true);
+	s->root_wd = -1;
+	unwatch_ancestors(D, s);
+	if (s->root_fd >= 0)
+		close(s->root_fd);
+	s->root_fd = -1;
+}
+
+/* A scan's or a root check's error that says the root went or is not to
+ * be trusted (its registrations go), not that the scan could not be made
+ * (no file descriptor left, an I/O error: tried again). */
+static bool root_refused(int rc)
+{
+	return rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP || rc == -EPERM || rc == -EACCES ||
+	       rc == -EXDEV;
+}
+
+/* Every registration found below s's root goes (why: the log's reason). */
+static void entries_gone(struct discover *D, struct dsec *s, const char *why);
+
+/*
+ * Whether cfg.root still leads, by the trust rule, to the root s holds
+ * (its dev and ino): it is held (opened, watched, with the directories
+ * above it) the first time, and again when the path names another
+ * directory now (a directory on the way renamed or replaced): the
+ * registrations found in the old one go first, with a line that names the
+ * root.  0 (s->root_fd is the one to scan), or -errno with err (the root
+ * refused or gone: let go; else kept, tried again).
+ */
+static int root_check(struct discover *D, struct dsec *s, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = discover_open_root(&s->cfg, D->own, &st, err, errlen);
+
+	s->verify = false;
+	if (fd < 0) {
+		if (root_refused(fd))
+			root_release(D, s);
+		return fd;
+	}
+	if (s->root_fd >= 0 && (st.st_dev != s->root_dev || st.st_ino != s->root_ino)) {
+		log_warn("%s: root %s is another directory now (a directory on its path was "
+			 "renamed or replaced): the registrations found in the one held go, the "
+			 "new one is scanned",
+			 s->source, s->cfg.root);
+		entries_gone(D, s, "its root was replaced");
+		root_release(D, s);
+	}
+	if (s->root_fd >= 0) {
+		close(fd);
+		watch_root(D, s); /* moved away and back: watched again */
+		return 0;
+	}
+	s->root_fd = fd;
+	s->root_dev = st.st_dev;
+	s->root_ino = st.st_ino;
+	watch_root(D, s);
+	watch_ancestors(D, s);
+	s->dirty_all = true;
+	/* Once more at the next pass: a rename between the open and the
+	 * watches above sent no event. */
+	s->verify = true;
+	return 0;
 }
 
 /* ---- registry --------------------------------------------------------- */
@@ -350,7 +514,9 @@ static void hold_store(struct discover *D, struct entry *e)
 	 * start keeps the hold only for that socket, and an inode number a
 	 * file system handed on to a new socket made while plugfs was down
 	 * has another.  Only read, and only when it is still that socket. */
-	if (lstat(e->socket, &st) == 0 && st.st_dev == e->dev && st.st_ino == e->ino)
+	if (e->sec->root_fd >= 0 &&
+	    discover_stat_socket(&e->sec->cfg, e->sec->root_fd, e->alloc, &st) == 0 &&
+	    st.st_dev == e->dev && st.st_ino == e->ino)
 		ct = st.st_ctim;
 	if (registry_hold(D->reg, e->sec->source, e->alloc, (uint64_t)e->dev, (uint64_t)e->ino,
 			  (int64_t)ct.tv_sec * 1000000000 + ct.tv_nsec, err, sizeof(err)) < 0) {
@@ -930,6 +1096,25 @@ static void entry_gone(struct discover *D, struct entry *e, bool dir_gone)
 	}
 }
 
+static void entries_gone(struct discover *D, struct dsec *s, const char *why)
+{
+	struct hash_entry *he = NULL;
+	size_t pos = 0;
+	struct entry **gone = NULL;
+	size_t n = 0, cap = 0;
+
+	while ((he = hash_next(&s->ents, &pos, he)))
+		if (PLUGFS_GROW(gone, cap, n, 8) == 0)
+			gone[n++] = he->value;
+	for (size_t i = 0; i < n; i++) {
+		hold_drop(D, gone[i]);
+		dereg_all(D, gone[i], why);
+		hash_del(&s->ents, gone[i]->alloc);
+		entry_free(D, gone[i]);
+	}
+	free(gone);
+}
+
 static int by_ctime(const void *a, const void *b)
 {
 	const struct entry *x = *(struct entry *const *)a, *y = *(struct entry *const *)b;
@@ -1007,9 +1192,13 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 	size_t n_rewatch = 0;
 	int rc;
 
-	if (!s->dirty_all && !hash_count(&s->dirty))
+	if (!s->dirty_all && !hash_count(&s->dirty) && !s->verify)
 		return;
-	if (!s->dirty_all) {
+	/* The root first: cfg.root still leads to the directory held. */
+	rc = root_check(D, s, err, sizeof(err));
+	if (rc == 0 && !s->dirty_all && !hash_count(&s->dirty))
+		return; /* a look at the path only: nothing to read again */
+	if (rc == 0 && !s->dirty_all) {
 		struct hash_entry *he = NULL;
 		size_t pos = 0;
 
@@ -1018,14 +1207,14 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 			return;
 		while ((he = hash_next(&s->dirty, &pos, he)))
 			scope[n_scope++] = he->key;
-		rc = discover_scan_names(&s->cfg, scope, n_scope, &sc, err, sizeof(err));
-	} else {
-		rc = discover_scan_root(&s->cfg, &sc, err, sizeof(err));
+		rc =
+		    discover_scan_names(&s->cfg, s->root_fd, scope, n_scope, &sc, err, sizeof(err));
+	} else if (rc == 0) {
+		rc = discover_scan_root(&s->cfg, s->root_fd, &sc, err, sizeof(err));
 	}
 	__atomic_add_fetch(&D->st_rescans, 1, __ATOMIC_RELAXED);
 	if (rc < 0) {
-		if (rc != -ENOENT && rc != -ENOTDIR && rc != -ELOOP && rc != -EPERM &&
-		    rc != -EACCES) {
+		if (!root_refused(rc)) {
 			/* Out of memory or of file descriptors, an I/O error:
 			 * nothing is known to have gone.  dirty stays, and the
 			 * root is read again at the next rescan. */
@@ -1037,8 +1226,8 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 			free(scope);
 			return;
 		}
-		/* The root went, or is not to be trusted any more: nothing under
-		 * it is. */
+		/* The root went, or is not to be trusted any more (itself or a
+		 * directory above it): nothing under it is. */
 		if (!s->root_logged)
 			log_warn("%s: %s: its registrations go, rescanned every %u ms until it is "
 				 "good again",
@@ -1049,7 +1238,7 @@ static void rescan(struct discover *D, struct dsec *s, struct fresh *f)
 		free(scope);
 		scope = NULL;
 		n_scope = 0;
-		memset(&sc, 0, sizeof(sc));
+		discover_scan_free(&sc);
 		s->dirty_all = true; /* everything below it goes */
 	} else if (s->root_logged) {
 		log_info("%s: root %s is good again", s->source, s->cfg.root);
@@ -1197,7 +1386,8 @@ static void rescan_all(struct discover *D, bool sync)
 		for (size_t i = 0; i < D->n_secs; i++)
 			rescan(D, D->secs[i], &f);
 		for (size_t i = 0; i < D->n_secs; i++)
-			again |= D->secs[i]->dirty_all || hash_count(&D->secs[i]->dirty) > 0;
+			again |= D->secs[i]->dirty_all || hash_count(&D->secs[i]->dirty) > 0 ||
+				 D->secs[i]->verify;
 		if (!again)
 			break;
 	}
@@ -1275,6 +1465,14 @@ static void unwatched_due(struct discover *D)
 			any = true;
 			continue;
 		}
+		/* Not every directory above the root has a watch: those it has
+		 * again, and the root's path looked at. */
+		if (s->anc_unwatched && s->root_fd >= 0) {
+			unwatch_ancestors(D, s);
+			watch_ancestors(D, s);
+			s->verify = true;
+			any = true;
+		}
 		/* Left dirty by a scan that failed (no file descriptor left,
 		 * an I/O error): read again at this pass, and again later. */
 		if (s->dirty_all || hash_count(&s->dirty))
@@ -1351,6 +1549,44 @@ static void read_inotify(struct discover *D)
 	}
 }
 
+/* The directories above the roots: any event (a rename, a removal, a
+ * chmod or chown of one, a lost event) has every root's path looked at
+ * again.  A watch gone (IN_IGNORED: removed, its file system unmounted)
+ * leaves the lists; the look at the path then holds the root again or
+ * lets it go. */
+static void read_ancestors(struct discover *D)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool any = false;
+
+	for (;;) {
+		ssize_t len = read(D->afd, buf, sizeof(buf));
+
+		if (len <= 0)
+			break;
+		any = true;
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+
+			p += sizeof(*ev) + ev->len;
+			if (!(ev->mask & IN_IGNORED))
+				continue;
+			for (size_t i = 0; i < D->n_secs; i++) {
+				struct dsec *s = D->secs[i];
+
+				for (size_t k = 0; k < s->n_anc; k++) {
+					if (s->anc_wd[k] != ev->wd)
+						continue;
+					s->anc_wd[k--] = s->anc_wd[--s->n_anc];
+					s->anc_unwatched = true;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; any && i < D->n_secs; i++)
+		D->secs[i]->verify = true;
+}
+
 /* ---- sections added and removed ------------------------------------- */
 
 static void sec_free(struct discover *D, struct dsec *s)
@@ -1367,8 +1603,7 @@ static void sec_free(struct discover *D, struct dsec *s)
 		free(he->value);
 	hash_free(&s->warned);
 	hash_free(&s->dirty);
-	if (s->root_wd >= 0)
-		unwatch(D, s->root_wd, true);
+	root_release(D, s);
 	sec_cfg_free(&s->cfg);
 	free(s);
 }
@@ -1384,10 +1619,10 @@ static struct dsec *sec_add(struct discover *D, const struct plugfs_discover *c)
 	}
 	snprintf(s->source, sizeof(s->source), "%s%s", REG_SOURCE_DISCOVER, c->name);
 	s->id = ++D->next_sec_id;
+	s->root_fd = -1;
 	s->root_wd = -1;
-	s->dirty_all = true;
+	s->dirty_all = true; /* its first rescan holds and watches the root, then reads it */
 	D->secs[D->n_secs++] = s;
-	watch_root(D, s);
 	return s;
 }
 
@@ -1488,6 +1723,8 @@ static void *loop_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.fd == D->ifd) {
 				read_inotify(D);
+			} else if (evs[i].data.fd == D->afd) {
+				read_ancestors(D);
 			} else {
 				uint64_t v;
 				ssize_t r = read(D->efd, &v, sizeof(v));
@@ -1683,7 +1920,8 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 	*out = NULL;
 	if (!D)
 		return plugfs_errf(err, errlen, -ENOMEM, "discover: out of memory");
-	D->ifd = D->efd = D->epfd = -1;
+	D->ifd = D->efd = D->epfd = D->afd = -1;
+	D->own = plugfs_own_mount_ref(o->own);
 	pthread_mutex_init(&D->mu, NULL);
 	pthread_cond_init(&D->cond, NULL);
 	D->reg = o->reg;
@@ -1707,9 +1945,10 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 		D->n_types++;
 	}
 	D->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	D->afd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	D->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	D->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (D->ifd < 0 || D->efd < 0 || D->epfd < 0) {
+	if (D->ifd < 0 || D->afd < 0 || D->efd < 0 || D->epfd < 0) {
 		rc = plugfs_errf(err, errlen, -errno,
 				 "discover: cannot make its inotify, eventfd "
 				 "or epoll descriptor: %s",
@@ -1718,6 +1957,8 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 	}
 	ev.data.fd = D->ifd;
 	epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->ifd, &ev);
+	ev.data.fd = D->afd;
+	epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->afd, &ev);
 	ev.data.fd = D->efd;
 	epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->efd, &ev);
 	D->sub = registry_subscribe(D->reg, on_event, D);
@@ -1726,7 +1967,8 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 		D->sub = 0;
 		goto fail;
 	}
-	/* Watches first, then the scan: nothing created in between is missed. */
+	/* Each root's first rescan holds it and sets its watches, then
+	 * reads it: nothing created in between is missed. */
 	for (size_t i = 0; i < n; i++) {
 		if (!sec_add(D, &secs[i])) {
 			rc = plugfs_errf(err, errlen, -ENOMEM, "discover: out of memory");
@@ -1824,6 +2066,9 @@ void discover_stop(struct discover *D)
 	free(D->types);
 	if (D->ifd >= 0)
 		close(D->ifd);
+	if (D->afd >= 0)
+		close(D->afd);
+	plugfs_own_mount_unref(D->own);
 	if (D->efd >= 0)
 		close(D->efd);
 	if (D->epfd >= 0)

@@ -28,8 +28,13 @@
  * this often. */
 #define DISCOVER_UNWATCHED_RESCAN_MS 2000
 
+struct plugfs_own_mount;
+
 struct discover_options {
 	struct registry *reg;
+	/* The daemon's own mount (a reference is taken; NULL: none): no root
+	 * on the way into it is opened (discover_open_root). */
+	struct plugfs_own_mount *own;
 	const char *const *types; /* [registry] types (copied) */
 	size_t n_types;
 	unsigned timeout_ms;  /* an identification's ([probe] timeout) */

@@ -20,6 +20,7 @@
 #include "array.h"
 #include "err.h"
 #include "fsutil.h"
+#include "pathtrust.h"
 #include "registry.h"
 #include "strutil.h"
 
@@ -34,51 +35,44 @@ static const char *untrusted(const struct stat *st)
 	return NULL;
 }
 
-/* Opens sec's root and checks it: the fd, or -errno with err. */
-static int open_root(const struct plugfs_discover *sec, char *err, size_t errlen)
+int discover_open_root(const struct plugfs_discover *sec, struct plugfs_own_mount *own,
+		       struct stat *st, char *err, size_t errlen)
 {
-	char q[PLUGFS_QUOTE_MAX];
+	char q[PLUGFS_QUOTE_MAX], what[REG_NAME_MAX + 32], via[PATH_MAX];
 	const char *why;
-	struct stat st;
-	int fd = open(sec->root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+	struct stat rst;
+	int fd;
 
 	plugfs_quote(q, sizeof(q), sec->root);
-	if (fd < 0) {
-		rc = -errno;
-		if (rc == -ELOOP || rc == -ENOTDIR) {
-			struct stat lst;
-
-			if (lstat(sec->root, &lst) == 0 && S_ISLNK(lst.st_mode))
-				return plugfs_errf(err, errlen, -ELOOP,
-						   "[discover.%s] root `%s' is a symlink; expected "
-						   "a directory",
-						   sec->name, q);
-			return plugfs_errf(err, errlen, -ENOTDIR,
-					   "[discover.%s] root `%s' is not a directory", sec->name,
-					   q);
-		}
-		return plugfs_errf(err, errlen, rc, "[discover.%s] root `%s': cannot open it: %s",
-				   sec->name, q, strerror(-rc));
-	}
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
+	snprintf(what, sizeof(what), "[discover.%s] root", sec->name);
+	/* A bind mount of the own mount on the way: refused by its path,
+	 * before anything there is looked up (lstat and readlink of the
+	 * names on the way, each compared with the mount points first). */
+	if (own && plugfs_own_mount_check(own, sec->root, via, sizeof(via)) == 1)
+		return plugfs_errf(err, errlen, -EXDEV,
+				   "%s `%s' leads into plugfs's own mount (at `%s'): never looked "
+				   "at; expected a directory outside the mount",
+				   what, q, via);
+	fd = plugfs_root_dir_open(what, sec->root, &rst, err, errlen);
+	if (fd < 0)
+		return fd;
+	if ((why = untrusted(&rst))) {
 		close(fd);
-		return plugfs_errf(err, errlen, rc, "[discover.%s] root `%s': %s", sec->name, q,
-				   strerror(-rc));
+		return plugfs_errf(
+		    err, errlen, -EPERM,
+		    "%s `%s' is %s; expected a directory owned by root that only root "
+		    "may write",
+		    what, q, why);
 	}
-	if ((why = untrusted(&st))) {
-		close(fd);
-		return plugfs_errf(err, errlen, -EPERM,
-				   "[discover.%s] root `%s' is %s; expected a directory owned by "
-				   "root that only root may write",
-				   sec->name, q, why);
-	}
+	if (st)
+		*st = rst;
 	return fd;
 }
 
-int discover_check_root(const struct plugfs_discover *sec, char *err, size_t errlen)
+int discover_check_root(const struct plugfs_discover *sec, struct plugfs_own_mount *own, char *err,
+			size_t errlen)
 {
-	int fd = open_root(sec, err, errlen);
+	int fd = discover_open_root(sec, own, NULL, err, errlen);
 
 	if (fd < 0)
 		return fd;
@@ -237,18 +231,18 @@ static int by_ctime(const void *a, const void *b)
 	return strcmp(x->alloc, y->alloc);
 }
 
-int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *out, char *err,
-		       size_t errlen)
+int discover_scan_root(const struct plugfs_discover *sec, int rootfd, struct discover_scan *out,
+		       char *err, size_t errlen)
 {
 	struct discover_scan s = {0};
 	struct dirent *de;
 	DIR *dir = NULL;
-	int rootfd = open_root(sec, err, errlen), dupfd, rc = 0;
+	int dupfd, rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (rootfd < 0)
-		return rootfd;
-	dupfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	/* Its own open file, listed from the start (a held fd's offset is
+	 * where the last listing ended). */
+	dupfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dupfd < 0 || !(dir = fdopendir(dupfd))) {
 		rc = plugfs_errf(err, errlen, -errno, "[discover.%s] root `%s': cannot list it: %s",
 				 sec->name, sec->root, strerror(errno));
@@ -276,20 +270,17 @@ int discover_scan_root(const struct plugfs_discover *sec, struct discover_scan *
 out:
 	if (dir)
 		closedir(dir);
-	close(rootfd);
 	discover_scan_free(&s);
 	return rc;
 }
 
-int discover_scan_names(const struct plugfs_discover *sec, const char *const *names, size_t n,
-			struct discover_scan *out, char *err, size_t errlen)
+int discover_scan_names(const struct plugfs_discover *sec, int rootfd, const char *const *names,
+			size_t n, struct discover_scan *out, char *err, size_t errlen)
 {
 	struct discover_scan s = {0};
-	int rootfd = open_root(sec, err, errlen), rc = 0;
+	int rc = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (rootfd < 0)
-		return rootfd;
 	for (size_t i = 0; i < n; i++) {
 		if (strcmp(names[i], ".") == 0 || strcmp(names[i], "..") == 0 ||
 		    strchr(names[i], '/'))
@@ -304,8 +295,27 @@ int discover_scan_names(const struct plugfs_discover *sec, const char *const *na
 	*out = s;
 	memset(&s, 0, sizeof(s));
 out:
-	close(rootfd);
 	discover_scan_free(&s);
+	return rc;
+}
+
+int discover_stat_socket(const struct plugfs_discover *sec, int rootfd, const char *alloc,
+			 struct stat *st)
+{
+	char dirpath[PATH_MAX];
+	int dfd = plugfs_open_here(rootfd, sec->root, alloc, O_PATH | O_DIRECTORY), fd, rc = 0;
+
+	if (dfd < 0)
+		return dfd;
+	snprintf(dirpath, sizeof(dirpath), "%s/%s", sec->root, alloc);
+	fd = plugfs_open_here(dfd, dirpath, sec->socket, O_PATH);
+	if (fd < 0)
+		rc = fd;
+	else if (fstat(fd, st) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 #define PLUGFS_PATHTRUST_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 /* Check only the directories above path, not path itself (a mountpoint,
  * whose lstat could wait on a hung FUSE mount; a socket replaced anyway). */
@@ -43,5 +44,24 @@ int plugfs_path_trust(const char *what, const char *path, unsigned flags, char *
  * -errno with "<what> `<dir>': ..." in err.
  */
 int plugfs_trusted_dir_open(const char *what, const char *dir, char *err, size_t errlen);
+
+/*
+ * Opens the absolute, normalised directory dir (O_RDONLY | O_DIRECTORY,
+ * close-on-exec) for a privileged reader that keeps it by its descriptor
+ * (a discovery root): every component from `/' is opened relative to the
+ * one before with O_NOFOLLOW, none may be a symlink, and every directory
+ * above dir (`/' included) must be owned by root and writable by no one
+ * else (no group or other write bit) unless it has the sticky bit (like
+ * /tmp: others may add entries there, not rename or remove root's).  So
+ * nobody but root can rename a directory on the way and put another in
+ * its place.  dir itself is not judged (the caller's rule): *st, when not
+ * NULL, is its fstat.  The fd (the caller's), or -errno with
+ * "<what> `<dir>': ..." in err naming the component and the rule it broke:
+ * -EPERM (a directory above), -ELOOP (a symlink), -ENOTDIR, -ENOENT,
+ * -EINVAL (not absolute).  Any thread; it blocks as an lstat of the
+ * directories on the way would.
+ */
+int plugfs_root_dir_open(const char *what, const char *dir, struct stat *st, char *err,
+			 size_t errlen);
 
 #endif

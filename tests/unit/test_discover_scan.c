@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "discover_scan.h"
+#include "fsutil.h"
 
 struct fx {
 	char dir[64]; /* the test's own directory, the root below it */
@@ -115,6 +116,19 @@ static void clock_past(struct fx *f, const char *path)
 	}
 }
 
+/* discover_scan_root of f's root, opened by its trust rule. */
+static int scan_root(struct fx *f, struct discover_scan *s, char *err, size_t errlen)
+{
+	int fd = discover_open_root(&f->sec, NULL, NULL, err, errlen), rc;
+
+	memset(s, 0, sizeof(*s));
+	if (fd < 0)
+		return fd;
+	rc = discover_scan_root(&f->sec, fd, s, err, errlen);
+	close(fd);
+	return rc;
+}
+
 static bool skipped_has(const struct discover_scan *s, const char *want)
 {
 	for (size_t i = 0; i < s->n_skipped; i++)
@@ -142,7 +156,7 @@ static void test_found_in_creation_order(void **state)
 	snprintf(p, sizeof(p), "%s/a-file", f->root);
 	assert_int_equal(close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644)), 0);
 
-	assert_int_equal(discover_scan_root(&f->sec, &s, err, sizeof(err)), 0);
+	assert_int_equal(scan_root(f, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.n_found, 3);
 	assert_string_equal(s.found[0].alloc, "zz");
 	assert_string_equal(s.found[1].alloc, "aa");
@@ -196,7 +210,7 @@ static void test_bad_entries_skipped(void **state)
 	/* A name the registry refuses. */
 	mkdir_in(f, ".hidden", 0755);
 
-	assert_int_equal(discover_scan_root(&f->sec, &s, err, sizeof(err)), 0);
+	assert_int_equal(scan_root(f, &s, err, sizeof(err)), 0);
 	assert_int_equal(s.n_found, 1);
 	assert_string_equal(s.found[0].alloc, "good");
 	assert_int_equal(s.n_skipped, 7);
@@ -241,7 +255,7 @@ static void test_mount_points_skipped(void **state)
 	assert_int_equal(mount(p, b, NULL, MS_BIND, NULL), 0);
 	mounted_b = true;
 
-	assert_int_equal(discover_scan_root(&f->sec, &s, err, sizeof(err)), 0);
+	assert_int_equal(scan_root(f, &s, err, sizeof(err)), 0);
 	for (size_t i = 0; i < s.n_skipped; i++)
 		print_message("%s\n", s.skipped[i]);
 	if (mounted_m)
@@ -270,35 +284,108 @@ static void test_bad_roots(void **state)
 	struct discover_scan s;
 	char err[512] = "", p[128];
 
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), 0);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), 0);
 	assert_int_equal(chmod(f->root, 0777), 0);
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -EPERM);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "[discover.t] root `"));
 	assert_non_null(strstr(err, "' is writable by users other than root (group or other "
 				    "write bit); expected a directory owned by root that only root "
 				    "may write"));
-	assert_int_equal(discover_scan_root(&f->sec, &s, err, sizeof(err)), -EPERM);
+	assert_int_equal(scan_root(f, &s, err, sizeof(err)), -EPERM);
 	assert_int_equal(s.n_found, 0);
 	assert_int_equal(chmod(f->root, 01777), 0); /* sticky does not help */
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -EPERM);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -EPERM);
 	assert_int_equal(chmod(f->root, 0755), 0);
 	assert_int_equal(chown(f->root, 65534, 0), 0);
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -EPERM);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -EPERM);
 	assert_non_null(strstr(err, "is owned by a user other than root"));
 	assert_int_equal(chown(f->root, 0, 0), 0);
 	/* A symlink to a good directory. */
 	snprintf(p, sizeof(p), "%s/via-link", f->dir);
 	assert_int_equal(symlink(f->root, p), 0);
 	f->sec.root = p;
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -ELOOP);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -ELOOP);
 	assert_non_null(strstr(err, "/via-link' is a symlink; expected a directory"));
 	snprintf(p, sizeof(p), "%s/missing", f->dir);
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -ENOENT);
-	assert_non_null(strstr(err, "/missing': cannot open it: No such file or directory"));
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -ENOENT);
+	assert_non_null(strstr(err, "/missing': `"));
+	assert_non_null(strstr(err, "/missing': No such file or directory"));
 	snprintf(p, sizeof(p), "%s/file", f->dir);
 	assert_int_equal(close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
-	assert_int_equal(discover_check_root(&f->sec, err, sizeof(err)), -ENOTDIR);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -ENOTDIR);
 	assert_non_null(strstr(err, "/file' is not a directory"));
+}
+
+/* The directories above a root: one another user's, or writable by
+ * others without the sticky bit, or a symlink on the way, refuses the
+ * root, the field, the path and the directory named with the rule; the
+ * same tree root's is good. */
+static void test_root_ancestors(void **state)
+{
+	struct fx *f = *state;
+	char err[1024] = "", u[128], root[160], link[128], p[512];
+	struct stat st, want;
+	int fd;
+
+	snprintf(u, sizeof(u), "%s/u", f->dir);
+	snprintf(root, sizeof(root), "%s/u/w/plugins", f->dir);
+	assert_int_equal(mkdir(u, 0755), 0);
+	snprintf(p, sizeof(p), "%s/u/w", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(mkdir(root, 0755), 0);
+	f->sec.root = root;
+	fd = discover_open_root(&f->sec, NULL, &st, err, sizeof(err));
+	assert_true(fd >= 0);
+	assert_int_equal(stat(root, &want), 0);
+	assert_int_equal(st.st_ino, want.st_ino);
+	close(fd);
+
+	assert_int_equal(chown(u, 65534, 65534), 0);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -EPERM);
+	print_message("%s\n", err);
+	snprintf(p, sizeof(p),
+		 "[discover.t] root `%s': directory `%s' above it is owned by uid "
+		 "65534, not root",
+		 root, u);
+	assert_non_null(strstr(err, p));
+	assert_int_equal(chown(u, 0, 0), 0);
+	assert_int_equal(chmod(u, 0777), 0);
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "above it is writable by others (mode 0777) without the "
+				    "sticky bit"));
+	assert_int_equal(chmod(u, 01777), 0); /* like /tmp */
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), 0);
+	assert_int_equal(chmod(u, 0755), 0);
+	/* A symlink above the root, root's own: refused too. */
+	snprintf(link, sizeof(link), "%s/l", f->dir);
+	assert_int_equal(symlink(u, link), 0);
+	snprintf(p, sizeof(p), "%s/l/w/plugins", f->dir);
+	f->sec.root = p;
+	assert_int_equal(discover_check_root(&f->sec, NULL, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "/l' above it is a symlink: refusing to follow it"));
+}
+
+/* A root whose path leads into the own mount (its mountpoint, or a bind
+ * mount of it, on the way) is refused by its path: nothing there is
+ * looked up (the mountpoint here is a plain directory, as plugfs's would
+ * be to a lookup nobody answers). */
+static void test_root_in_own_mount(void **state)
+{
+	struct fx *f = *state;
+	struct plugfs_own_mount *own = NULL;
+	char err[1024] = "", mp[128], p[256];
+
+	snprintf(mp, sizeof(mp), "%s/mnt", f->dir);
+	assert_int_equal(plugfs_own_mount_new(mp, &own, err, sizeof(err)), 0);
+	snprintf(p, sizeof(p), "%s/mnt/plugins/csi-node", f->dir);
+	f->sec.root = p;
+	assert_int_equal(discover_check_root(&f->sec, own, err, sizeof(err)), -EXDEV);
+	print_message("%s\n", err);
+	assert_non_null(strstr(err, "' leads into plugfs's own mount (at `"));
+	/* The fixture's root, beside it: good. */
+	f->sec.root = f->root;
+	assert_int_equal(discover_check_root(&f->sec, own, err, sizeof(err)), 0);
+	plugfs_own_mount_unref(own);
 }
 
 int main(void)
@@ -308,6 +395,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_entries_skipped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mount_points_skipped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_roots, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_root_ancestors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_root_in_own_mount, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

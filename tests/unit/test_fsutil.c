@@ -152,6 +152,90 @@ static void dir_at(const char *rel, mode_t mode, char *out, size_t outlen)
 	assert_int_equal(chmod(out, mode), 0);
 }
 
+/* plugfs_root_dir_open: each directory above the one opened is root's
+ * and writable by no one else unless sticky; no symlink on the way; each
+ * break named with the directory and the rule; the one opened itself not
+ * judged. */
+static void test_root_dir_open(void **state)
+{
+	char u[128], w[128], root[128], p[512], err[1024] = "";
+	struct stat st, want;
+	int fd;
+
+	(void)state;
+	if (!need_root())
+		skip();
+	dir_at("u", 0755, u, sizeof(u));
+	dir_at("u/w", 0755, w, sizeof(w));
+	dir_at("u/w/plugins", 0755, root, sizeof(root));
+
+	fd = plugfs_root_dir_open("[discover.t] root", root, &st, err, sizeof(err));
+	assert_true(fd >= 0);
+	assert_int_equal(stat(root, &want), 0);
+	assert_int_equal(st.st_ino, want.st_ino);
+	assert_int_equal(st.st_dev, want.st_dev);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	/* The one opened is the caller's to judge. */
+	assert_int_equal(chmod(root, 0777), 0);
+	fd = plugfs_root_dir_open("[discover.t] root", root, NULL, err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
+
+	/* A directory above it another user's: its owner could rename w. */
+	assert_int_equal(chown(u, 65534, 65534), 0);
+	assert_int_equal(plugfs_root_dir_open("[discover.t] root", root, NULL, err, sizeof(err)),
+			 -EPERM);
+	print_message("%s\n", err);
+	snprintf(p, sizeof(p),
+		 "[discover.t] root `%s': directory `%s' above it is owned by uid "
+		 "65534, not root: its owner could rename what is in it",
+		 root, u);
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "expected every directory above it owned by root and "
+				    "writable by no one else (or sticky, like /tmp)"));
+	assert_int_equal(chown(u, 0, 0), 0);
+	/* Writable by others, by its group (even root's), without sticky. */
+	assert_int_equal(chmod(w, 0777), 0);
+	assert_int_equal(plugfs_root_dir_open("r", root, NULL, err, sizeof(err)), -EPERM);
+	snprintf(p, sizeof(p),
+		 "directory `%s' above it is writable by others (mode 0777) "
+		 "without the sticky bit",
+		 w);
+	assert_non_null(strstr(err, p));
+	assert_int_equal(chmod(w, 0775), 0);
+	assert_int_equal(plugfs_root_dir_open("r", root, NULL, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "writable by its group (mode 0775) without the sticky bit"));
+	/* Sticky, like /tmp: others cannot rename root's entries. */
+	assert_int_equal(chmod(w, 01777), 0);
+	fd = plugfs_root_dir_open("r", root, NULL, err, sizeof(err));
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(chmod(w, 0755), 0);
+
+	/* A symlink on the way, even root's, or at the end. */
+	snprintf(p, sizeof(p), "%s/l", base);
+	assert_int_equal(symlink(u, p), 0);
+	snprintf(p, sizeof(p), "%s/l/w/plugins", base);
+	assert_int_equal(plugfs_root_dir_open("r", p, NULL, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "/l' above it is a symlink: refusing to follow it"));
+	snprintf(p, sizeof(p), "%s/l", base);
+	assert_int_equal(plugfs_root_dir_open("r", p, NULL, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "/l' is a symlink; expected a directory"));
+	/* Not a directory, on the way or at the end; missing. */
+	snprintf(p, sizeof(p), "%s/f", u);
+	assert_int_equal(close(open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0600)), 0);
+	assert_int_equal(plugfs_root_dir_open("r", p, NULL, err, sizeof(err)), -ENOTDIR);
+	assert_non_null(strstr(err, "/f' is not a directory"));
+	snprintf(p, sizeof(p), "%s/f/x", u);
+	assert_int_equal(plugfs_root_dir_open("r", p, NULL, err, sizeof(err)), -ENOTDIR);
+	assert_non_null(strstr(err, "/f' above it is not a directory"));
+	snprintf(p, sizeof(p), "%s/missing/x", u);
+	assert_int_equal(plugfs_root_dir_open("r", p, NULL, err, sizeof(err)), -ENOENT);
+	assert_int_equal(plugfs_root_dir_open("r", "rel/x", NULL, err, sizeof(err)), -EINVAL);
+}
+
 /* plugfs_open_here: a mount point is refused (-EXDEV) before anything of
  * its mount is asked; the rest opened as openat with O_NOFOLLOW. */
 static void test_open_here(void **state)
@@ -286,6 +370,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_creates_parents_with_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_what_failed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_path_trust, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_root_dir_open, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_open_here, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_fd_whole, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_read_fd_bound, setup, teardown),
