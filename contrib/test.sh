@@ -23,9 +23,11 @@
 #   system     the systemd and podman tests (label system), one at a time
 #   tsan       the daemon scenarios again under ThreadSanitizer
 #   fuzz       the fuzz targets, two side by side, each PLUGFS_FUZZ_SECONDS;
-#              started with the system phase at the lowest priority (nice
-#              19: they take the CPU those phases leave, mostly waiting on
-#              containers), its seconds from its start to its end
+#              started with the timing phase at the lowest priority (nice
+#              19: they take the CPU the timing, system and tsan phases
+#              leave, which run one test at a time, and the scheduler gives
+#              the CPU to a test's process the moment it wants it), its
+#              seconds from its start to its end
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${PLUGFS_TEST_BUILD:-build-test}
@@ -58,7 +60,7 @@ table() {
 		printf '#   %-10s %6s  %s\n' "${phases[i]}" "${phase_secs[i]}" \
 			"$([ "${phase_rc[i]}" = 0 ] && echo passed || echo FAILED)"
 	done
-	printf '#   %-10s %6s  %s\n' total "$SECONDS" "$([ "$soak" = 1 ] && echo '(wall clock)' || echo '(wall clock: fuzz ran beside system and tsan)')"
+	printf '#   %-10s %6s  %s\n' total "$SECONDS" "$([ "$soak" = 1 ] && echo '(wall clock)' || echo '(wall clock: fuzz ran beside timing, system and tsan)')"
 }
 failed() {
 	local r
@@ -80,31 +82,45 @@ ctest_run() {
 	return "$rc"
 }
 
+# configure DIR ARGS...: cmake -S . -B DIR ARGS, its output in DIR.configure.log
+# (shown when it fails).
+configure() {
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+}
 builds() {
-	cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON -DPLUGFS_SANITIZE=ON || return 1
-	cmake --build "$build" -j"$(nproc)" || return 1
+	local pids=() p rc=0
+	# The four configurations are configured side by side (cmake's checks
+	# run one process at a time), then built one after the other, each
+	# with every core.
+	configure "$build" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON -DPLUGFS_SANITIZE=ON &
+	pids+=($!)
 	# -O2 finds warnings (-Wmaybe-uninitialized) a Debug build does not:
 	# the optimised configuration with -Werror too.  It is the package's
 	# tree: packaged here once (cpack -G DEB) for test_package and
 	# test_systemd_restart (PLUGFS_PACKAGE_BUILD).
-	cmake -S . -B "$build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_WERROR=ON \
-		-DPLUGFS_TESTS=OFF -DPLUGFS_SANITIZE=OFF || return 1
+	configure "$build-release" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPLUGFS_WERROR=ON \
+		-DPLUGFS_TESTS=OFF -DPLUGFS_SANITIZE=OFF &
+	pids+=($!)
+	# ThreadSanitizer's (below).
+	configure "$build-tsan" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON -DPLUGFS_TSAN=ON &
+	pids+=($!)
+	# The fuzz targets' (clang and libFuzzer), which is also the whole
+	# tree, tests and benches included, compiled with clang and -Werror
+	# (clang warns where gcc does not, e.g. -Wformat-nonliteral).
+	CC=clang configure "$build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON \
+		-DPLUGFS_SANITIZE=ON -DPLUGFS_FUZZ=ON -DPLUGFS_FUZZ_SECONDS="$fuzz_secs" &
+	pids+=($!)
+	for p in "${pids[@]}"; do wait "$p" || rc=1; done
+	[ "$rc" = 0 ] || return 1
+	cmake --build "$build" -j"$(nproc)" || return 1
 	cmake --build "$build-release" -j"$(nproc)" || return 1
 	rm -f "$build-release"/plugfs_*.deb
 	(cd "$build-release" && cpack -G DEB >cpack.log 2>&1) || { tail -n 30 "$build-release/cpack.log"; return 1; }
-	# ThreadSanitizer's (below), the fuzz targets' (clang and libFuzzer),
-	# and the whole tree, tests and benches included, with clang and
-	# -Werror (clang warns where gcc does not, e.g. -Wformat-nonliteral),
-	# compiled only.
-	cmake -S . -B "$build-tsan" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON -DPLUGFS_TSAN=ON || return 1
 	cmake --build "$build-tsan" -j"$(nproc)" --target plugfs plugfs-demo-plugin fs-harness \
 		plugfs-test-storm plugfs-test-ctlraw plugfs-test-csi-probe || return 1
-	CC=clang cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON \
-		-DPLUGFS_SANITIZE=ON -DPLUGFS_FUZZ=ON -DPLUGFS_TESTS=OFF -DPLUGFS_FUZZ_SECONDS="$fuzz_secs" || return 1
-	cmake --build "$build-fuzz" -j"$(nproc)" --target fuzz_request fuzz_config fuzz_legacy \
-		fuzz_csi_pb || return 1
-	CC=clang cmake -S . -B "$build-clang" -DCMAKE_BUILD_TYPE=Debug -DPLUGFS_WERROR=ON || return 1
-	cmake --build "$build-clang" -j"$(nproc)" || return 1
+	cmake --build "$build-fuzz" -j"$(nproc)" || return 1
 }
 fuzz_secs=${PLUGFS_FUZZ_SECONDS:-$([ "$soak" = 1 ] && echo 600 || echo 60)}
 phase build builds
@@ -126,8 +142,6 @@ else
 	phase parallel ctest_run "$build/parallel.log" --test-dir "$build" --output-on-failure \
 		--timeout 900 -LE 'timing|system' -j"$jobs" "$@"
 fi
-phase timing ctest_run "$build/timing.log" --test-dir "$build" --output-on-failure \
-	--timeout 900 -L timing "$@"
 # The fuzz targets (tests/fuzz): clang and libFuzzer, ASan+UBSan, each run
 # for PLUGFS_FUZZ_SECONDS, two at a time; they print their executions.
 # The whole log in $build-fuzz/fuzz.log; the figures and verdicts here.
@@ -144,6 +158,8 @@ if [ "$soak" != 1 ]; then
 	fuzz >"$build-fuzz/fuzz.out" 2>&1 &
 	fuzz_pid=$!
 fi
+phase timing ctest_run "$build/timing.log" --test-dir "$build" --output-on-failure \
+	--timeout 900 -L timing "$@"
 phase system ctest_run "$build/system.log" --test-dir "$build" --output-on-failure \
 	--timeout 1800 -L system "$@"
 # ThreadSanitizer (it excludes ASan: a build of its own) over the daemon
@@ -161,7 +177,7 @@ if [ -n "$fuzz_pid" ]; then
 	phases+=("fuzz")
 	phase_secs+=($((SECONDS - fuzz_start)))
 	phase_rc+=("$rc")
-	echo "# contrib/test.sh: phase fuzz (beside system and tsan): $((SECONDS - fuzz_start)) s, $([ "$rc" = 0 ] && echo passed || echo FAILED)"
+	echo "# contrib/test.sh: phase fuzz (beside timing, system and tsan): $((SECONDS - fuzz_start)) s, $([ "$rc" = 0 ] && echo passed || echo FAILED)"
 else
 	phase fuzz fuzz
 fi

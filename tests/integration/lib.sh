@@ -20,6 +20,11 @@ PLUGFS_BUILD_DIR=${PLUGFS_BUILD_DIR:-$(dirname "$PLUGFS_BIN")}
 PLUGFS_SOURCE_DIR=${PLUGFS_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PLUGFS_DEMO_PLUGIN=${PLUGFS_DEMO_PLUGIN:-$PLUGFS_BUILD_DIR/tools/plugfs-demo-plugin}
 FS_HARNESS=${FS_HARNESS:-$PLUGFS_BUILD_DIR/tests/integration/fs-harness}
+# The Debian 12 system the tests are written for: its python3 (with
+# python3-grpcio, where contrib/install-deps.sh puts it) and tools, not a
+# version manager's shims earlier in the PATH (each python3 through such a
+# shim starts a dozen processes).
+PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PLUGFS_SOURCE_DIR/tests/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
@@ -39,17 +44,23 @@ _PASSED=0
 _FAILED=0
 _TEST=$(basename "$0" .sh)
 
-# _poll PID SECONDS COMMAND...: runs COMMAND (its stderr discarded) every
-# 0.1 s until it succeeds (returns 0), SECONDS (whole seconds) have passed
-# (1) or, when PID is not empty, process PID has exited (2).
+# _poll PID SECONDS COMMAND...: runs COMMAND (its stderr discarded) until
+# it succeeds (returns 0), SECONDS (whole seconds) have passed (1) or, when
+# PID is not empty, process PID has exited (2).  The pause between tries
+# starts at 0.05 s and grows by half each time up to 0.5 s: a fact that
+# comes at once is seen at once, and a long wait costs a try every 0.5 s,
+# not 10 a second (a try of the sanitized CLI takes 0.1 s of CPU: side by
+# side, the tests' waits were a core of the suite's CPU).
 _poll() {
-	local pid=$1 end=$((${EPOCHREALTIME/[.,]/} + $2 * 1000000))
+	local pid=$1 end=$((${EPOCHREALTIME/[.,]/} + $2 * 1000000)) pause=50000
 	shift 2
 	while :; do
 		"$@" 2>/dev/null && return 0
 		[ -z "$pid" ] || kill -0 "$pid" 2>/dev/null || return 2
 		[ "${EPOCHREALTIME/[.,]/}" -lt "$end" ] || return 1
-		sleep 0.1
+		sleep "0.$(printf '%06d' "$pause")"
+		pause=$((pause * 3 / 2))
+		[ "$pause" -le 500000 ] || pause=500000
 	done
 }
 _gone() { ! kill -0 "$1" 2>/dev/null; }
@@ -146,8 +157,8 @@ check_eq() {
 die() { echo "not ok - $*"; exit 1; }
 
 # wait_until [--pid PID] SECONDS DESCRIPTION COMMAND...: waits until COMMAND
-# succeeds, running it every 0.1 s for at most SECONDS (its stderr is
-# discarded).  Quiet when it succeeds; otherwise the test fails with "timed
+# succeeds, running it every 0.05 to 0.5 s (_poll) for at most SECONDS
+# (its stderr is discarded).  Quiet when it succeeds; otherwise the test fails with "timed
 # out after SECONDS s waiting until DESCRIPTION" (or, with --pid, as soon as
 # process PID has exited: "gave up waiting until DESCRIPTION") and it returns
 # 1: add `|| exit 1' where the test cannot go on.
