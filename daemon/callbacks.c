@@ -103,6 +103,10 @@ void daemon_metrics(struct metrics *m, void *arg)
 	metrics_family(m, "plugfs_discover_rescans_total", "counter",
 		       "Scans of a discovery root, or of the names in it an event named.");
 	metrics_sample(m, "plugfs_discover_rescans_total", NULL, (double)ds.rescans);
+	metrics_family(m, "plugfs_discover_mount_changes_total", "counter",
+		       "Changes of the mount table the discovery saw, each of which has every "
+		       "root scanned again (a mount below a root sends no inotify event).");
+	metrics_sample(m, "plugfs_discover_mount_changes_total", NULL, (double)ds.mount_changes);
 	metrics_family(m, "plugfs_discover_registrations_total", "counter",
 		       "Registrations and deregistrations the discovery made.");
 	metrics_sample(m, "plugfs_discover_registrations_total",

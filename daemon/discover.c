@@ -161,6 +161,11 @@ struct discover {
 	struct plugfs_own_mount *own; /* a reference, NULL: none */
 	int ifd, efd, epfd;
 	int afd; /* the directories above the roots (inotify; any event: check every root) */
+	/* /proc/self/mountinfo (EPOLLPRI: the mount table changed), -1: none.
+	 * A mount onto, or an unmount of, a directory below a root sends no
+	 * inotify event: every root is read again, so a directory mounted on
+	 * goes and one unmounted is scanned and watched. */
+	int mfd;
 	struct htab wds;
 	size_t watches_used;
 	bool limit_logged;
@@ -184,6 +189,7 @@ struct discover {
 	bool stop; /* atomic */
 	/* metrics (atomics) */
 	uint64_t st_rescans, st_registered, st_deregistered, st_failed, st_unwatched;
+	uint64_t st_mount_changes;
 };
 
 static int64_t wall_s(void)
@@ -1587,6 +1593,19 @@ static void read_ancestors(struct discover *D)
 		D->secs[i]->verify = true;
 }
 
+/* The mount table changed (a mount or an unmount anywhere in the daemon's
+ * mount namespace; mountinfo's poll reports each change once): every root
+ * is read again, its path looked at, what a mount now hides goes and what
+ * an unmount uncovered is found. */
+static void mounts_changed(struct discover *D)
+{
+	__atomic_add_fetch(&D->st_mount_changes, 1, __ATOMIC_RELAXED);
+	for (size_t i = 0; i < D->n_secs; i++) {
+		D->secs[i]->dirty_all = true;
+		D->secs[i]->verify = true;
+	}
+}
+
 /* ---- sections added and removed ------------------------------------- */
 
 static void sec_free(struct discover *D, struct dsec *s)
@@ -1725,6 +1744,8 @@ static void *loop_main(void *arg)
 				read_inotify(D);
 			} else if (evs[i].data.fd == D->afd) {
 				read_ancestors(D);
+			} else if (evs[i].data.fd == D->mfd) {
+				mounts_changed(D);
 			} else {
 				uint64_t v;
 				ssize_t r = read(D->efd, &v, sizeof(v));
@@ -1920,7 +1941,7 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 	*out = NULL;
 	if (!D)
 		return plugfs_errf(err, errlen, -ENOMEM, "discover: out of memory");
-	D->ifd = D->efd = D->epfd = D->afd = -1;
+	D->ifd = D->efd = D->epfd = D->afd = D->mfd = -1;
 	D->own = plugfs_own_mount_ref(o->own);
 	pthread_mutex_init(&D->mu, NULL);
 	pthread_cond_init(&D->cond, NULL);
@@ -1961,6 +1982,23 @@ int discover_start(const struct discover_options *o, const struct plugfs_discove
 	epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->afd, &ev);
 	ev.data.fd = D->efd;
 	epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->efd, &ev);
+	/* Mounts below a root: without mountinfo's events (no /proc) such a
+	 * change is seen at the next event of its root, a reload or a
+	 * restart, as the log says once. */
+	D->mfd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (D->mfd >= 0) {
+		struct epoll_event mev = {.events = EPOLLPRI, .data.fd = D->mfd};
+
+		if (epoll_ctl(D->epfd, EPOLL_CTL_ADD, D->mfd, &mev) != 0) {
+			close(D->mfd);
+			D->mfd = -1;
+		}
+	}
+	if (D->mfd < 0 && n)
+		log_warn("discover: cannot follow the mount table (/proc/self/mountinfo: %s): a "
+			 "mount or an unmount below a root is seen at the next change of its root, "
+			 "a reload or a restart",
+			 strerror(errno));
 	D->sub = registry_subscribe(D->reg, on_event, D);
 	if (D->sub < 0) {
 		rc = plugfs_errf(err, errlen, D->sub, "discover: cannot subscribe to the registry");
@@ -2068,6 +2106,8 @@ void discover_stop(struct discover *D)
 		close(D->ifd);
 	if (D->afd >= 0)
 		close(D->afd);
+	if (D->mfd >= 0)
+		close(D->mfd);
 	plugfs_own_mount_unref(D->own);
 	if (D->efd >= 0)
 		close(D->efd);
@@ -2086,6 +2126,7 @@ void discover_stats(struct discover *D, struct discover_stats *out)
 	out->watches = __atomic_load_n(&D->watches_used, __ATOMIC_RELAXED);
 	out->unwatched = __atomic_load_n(&D->st_unwatched, __ATOMIC_RELAXED);
 	out->rescans = __atomic_load_n(&D->st_rescans, __ATOMIC_RELAXED);
+	out->mount_changes = __atomic_load_n(&D->st_mount_changes, __ATOMIC_RELAXED);
 	out->registered = __atomic_load_n(&D->st_registered, __ATOMIC_RELAXED);
 	out->deregistered = __atomic_load_n(&D->st_deregistered, __ATOMIC_RELAXED);
 	out->identify_failed = __atomic_load_n(&D->st_failed, __ATOMIC_RELAXED);

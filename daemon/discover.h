@@ -76,6 +76,7 @@ struct discover_stats {
 	uint64_t watches;		   /* inotify watches held (roots and directories) */
 	uint64_t unwatched;		   /* directories rescanned every 2 s instead */
 	uint64_t rescans;		   /* scans of a root or of names in it */
+	uint64_t mount_changes;		   /* changes of the mount table seen */
 	uint64_t registered, deregistered; /* by the discovery */
 	uint64_t identify_failed;	   /* identifications not answered (asked again) */
 };
