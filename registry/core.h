@@ -153,6 +153,9 @@ int txn_plan_remove(struct batch *b, struct plugin_node *p, size_t idx);
 /* Whether a change of one touches a plugin or an alloc a change of g
  * touches (then one is planned again after g is applied). */
 bool txn_conflicts(const struct batch *g, const struct batch *one);
+/* Whether a change of g touches alloc, or the plugin (configured type
+ * type_idx, name) when name is not NULL. */
+bool txn_touches(const struct batch *g, ssize_t type_idx, const char *name, const char *alloc);
 /* Moves the planned changes of one (not prepared) to the end of g.  0 or
  * -ENOMEM (then both are as they were). */
 int txn_join(struct batch *g, struct batch *one);

@@ -169,6 +169,29 @@ static void retry_alone(struct registry *r, struct reg_mutation *m, const unsign
 	}
 }
 
+/* Whether m, whose plan on the state before group g is empty (it
+ * deregisters what is not registered, or registers what is registered as
+ * it is), names a plugin or an alloc g changes: then its plan on the state
+ * g leaves may not be empty, and it is planned again after g. */
+static bool empty_plan_waits(struct registry *r, const struct reg_mutation *m,
+			     const struct batch *g)
+{
+	size_t ti = 0;
+
+	if (g->n == 0 || m->rc < 0)
+		return false;
+	if (m->op == REG_MUT_DEREGISTER_ALLOC)
+		return txn_touches(g, -1, NULL, m->alloc);
+	if (m->op == REG_MUT_DEREGISTER)
+		return registry_find_type(r, m->type, &ti, NULL, 0) == 0 &&
+		       txn_touches(g, (ssize_t)ti, m->name, m->alloc);
+	for (size_t i = 0; i < m->n_types; i++)
+		if (registry_find_type(r, m->types[i], &ti, NULL, 0) == 0 &&
+		    txn_touches(g, (ssize_t)ti, m->spec->name, m->spec->alloc))
+			return true;
+	return false;
+}
+
 /* Whether a member of m[from..to) deregisters. */
 static bool has_deregistration(const struct reg_mutation *m, const unsigned char *member,
 			       size_t from, size_t to)
@@ -214,8 +237,12 @@ size_t registry_mutate(struct registry *r, struct reg_mutation *m, size_t n)
 		for (; i < n && members < GROUP_MAX; i++) {
 			struct batch one = {0};
 
-			if (plan(r, &m[i], &one, t) < 0 || one.n == 0)
-				continue; /* refused alone, or nothing to do */
+			if (plan(r, &m[i], &one, t) < 0)
+				continue; /* refused alone */
+			if (one.n == 0 && empty_plan_waits(r, &m[i], &g))
+				break; /* planned again on what this group leaves */
+			if (one.n == 0)
+				continue; /* nothing to do */
 			if (g.n > 0 && txn_conflicts(&g, &one)) {
 				batch_free(&one);
 				break; /* planned again on what this group leaves */

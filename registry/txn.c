@@ -409,6 +409,19 @@ bool txn_conflicts(const struct batch *g, const struct batch *one)
 	return false;
 }
 
+bool txn_touches(const struct batch *g, ssize_t type_idx, const char *name, const char *alloc)
+{
+	for (size_t j = 0; j < g->n; j++) {
+		const char *gname, *galloc;
+
+		change_keys(&g->c[j], &gname, &galloc);
+		if (strcmp(alloc, galloc) == 0 ||
+		    (name && (ssize_t)g->c[j].type_idx == type_idx && strcmp(name, gname) == 0))
+			return true;
+	}
+	return false;
+}
+
 int txn_join(struct batch *g, struct batch *one)
 {
 	size_t n = g->n + one->n;

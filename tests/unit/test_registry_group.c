@@ -233,12 +233,47 @@ static void wait_callbacks_run_without_the_mutex(void **state)
 	pthread_mutex_destroy(&w.mu);
 }
 
+/* A mutation whose plan on the state before its group is empty (deregister
+ * what is not registered yet, register what is registered already) is
+ * planned again once the group that touches its plugin or alloc is
+ * applied: the group's order is the order of the results. */
+static void an_empty_plan_waits_for_the_group_before_it(void **state)
+{
+	struct fixture *f = *state;
+	struct specs s;
+
+	/* register x then deregister x, in one call */
+	add_reg(&s, 0, "x", "a0", "/run/csi/a0/csi.sock");
+	s.m[1] = (struct reg_mutation){
+	    .op = REG_MUT_DEREGISTER, .type = "csi-node", .name = "x", .alloc = "a0"};
+	add_reg(&s, 2, "y", "b0", "/run/csi/b0/csi.sock");
+	s.m[3] = (struct reg_mutation){.op = REG_MUT_DEREGISTER_ALLOC, .alloc = "b0"};
+	assert_int_equal(registry_mutate(f->r, s.m, 4), 4);
+	assert_int_equal(s.m[1].removed, 1);
+	assert_int_equal(s.m[3].removed, 1);
+	assert_null(active(f, "csi-node", "x"));
+	assert_null(active(f, "csi-node", "y"));
+	/* z registered; deregister z then register z again as it was */
+	assert_int_equal(reg(f, "csi-node", "z", "c0"), 0);
+	s.m[0] = (struct reg_mutation){
+	    .op = REG_MUT_DEREGISTER, .type = "csi-node", .name = "z", .alloc = "c0"};
+	add_reg(&s, 1, "z", "c0", "/run/csi/c0/csi.sock");
+	assert_int_equal(registry_mutate(f->r, s.m, 2), 2);
+	assert_int_equal(s.m[0].removed, 1);
+	assert_string_equal(active(f, "csi-node", "z"), "c0");
+	restart(f);
+	assert_null(active(f, "csi-node", "x"));
+	assert_null(active(f, "csi-node", "y"));
+	assert_string_equal(active(f, "csi-node", "z"), "c0");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    T(one_commit_for_all_a_bad_one_alone),
 	    T(conflicts_start_a_new_transaction),
 	    T(a_failed_group_is_retried_alone),
+	    T(an_empty_plan_waits_for_the_group_before_it),
 	    T(wait_callbacks_run_without_the_mutex),
 	};
 
