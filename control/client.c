@@ -207,7 +207,8 @@ int control_reader_next(struct control_reader *rd, json_t **obj, int timeout_ms,
 
 	*obj = NULL;
 	for (;;) {
-		char *start = rd->buf + rd->off;
+		/* No buffer yet before the first read (NULL: no offset on it). */
+		char *start = rd->buf ? rd->buf + rd->off : NULL;
 		char *nl = rd->len > rd->off ? memchr(start + scanned, '\n',
 						       rd->len - rd->off - scanned)
 					     : NULL;

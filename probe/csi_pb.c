@@ -128,7 +128,7 @@ int csi_grpc_message(const uint8_t *buf, size_t len, const uint8_t **msg, size_t
 
 int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready)
 {
-	struct pb_reader r = {msg, msg + len};
+	struct pb_reader r = pb_reader_of(msg, len);
 	struct pb_field f;
 	bool present = false, value = false;
 	int rc;
@@ -143,7 +143,7 @@ int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready)
 			return -1;
 		/* google.protobuf.BoolValue; repeated occurrences merge. */
 		present = true;
-		b = (struct pb_reader){f.data, f.data + f.len};
+		b = pb_reader_of(f.data, f.len);
 		while ((rc = pb_next(&b, &g)) == 1) {
 			if (g.field != 1)
 				continue;
@@ -162,7 +162,7 @@ int csi_decode_probe(const uint8_t *msg, size_t len, bool *ready)
 
 int csi_decode_string(const uint8_t *msg, size_t len, uint32_t field, const uint8_t **s, size_t *n)
 {
-	struct pb_reader r = {msg, msg + len};
+	struct pb_reader r = pb_reader_of(msg, len);
 	struct pb_field f;
 	int rc;
 
@@ -207,7 +207,7 @@ int csi_decode_info(const uint8_t *msg, size_t len, const uint8_t **name, size_t
  * absent (proto3's default).  0 or -1 when malformed. */
 static int decode_varint_field(const uint8_t *msg, size_t len, uint32_t field, uint64_t *v)
 {
-	struct pb_reader r = {msg, msg + len};
+	struct pb_reader r = pb_reader_of(msg, len);
 	struct pb_field f;
 	int rc;
 
@@ -224,7 +224,7 @@ static int decode_varint_field(const uint8_t *msg, size_t len, uint32_t field, u
 
 int csi_decode_caps(const uint8_t *msg, size_t len, bool *controller)
 {
-	struct pb_reader r = {msg, msg + len};
+	struct pb_reader r = pb_reader_of(msg, len);
 	struct pb_field f;
 	int rc;
 
@@ -237,7 +237,7 @@ int csi_decode_caps(const uint8_t *msg, size_t len, bool *controller)
 			continue;
 		if (f.wire != WT_LEN)
 			return -1;
-		c = (struct pb_reader){f.data, f.data + f.len};
+		c = pb_reader_of(f.data, f.len);
 		while ((rc = pb_next(&c, &g)) == 1) {
 			uint64_t type;
 

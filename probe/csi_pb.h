@@ -15,6 +15,13 @@ struct pb_reader {
 	const uint8_t *p, *end;
 };
 
+/* A reader of the len bytes at msg (msg may be NULL when len is 0: an
+ * empty message, and no offset is applied to a null pointer). */
+static inline struct pb_reader pb_reader_of(const uint8_t *msg, size_t len)
+{
+	return (struct pb_reader){msg, msg ? msg + len : msg};
+}
+
 struct pb_field {
 	uint32_t field;
 	unsigned wire;	     /* 0 varint, 1 i64, 2 len, 3 group, 5 i32 */
