@@ -8,6 +8,14 @@ CSI_PLUGIN=$PLUGFS_SOURCE_DIR/tests/integration/csi_plugin.py
 "$CSI_PYTHON" -c 'import grpc' 2>/dev/null ||
 	die "python3-grpcio is missing for $CSI_PYTHON (contrib/install-deps.sh installs it)"
 
+# csi_plugin_copy: prints the path of a copy of csi_plugin.py in $T that
+# any user may read, for a plugin run as another user (the source tree may
+# be in a directory only root can enter, such as a clone in a mktemp -d).
+csi_plugin_copy() {
+	[ -e "$T/csi_plugin.py" ] || install -m 0644 "$CSI_PLUGIN" "$T/csi_plugin.py" || return 1
+	echo "$T/csi_plugin.py"
+}
+
 # csi_plugin SOCKET [ARGS...]: csi_plugin.py serving SOCKET in the
 # background (killed by the EXIT trap), waits (30 s) until the socket
 # exists.  Sets CSI_PID.

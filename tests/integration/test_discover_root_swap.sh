@@ -52,7 +52,7 @@ check "a line names the root, the directory and the rule" \
 # nobody's swap: their own tree and socket at the root's path.
 as_nobody mv "$U/w" "$U/w.old" || die "nobody cannot rename $U/w"
 as_nobody mkdir -p "$R/a1" || die "nobody cannot make $R/a1"
-as_nobody "$CSI_PYTHON" "$CSI_PLUGIN" --socket "$R/a1/csi.sock" --flavour node \
+as_nobody "$CSI_PYTHON" "$(csi_plugin_copy)" --socket "$R/a1/csi.sock" --flavour node \
 	--name node.example.com >>"$T/csi-plugin.log" 2>&1 &
 _PIDS+=("$!")
 wait_until 30 "nobody's plugin listens" test -S "$R/a1/csi.sock" || exit 1

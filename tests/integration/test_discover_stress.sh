@@ -78,7 +78,7 @@ csi_plugin "$T/pool/p2.sock" --flavour monolith --name mono2.example.com
 PTYPES=("csi-node" "csi-controller" "csi-controller csi-node")
 PNAME=(node0.example.com ctl1.example.com mono2.example.com)
 # setpriv itself (as_nobody is a function: $! would be its subshell's pid).
-setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CSI_PYTHON" "$CSI_PLUGIN" --socket "$T/evil/x/csi.sock" --flavour monolith \
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CSI_PYTHON" "$(csi_plugin_copy)" --socket "$T/evil/x/csi.sock" --flavour monolith \
 	--name evil.example.com >>"$T/csi-plugin.log" 2>&1 &
 _PIDS+=("$!")
 wait_until --pid "$!" 30 "the untrusted plugin listens" test -S "$T/evil/x/csi.sock" || exit 1
