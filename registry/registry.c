@@ -4,13 +4,18 @@
  * the getters (the mutations are group.c's).  See core.h for the units.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core.h"
+#include "log.h"
 #include "store/space.h"
 #include "strutil.h"
 
@@ -457,8 +462,58 @@ static int check_options(const struct registry_options *o, char *err, size_t err
 	return 0;
 }
 
+/*
+ * A start on a full disk: the reserve the last run kept beside the state
+ * file (store_reserve.c, `<path>-reserve') is released, so that the
+ * start's own writes (the types' commit, SQLite's -wal and -shm) fit; the
+ * upkeep allocates it again once there is room, and refuses registrations
+ * meanwhile.  True when it released space.
+ */
+static bool release_kept_reserve(const char *db_path)
+{
+	char path[4096];
+	struct statvfs vfs;
+	struct stat st;
+	bool done = false;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s-reserve", db_path) >= (int)sizeof(path) ||
+	    (fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return false;
+	/* Only when the space is short: less free than the reserve holds. */
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+	    st.st_size > 0 && fstatvfs(fd, &vfs) == 0 &&
+	    (unsigned long long)vfs.f_bavail * vfs.f_frsize < (unsigned long long)st.st_size &&
+	    ftruncate(fd, 0) == 0) {
+		log_warn("state file `%s': the disk is full: released the reserve `%s' (%lld "
+			 "bytes) that the last run kept, for the start's own writes; "
+			 "registrations are refused until it can be allocated again",
+			 db_path, path, (long long)st.st_size);
+		done = true;
+	}
+	close(fd);
+	return done;
+}
+
+static int open_once(const char *db_path, const struct registry_options *opts,
+		     struct registry **out, char *err, size_t errlen);
+
 int registry_open(const char *db_path, const struct registry_options *opts, struct registry **out,
 		  char *err, size_t errlen)
+{
+	int rc = open_once(db_path, opts, out, err, errlen);
+
+	/* A full disk fails the open as ENOSPC (a commit) or EIO (SQLite's
+	 * -shm): either way with the space short, once more with the reserve
+	 * released. */
+	if ((rc == -ENOSPC || rc == -EIO) && opts && !opts->read_only &&
+	    release_kept_reserve(db_path))
+		rc = open_once(db_path, opts, out, err, errlen);
+	return rc;
+}
+
+static int open_once(const char *db_path, const struct registry_options *opts,
+		     struct registry **out, char *err, size_t errlen)
 {
 	struct registry *r = NULL;
 	pthread_mutexattr_t attr;
