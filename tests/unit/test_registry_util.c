@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -73,17 +74,21 @@ int fixture_setup(void **state)
 int fixture_teardown(void **state)
 {
 	struct fixture *f = *state;
-	char p[256];
-	static const char *const suffixes[] = {
-	    "",		  "-wal", "-shm", "-journal", ".v1.bak", ".v1.bak-journal", ".v1.bak-wal",
-	    ".v1.bak-shm", "-reserve"};
+	DIR *d;
 
 	registry_close(f->r);
-	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
-		snprintf(p, sizeof(p), "%s%s", f->path, suffixes[i]);
-		unlink(p);
+	/* Everything a test left in its directory (the state file, its -wal,
+	 * -shm and -reserve, a migration's .vN.bak and theirs), then it. */
+	if ((d = opendir(f->dir))) {
+		struct dirent *de;
+
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
 	}
-	rmdir(f->dir);
+	if (rmdir(f->dir) != 0)
+		print_message("# teardown: cannot remove %s: %s\n", f->dir, strerror(errno));
 	free(f);
 	return 0;
 }
