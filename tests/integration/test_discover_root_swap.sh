@@ -52,8 +52,10 @@ check "a line names the root, the directory and the rule" \
 # nobody's swap: their own tree and socket at the root's path.
 as_nobody mv "$U/w" "$U/w.old" || die "nobody cannot rename $U/w"
 as_nobody mkdir -p "$R/a1" || die "nobody cannot make $R/a1"
-as_nobody "$CSI_PYTHON" "$(csi_plugin_copy)" --socket "$R/a1/csi.sock" --flavour node \
-	--name node.example.com >>"$T/csi-plugin.log" 2>&1 &
+# setpriv itself (as_nobody is a function: $! would be its subshell's pid,
+# and the plugin outlived the test).
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$CSI_PYTHON" "$(csi_plugin_copy)" \
+	--socket "$R/a1/csi.sock" --flavour node --name node.example.com >>"$T/csi-plugin.log" 2>&1 &
 _PIDS+=("$!")
 wait_until 30 "nobody's plugin listens" test -S "$R/a1/csi.sock" || exit 1
 # Two of the 2 s rescans of a refused root after nobody's socket is there.
